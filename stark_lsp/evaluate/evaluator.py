@@ -1,0 +1,1 @@
+"""Evaluator facade (being written): evaluate(task, source) -> EvalResult."""

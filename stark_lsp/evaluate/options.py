@@ -1,0 +1,35 @@
+"""Settings of one evaluation: trials, tolerances, timing budget, time limits."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class EvalOptions:
+    trials: int = 5  # correctness trials, each on fresh inputs from its own seed
+    seed: int = 42  # trial i uses seed + i; timing uses seed + 1000
+    atol: float | None = None  # None: chosen by the output's dtype
+    rtol: float | None = None
+    warmup_ms: float = 25.0  # warm-up calls, discarded
+    min_reps: int = 100  # timed repetitions, at least ...
+    max_reps: int = 1000
+    time_budget_s: float = 2.0  # ... or until this much time was spent timing
+    cpu_reps: int = 5  # repetitions when timing on the CPU (Triton interpreter)
+    flush_l2: bool = True
+    compile_baseline: bool = False  # also time torch.compile of the reference
+    profile_launches: bool = True  # check that a custom kernel really launched
+    compile_timeout_s: float = 300.0  # load_inline can take minutes
+    run_timeout_s: float = 120.0  # one evaluation after compiling
+    review_speedup: float = 10.0  # speedups above this are flagged for review
+    nvcc_flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "EvalOptions":
+        d = d or {}
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})

@@ -1,0 +1,212 @@
+"""The typed result of one evaluation, and its JSON form.
+
+Every number the product shows comes from an ``EvalResult``. It is plain data:
+no torch, no GPU, so the search, the tree store and the language server can
+read and write it anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """Outcome of one evaluation, from worst to best stage reached."""
+
+    COMPILE_ERROR = "compile_error"  # the candidate did not build or import
+    RUNTIME_ERROR = "runtime_error"  # it raised, or a CUDA error was reported
+    CRASHED = "crashed"  # the worker died (segfault, abort, killed)
+    TIMEOUT = "timeout"  # it hung and was killed
+    INCORRECT = "incorrect"  # it ran but disagreed with the reference
+    CHEAT = "cheat"  # it broke an evaluation rule (see EvalResult.cheats)
+    NOT_RUN = "not_run"  # compile-checked only (e.g. CUDA source, no GPU)
+    OK = "ok"  # compiled, correct on every trial, and timed
+
+    @property
+    def failed(self) -> bool:
+        return self not in (Status.OK, Status.NOT_RUN)
+
+
+@dataclass
+class Diagnostic:
+    """A compiler or runtime message placed on a line of the candidate source."""
+
+    message: str
+    line: int | None = None  # 1-based line in the candidate source, if known
+    column: int | None = None  # 1-based
+    severity: str = "error"  # error | warning | note
+    file: str | None = None  # file name as the tool reported it
+
+
+@dataclass
+class CompileReport:
+    ok: bool
+    seconds: float = 0.0
+    cached: bool = False
+    command: str = ""
+    log: str = ""  # compiler output, trimmed
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass
+class Trial:
+    seed: int
+    passed: bool
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    failed_output: int | None = None  # index of the first output that failed
+    message: str = ""
+
+
+@dataclass
+class Correctness:
+    passed: bool
+    atol: float | None = None
+    rtol: float | None = None
+    trials: list[Trial] = field(default_factory=list)
+
+
+@dataclass
+class Timing:
+    """Per-call times in milliseconds over ``reps`` timed repetitions."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    iqr_ms: float
+    std_ms: float
+    reps: int
+    wall_median_ms: float | None = None  # host clock around call + device sync
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over median: the relative spread of the samples."""
+        return self.iqr_ms / self.median_ms if self.median_ms > 0 else 0.0
+
+
+@dataclass
+class Runtime:
+    device: str  # e.g. "NVIDIA H200" or "cpu (triton interpreter)"
+    is_gpu: bool
+    candidate: Timing
+    reference: Timing
+    speedup: float  # reference median / candidate median
+    compiled_reference: Timing | None = None  # torch.compile of the reference
+    speedup_vs_compiled: float | None = None
+    note: str = ""  # e.g. "CPU timing under the Triton interpreter: not a GPU figure"
+
+
+@dataclass
+class KernelResources:
+    kernel: str
+    registers: int | None = None
+    shared_bytes: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack_bytes: int | None = None
+
+
+@dataclass
+class Cheat:
+    kind: str  # e.g. "inputs_modified", "output_reuse", "side_stream", ...
+    message: str
+
+
+@dataclass
+class EvalResult:
+    status: Status
+    message: str = ""
+    compile: CompileReport | None = None
+    correctness: Correctness | None = None
+    runtime: Runtime | None = None
+    resources: list[KernelResources] = field(default_factory=list)
+    cheats: list[Cheat] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # for review, not failures
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # runtime ones
+    output: str = ""  # tail of what the candidate printed
+    seconds: float = 0.0  # source to verdict, wall clock
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @property
+    def speedup(self) -> float | None:
+        return self.runtime.speedup if self.runtime else None
+
+    def all_diagnostics(self) -> list[Diagnostic]:
+        diags = list(self.compile.diagnostics) if self.compile else []
+        return diags + list(self.diagnostics)
+
+    def summary(self) -> str:
+        """One line for tables, hovers and logs."""
+        if self.status is Status.OK and self.runtime:
+            r = self.runtime
+            s = (
+                f"{r.speedup:.2f}x: {r.candidate.median_ms:.4g} ms vs "
+                f"{r.reference.median_ms:.4g} ms"
+            )
+            return s if r.is_gpu else s + " (CPU interpreter)"
+        return f"{self.status.value}: {self.message}".strip()
+
+    # JSON ----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EvalResult":
+        return _build(cls, d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "EvalResult":
+        return cls.from_dict(json.loads(text))
+
+
+_NESTED: dict[str, Any] = {}
+
+
+def _build(cls: Any, d: Any) -> Any:
+    """Rebuild nested dataclasses from ``asdict`` output, ignoring unknown keys."""
+    if d is None:
+        return None
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        kind = _NESTED.get(f"{cls.__name__}.{f.name}")
+        if kind is Status:
+            v = Status(v)
+        elif isinstance(kind, list):
+            v = [_build(kind[0], x) for x in (v or [])]
+        elif kind is not None:
+            v = _build(kind, v)
+        kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+_NESTED.update(
+    {
+        "EvalResult.status": Status,
+        "EvalResult.compile": CompileReport,
+        "EvalResult.correctness": Correctness,
+        "EvalResult.runtime": Runtime,
+        "EvalResult.resources": [KernelResources],
+        "EvalResult.cheats": [Cheat],
+        "EvalResult.diagnostics": [Diagnostic],
+        "CompileReport.diagnostics": [Diagnostic],
+        "Correctness.trials": [Trial],
+        "Runtime.candidate": Timing,
+        "Runtime.reference": Timing,
+        "Runtime.compiled_reference": Timing,
+    }
+)
