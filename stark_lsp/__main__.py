@@ -1,0 +1,5 @@
+import sys
+
+from stark_lsp.cli import main
+
+sys.exit(main())
