@@ -1,0 +1,106 @@
+"""One node of a search tree: a candidate kernel, how it was made, how it did.
+
+Plain data. The tree store writes and reads it; policies and context windows
+read it; nothing here touches SQLite or threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stark_lsp.agents.base import Exchange, Usage
+from stark_lsp.evaluate.result import EvalResult, Status
+
+# kinds
+ROOT = "root"
+PLAN_CODE = "plan_code"
+DEBUG = "debug"
+KINDS = (ROOT, PLAN_CODE, DEBUG)
+
+# statuses beyond the evaluator's
+PENDING = "pending"  # created, no agent called yet
+RUNNING = "running"  # agents or the evaluator at work
+ABANDONED = "abandoned"  # cut short (cancel, kill): ignored, redone on resume
+AGENT_ERROR = "agent_error"  # an agent or the marker rules refused: no candidate
+
+EVAL_STATUSES = tuple(s.value for s in Status)
+FAILED_EVAL_STATUSES = tuple(s.value for s in Status if s.failed)
+IN_FLIGHT = (PENDING, RUNNING)
+STATUSES = (PENDING, RUNNING, ABANDONED, AGENT_ERROR) + EVAL_STATUSES
+
+
+@dataclass
+class Node:
+    id: int
+    task_id: str
+    parent_id: int | None
+    kind: str
+    status: str
+    attempt: int = 0  # 1.. for attempts; 0 for the root
+    plan: str = ""  # the marked source the Plan agent returned
+    summary: str = ""  # one line: what the plan (or the fix) does
+    source: str = ""  # the full candidate source
+    result: EvalResult | None = None
+    speedup: float | None = None
+    runtime_ms: float | None = None
+    error: str = ""  # why it failed, in one message
+    duplicate_of: int | None = None  # same source as that node: its result reused
+    exchanges: list[Exchange] = field(default_factory=list)
+    seed: int = 0  # the per-attempt seed given to the agents
+    created: float = 0.0
+    updated: float = 0.0
+
+    # -- derived -----------------------------------------------------------
+    @property
+    def evaluated(self) -> bool:
+        """It has an evaluator verdict (its own or a duplicate's)."""
+        return self.status in EVAL_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        """An evaluated candidate that failed (goes to the Debug agent)."""
+        return self.status in FAILED_EVAL_STATUSES
+
+    @property
+    def correct(self) -> bool:
+        return self.status == Status.OK.value
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status in IN_FLIGHT
+
+    @property
+    def completed(self) -> bool:
+        """A finished attempt: evaluated, or refused by an agent."""
+        return self.evaluated or self.status == AGENT_ERROR
+
+    @property
+    def unsuccessful(self) -> bool:
+        """Counts as a failed child for pruning: failed or agent_error."""
+        return self.failed or self.status == AGENT_ERROR
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for e in self.exchanges:
+            total = total + e.usage
+        return total
+
+    def outcome(self) -> str:
+        """Status, speedup and runtime in a few words."""
+        parts = [self.status]
+        if self.speedup is not None:
+            parts.append(f"{self.speedup:.2f}x")
+        if self.runtime_ms is not None:
+            parts.append(f"{self.runtime_ms:.4g} ms")
+        if self.duplicate_of is not None:
+            parts.append(f"duplicate of #{self.duplicate_of}")
+        return ", ".join(parts)
+
+
+def outcome_fields(result: EvalResult) -> tuple[str, float | None, float | None, str]:
+    """(status, speedup, runtime_ms, error) of an evaluation, for the columns."""
+    speed = result.speedup if result.status is Status.OK else None
+    runtime = result.runtime.candidate.median_ms if result.runtime else None
+    error = "" if not result.status.failed else (result.message or result.status.value)
+    return result.status.value, speed, runtime, error

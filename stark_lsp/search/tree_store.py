@@ -1,0 +1,396 @@
+"""Tree memory: every search tree of a workspace in one SQLite file.
+
+``<workspace>/.stark/tree.sqlite`` holds one tree per task (keyed by
+``TaskSpec.task_id()``). The file is in WAL mode and every write is one
+transaction, so a search killed at any moment leaves a consistent file, and
+other processes (the editor) can read it while a search writes.
+
+Schema (version 1; ``schema_version`` holds the number):
+
+* ``trees(task_id PK, spec_json, created)``
+* ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
+  source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
+  exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
+  updated)``
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from stark_lsp.agents.base import Exchange, Usage
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.tasks.spec import TaskSpec
+
+from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
+
+SCHEMA_VERSION = 1
+DB_NAME = "tree.sqlite"
+STORE_DIR = ".stark"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS trees (
+    task_id TEXT PRIMARY KEY,
+    spec_json TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL REFERENCES trees(task_id) ON DELETE CASCADE,
+    parent_id INTEGER REFERENCES nodes(id),
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    plan TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    source_hash TEXT,
+    result_json TEXT,
+    speedup REAL,
+    runtime_ms REAL,
+    error TEXT NOT NULL DEFAULT '',
+    duplicate_of INTEGER,
+    exchanges_json TEXT NOT NULL DEFAULT '[]',
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    seed INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nodes_task ON nodes(task_id, id);
+CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
+CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(task_id, source_hash);
+"""
+
+_COLUMNS = (
+    "id task_id parent_id kind status attempt plan summary source result_json speedup "
+    "runtime_ms error duplicate_of exchanges_json seed created updated"
+).split()
+_UPDATABLE = {
+    "status", "attempt", "plan", "summary", "source", "result", "speedup",
+    "runtime_ms", "error", "duplicate_of", "exchanges", "seed",
+}
+
+# things that look like API keys never reach the file
+_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|Bearer\s+[A-Za-z0-9._-]{16,})")
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def find_workspace(start: Path | None = None) -> Path:
+    """The nearest ancestor of ``start`` (default: cwd) holding ``.stark`` or
+    ``.git``; ``start`` itself when there is none."""
+    start = (start or Path.cwd()).resolve()
+    for d in (start, *start.parents):
+        if (d / STORE_DIR).is_dir() or (d / ".git").exists():
+            return d
+    return start
+
+
+def default_store_path(start: Path | None = None) -> Path:
+    return find_workspace(start) / STORE_DIR / DB_NAME
+
+
+def _redact(text: str) -> str:
+    return _SECRET.sub("[redacted]", text)
+
+
+def _exchanges_json(exchanges: list[Exchange]) -> str:
+    return json.dumps([
+        {
+            "agent": e.agent,
+            "prompt": _redact(e.prompt),
+            "response": _redact(e.response),
+            "usage": {
+                "prompt_tokens": e.usage.prompt_tokens,
+                "completion_tokens": e.usage.completion_tokens,
+                "cost_usd": e.usage.cost_usd,
+                "calls": e.usage.calls,
+            },
+        }
+        for e in exchanges
+    ])
+
+
+def _exchanges_from(text: str | None) -> list[Exchange]:
+    out = []
+    for d in json.loads(text or "[]"):
+        out.append(Exchange(d["agent"], d["prompt"], d["response"], Usage(**d.get("usage", {}))))
+    return out
+
+
+class TreeStore:
+    """Thread-safe access to the tree file. Open with ``TreeStore.open(path)``;
+    ``readonly=True`` for watchers that must never write."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool):
+        self._conn = conn
+        self._lock = threading.RLock()
+        self.path = path
+        self.readonly = readonly
+
+    # -- opening -----------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, readonly: bool = False) -> "TreeStore":
+        path = Path(path)
+        if readonly:
+            if not path.exists():
+                raise StoreError(f"{path}: no tree store")
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
+                                   isolation_level=None, timeout=30)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        conn.row_factory = sqlite3.Row
+        store = cls(conn, path, readonly)
+        store._setup()
+        return store
+
+    def _setup(self) -> None:
+        c = self._conn
+        c.execute("PRAGMA busy_timeout = 30000")
+        c.execute("PRAGMA foreign_keys = ON")
+        if self.readonly:
+            self._check_version()
+            return
+        c.execute("PRAGMA journal_mode = WAL")
+        c.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across process crashes
+        with self._tx() as cur:
+            for stmt in _SCHEMA.strip().split(";"):
+                if stmt.strip():
+                    cur.execute(stmt)
+            row = cur.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                cur.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
+        self._check_version()
+
+    def _check_version(self) -> None:
+        row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        version = row[0] if row else None
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: tree store schema version {version}, this stark_lsp reads version "
+                f"{SCHEMA_VERSION}"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "TreeStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Cursor]:
+        if self.readonly:
+            raise StoreError("the tree store was opened read-only")
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    # -- trees -------------------------------------------------------------
+    def create_tree(self, task: TaskSpec) -> str:
+        """Register the task (idempotent); returns its task id."""
+        tid = task.task_id()
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT OR IGNORE INTO trees(task_id, spec_json, created) VALUES (?, ?, ?)",
+                (tid, json.dumps(task.to_dict()), time.time()),
+            )
+        return tid
+
+    def has_tree(self, task_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM trees WHERE task_id = ?", (task_id,)))
+
+    def task(self, task_id: str) -> TaskSpec | None:
+        rows = self._query("SELECT spec_json FROM trees WHERE task_id = ?", (task_id,))
+        return TaskSpec.from_dict(json.loads(rows[0][0])) if rows else None
+
+    def tasks(self) -> list[tuple[str, TaskSpec]]:
+        rows = self._query("SELECT task_id, spec_json FROM trees ORDER BY created")
+        return [(r[0], TaskSpec.from_dict(json.loads(r[1]))) for r in rows]
+
+    def delete_tree(self, task_id: str) -> None:
+        with self._tx() as cur:
+            cur.execute("DELETE FROM nodes WHERE task_id = ?", (task_id,))
+            cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
+
+    # -- nodes -------------------------------------------------------------
+    def add_node(
+        self,
+        task_id: str,
+        parent_id: int | None,
+        kind: str,
+        status: str,
+        *,
+        attempt: int = 0,
+        source: str = "",
+        seed: int = 0,
+        **fields: Any,
+    ) -> Node:
+        if kind not in KINDS:
+            raise ValueError(f"unknown node kind {kind!r}")
+        if status not in STATUSES:
+            raise ValueError(f"unknown node status {status!r}")
+        now = time.time()
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO nodes(task_id, parent_id, kind, status, attempt, source, source_hash, seed,"
+                " created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (task_id, parent_id, kind, status, attempt, source,
+                 source_hash(source) if source else None, seed, now, now),
+            )
+            node_id = cur.lastrowid
+            if fields:
+                self._update(cur, node_id, fields, now)
+        return self.get(node_id)
+
+    def update_node(self, node_id: int, **fields: Any) -> Node:
+        """Set some of: status, attempt, plan, summary, source, result
+        (an EvalResult), speedup, runtime_ms, error, duplicate_of, exchanges
+        (a list of Exchange, replacing the stored ones), seed."""
+        with self._tx() as cur:
+            self._update(cur, node_id, fields, time.time())
+        return self.get(node_id)
+
+    def _update(self, cur: sqlite3.Cursor, node_id: int, fields: dict[str, Any], now: float) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update node fields {sorted(unknown)}")
+        cols: dict[str, Any] = {}
+        for k, v in fields.items():
+            if k == "status":
+                if v not in STATUSES:
+                    raise ValueError(f"unknown node status {v!r}")
+                cols["status"] = v
+            elif k == "result":
+                cols["result_json"] = v.to_json() if v is not None else None
+            elif k == "exchanges":
+                cols["exchanges_json"] = _exchanges_json(v)
+                u = sum((e.usage for e in v), Usage())
+                cols.update(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
+                            cost_usd=u.cost_usd)
+            elif k == "source":
+                cols["source"] = v
+                cols["source_hash"] = source_hash(v) if v else None
+            elif k in ("plan", "summary", "error"):
+                cols[k] = _redact(v or "")
+            else:
+                cols[k] = v
+        cols["updated"] = now
+        sets = ", ".join(f"{k} = ?" for k in cols)
+        cur.execute(f"UPDATE nodes SET {sets} WHERE id = ?", (*cols.values(), node_id))
+        if cur.rowcount != 1:
+            raise StoreError(f"no node #{node_id}")
+
+    def get(self, node_id: int) -> Node:
+        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE id = ?", (node_id,))
+        if not rows:
+            raise StoreError(f"no node #{node_id}")
+        return _node(rows[0])
+
+    def nodes(self, task_id: str) -> list[Node]:
+        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? ORDER BY id", (task_id,))
+        return [_node(r) for r in rows]
+
+    def children(self, node_id: int) -> list[Node]:
+        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE parent_id = ? ORDER BY id", (node_id,))
+        return [_node(r) for r in rows]
+
+    def root(self, task_id: str) -> Node | None:
+        rows = self._query(
+            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND parent_id IS NULL ORDER BY id LIMIT 1",
+            (task_id,),
+        )
+        return _node(rows[0]) if rows else None
+
+    def best(self, task_id: str) -> Node | None:
+        """The correct node with the highest speedup (the earliest on a tie)."""
+        rows = self._query(
+            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
+            " ORDER BY speedup DESC, id ASC LIMIT 1",
+            (task_id, Status.OK.value),
+        )
+        return _node(rows[0]) if rows else None
+
+    def find_evaluated(self, task_id: str, source: str) -> Node | None:
+        """The earliest evaluated node of this tree with exactly this source."""
+        marks = ", ".join("?" for _ in EVAL_STATUSES)
+        rows = self._query(
+            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND source_hash = ? AND status IN ({marks})"
+            " AND result_json IS NOT NULL ORDER BY id LIMIT 1",
+            (task_id, source_hash(source), *EVAL_STATUSES),
+        )
+        return _node(rows[0]) if rows else None
+
+    def abandon_in_flight(self, task_id: str) -> list[int]:
+        """Mark the pending/running nodes of a tree abandoned (after a crash or
+        kill: no search owns them any more); returns their ids."""
+        marks = ", ".join("?" for _ in IN_FLIGHT)
+        with self._tx() as cur:
+            ids = [r[0] for r in cur.execute(
+                f"SELECT id FROM nodes WHERE task_id = ? AND status IN ({marks})", (task_id, *IN_FLIGHT)
+            ).fetchall()]
+            if ids:
+                cur.execute(
+                    f"UPDATE nodes SET status = ?, updated = ? WHERE task_id = ? AND status IN ({marks})",
+                    (ABANDONED, time.time(), task_id, *IN_FLIGHT),
+                )
+        return ids
+
+    def integrity_ok(self) -> bool:
+        return self._query("PRAGMA integrity_check")[0][0] == "ok"
+
+
+def _node(r: sqlite3.Row) -> Node:
+    rj = r["result_json"]
+    return Node(
+        id=r["id"],
+        task_id=r["task_id"],
+        parent_id=r["parent_id"],
+        kind=r["kind"],
+        status=r["status"],
+        attempt=r["attempt"],
+        plan=r["plan"],
+        summary=r["summary"],
+        source=r["source"],
+        result=EvalResult.from_json(rj) if rj else None,
+        speedup=r["speedup"],
+        runtime_ms=r["runtime_ms"],
+        error=r["error"],
+        duplicate_of=r["duplicate_of"],
+        exchanges=_exchanges_from(r["exchanges_json"]),
+        seed=r["seed"],
+        created=r["created"],
+        updated=r["updated"],
+    )
