@@ -1,0 +1,91 @@
+"""What every policy needs: a read-only view of a tree, and the selection.
+
+Pure: the nodes come in as a list (in-flight ones included, so a node being
+expanded already counts as a child), a ``random.Random`` comes in for the
+choices, and a ``Selection`` goes out.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from ..node import ABANDONED, Node
+
+PLAN = "plan"  # Plan agent, then Code agent
+DEBUG = "debug"  # Debug agent
+
+
+@dataclass(frozen=True)
+class Selection:
+    node_id: int
+    action: str  # plan | debug
+    reason: str  # why this node, in a few words (shown in logs and progress)
+    fallback: bool = False  # the policy's own rule found nothing; a fallback chose
+
+
+def route(node: Node) -> str:
+    """A failed candidate goes to the Debug agent; any other to Plan + Code."""
+    return DEBUG if node.failed else PLAN
+
+
+class Policy(Protocol):
+    name: str
+
+    def select(self, nodes: list[Node], rng: random.Random) -> Selection | None: ...
+
+
+class TreeView:
+    """Nodes by id and by parent; abandoned nodes are left out."""
+
+    def __init__(self, nodes: Iterable[Node]):
+        self.nodes = {n.id: n for n in nodes if n.status != ABANDONED}
+        self.kids: dict[int, list[Node]] = {i: [] for i in self.nodes}
+        self.root: Node | None = None
+        for n in sorted(self.nodes.values(), key=lambda n: n.id):
+            if n.parent_id is None:
+                self.root = self.root or n
+            elif n.parent_id in self.kids:
+                self.kids[n.parent_id].append(n)
+
+    def children(self, node_id: int) -> list[Node]:
+        return self.kids.get(node_id, [])
+
+    def is_leaf(self, node_id: int) -> bool:
+        return not self.kids.get(node_id)
+
+    def candidates(self) -> list[Node]:
+        """Nodes an agent can start from: evaluated, not a duplicate, by id."""
+        return [n for n in sorted(self.nodes.values(), key=lambda n: n.id)
+                if n.evaluated and n.duplicate_of is None]
+
+    def pruned(self, node: Node, n_child: int) -> bool:
+        """More than ``n_child`` children and every one of them failed."""
+        kids = [k for k in self.children(node.id) if not k.in_flight]
+        return len(kids) > n_child and all(k.unsuccessful for k in kids)
+
+    def root_full(self, n_root: int) -> bool:
+        return self.root is not None and len(self.children(self.root.id)) >= n_root
+
+
+def best_correct(nodes: Iterable[Node]) -> Node | None:
+    """Highest speedup among correct nodes; the earliest on a tie."""
+    ok = [n for n in nodes if n.correct and n.speedup is not None]
+    return min(ok, key=lambda n: (-n.speedup, n.id)) if ok else None
+
+
+def leaderboard(nodes: Iterable[Node], k: int) -> list[Node]:
+    """The top ``k`` correct nodes by speedup (duplicates left out)."""
+    ok = [n for n in nodes if n.correct and n.speedup is not None and n.duplicate_of is None]
+    return sorted(ok, key=lambda n: (-n.speedup, n.id))[:k]
+
+
+def newest(nodes: Iterable[Node]) -> Node | None:
+    nodes = list(nodes)
+    return max(nodes, key=lambda n: n.id) if nodes else None
+
+
+def select_node(node: Node, reason: str, fallback: bool = False) -> Selection:
+    return Selection(node.id, route(node), reason, fallback)
+

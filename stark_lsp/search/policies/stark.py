@@ -1,0 +1,61 @@
+"""``stark``: the adapted epsilon-greedy of the STARK paper.
+
+* The root may have at most ``n_root`` children.
+* A node with more than ``n_child`` children, all failed, is pruned.
+* With probability ``epsilon``: explore, uniformly among expandable leaves.
+* Otherwise: exploit, the best expandable node by speedup.
+* When no node is expandable: fall back to the best correct node (or the
+  root), ignoring the limits, and say so.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..node import Node
+from .common import Selection, TreeView, best_correct, newest, select_node
+
+
+@dataclass
+class StarkPolicy:
+    epsilon: float = 0.35
+    n_root: int = 5
+    n_child: int = 3
+    name: str = "stark"
+
+    def expandable(self, view: TreeView, node: Node) -> bool:
+        if not node.evaluated or node.duplicate_of is not None:
+            return False
+        if node is view.root and view.root_full(self.n_root):
+            return False
+        return not view.pruned(node, self.n_child)
+
+    def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
+        view = TreeView(nodes)
+        if view.root is None or not view.root.evaluated:
+            return None
+        cands = [n for n in view.candidates() if self.expandable(view, n)]
+        if not cands:
+            return fallback(view)
+        if rng.random() < self.epsilon:
+            leaves = [n for n in cands if view.is_leaf(n.id)]
+            if leaves:
+                return select_node(rng.choice(leaves), "explore: a random expandable leaf")
+        best = best_correct(cands)
+        if best is not None:
+            return select_node(best, f"exploit: the best expandable node ({best.speedup:.2f}x)")
+        untimed = [n for n in cands if not n.failed]
+        if untimed:
+            return select_node(newest(untimed), "exploit: no timed node yet; the newest untimed one")
+        return select_node(newest(cands), "exploit: nothing correct yet; debug the newest failure")
+
+
+def fallback(view: TreeView) -> Selection | None:
+    """Every node is pruned or full: the best correct node, else the root."""
+    best = best_correct(view.candidates())
+    if best is not None:
+        return select_node(best, "every node is pruned or full: falling back to the best node", True)
+    if view.root is not None and view.root.evaluated:
+        return select_node(view.root, "every node is pruned or full: falling back to the root", True)
+    return None
