@@ -1,0 +1,314 @@
+"""The search loop: select a node, call the agents, evaluate, record, repeat.
+
+The decisions (``policies``, ``context``) are pure; this module adds the
+threads, the store and the evaluator. Selection and node creation happen on
+the thread that called ``run``; the agents and the evaluator run on a pool of
+``concurrency`` workers, so agent calls overlap with evaluations.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+from stark_lsp.agents.base import AgentError, Exchange, Team
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult
+from stark_lsp.tasks.spec import TaskSpec
+
+from .context import build_context
+from .lock import tree_lock
+from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
+from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, make_policy
+from .tree_store import TreeStore
+
+
+@dataclass
+class SearchConfig:
+    budget: int = 30  # attempts: plan+code, or one debug
+    policy: str = "stark"
+    epsilon: float = 0.35
+    n_root: int = 5
+    n_child: int = 3
+    leaderboard: int = 5
+    concurrency: int = 2
+    wall_time_s: float | None = None
+    seed: int = 0
+    context_tokens: int = 12000
+    eval_options: EvalOptions = field(default_factory=EvalOptions)
+
+
+@dataclass
+class Progress:
+    task_id: str
+    attempt: int  # finished attempts
+    budget: int
+    best_speedup: float | None
+    best_node_id: int | None
+    failures: int  # finished attempts that failed (agent errors included)
+    correct: int  # finished attempts that are correct
+    running: int  # attempts in flight
+    done: bool
+    message: str = ""
+
+
+class _EvaluatorFailed(RuntimeError):
+    """The evaluator itself raised: the search stops (the node is abandoned)."""
+
+
+def _default_markers() -> ModuleType:
+    from stark_lsp.markers import syntax
+
+    return syntax
+
+
+def attempt_seed(seed: int, attempt: int) -> int:
+    return seed * 1_000_003 + attempt
+
+
+class Search:
+    def __init__(
+        self,
+        task: TaskSpec,
+        store: TreeStore,
+        evaluator: Any,
+        team: Team,
+        config: SearchConfig | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        on_node: Callable[[Node], None] | None = None,
+        markers: ModuleType | None = None,
+    ):
+        self.task = task
+        self.task_id = task.task_id()
+        self.store = store
+        self.evaluator = evaluator
+        self.team = team
+        self.config = config or SearchConfig()
+        self.on_progress = on_progress
+        self.on_node = on_node  # called from worker threads too
+        self.markers = markers or _default_markers()
+        self.policy = make_policy(self.config.policy, epsilon=self.config.epsilon,
+                                  n_root=self.config.n_root, n_child=self.config.n_child)
+        self._nodes: dict[int, Node] = {}
+        self._lock = threading.Lock()
+        self._hardware = ""
+        self._cancel = threading.Event()
+
+    # -- bookkeeping -------------------------------------------------------
+    def _record(self, node: Node) -> Node:
+        with self._lock:
+            self._nodes[node.id] = node
+        if self.on_node:
+            self.on_node(node)
+        return node
+
+    def _update(self, node_id: int, **fields: Any) -> Node:
+        return self._record(self.store.update_node(node_id, **fields))
+
+    def _snapshot(self) -> list[Node]:
+        with self._lock:
+            return sorted(self._nodes.values(), key=lambda n: n.id)
+
+    def _attempts(self) -> list[Node]:
+        return [n for n in self._snapshot() if n.kind != ROOT and n.status != ABANDONED]
+
+    def _finished(self) -> int:
+        return sum(1 for n in self._attempts() if n.completed)
+
+    def _next_attempt(self) -> int:
+        used = {n.attempt for n in self._attempts()}
+        k = 1
+        while k in used:
+            k += 1
+        return k
+
+    def progress(self, done: bool = False, message: str = "") -> Progress:
+        attempts = self._attempts()
+        best = best_correct(n for n in self._snapshot() if n.duplicate_of is None)
+        return Progress(
+            task_id=self.task_id,
+            attempt=sum(1 for n in attempts if n.completed),
+            budget=self.config.budget,
+            best_speedup=best.speedup if best else None,
+            best_node_id=best.id if best else None,
+            failures=sum(1 for n in attempts if n.unsuccessful),
+            correct=sum(1 for n in attempts if n.correct),
+            running=sum(1 for n in attempts if n.in_flight),
+            done=done,
+            message=message,
+        )
+
+    def _emit(self, done: bool = False, message: str = "") -> None:
+        if self.on_progress:
+            self.on_progress(self.progress(done, message))
+
+    # -- the loop ----------------------------------------------------------
+    def run(self, cancel: threading.Event | None = None) -> Node | None:
+        """Search until the budget, the wall time or ``cancel``; returns the
+        best node. Resumes a tree that exists (in-flight nodes left by a
+        killed run are marked abandoned and their attempts redone)."""
+        self._cancel = cancel or threading.Event()
+        with tree_lock(self.store.path, self.task_id):
+            self.store.create_tree(self.task)
+            abandoned = self.store.abandon_in_flight(self.task_id)
+            for n in self.store.nodes(self.task_id):
+                self._record(n)
+            try:
+                self._hardware = str(self.evaluator.hardware())
+            except Exception:
+                self._hardware = ""
+            note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else ""
+            root = self._ensure_root(note)
+            if root is not None:
+                self._loop(time.monotonic())
+        return self.store.best(self.task_id)
+
+    def _ensure_root(self, note: str) -> Node | None:
+        root = self.store.root(self.task_id)
+        if root is None:
+            root = self._record(self.store.add_node(
+                self.task_id, None, ROOT, RUNNING, source=self.task.root_source(), summary="the original kernel"))
+        elif root.evaluated:
+            try:
+                changed = root.source != self.task.root_source()
+            except OSError:
+                changed = False
+            if changed:
+                note = (note + "; " if note else "") + "the task file changed since this tree began: continuing the stored tree"
+            self._emit(message=note)
+            return root
+        else:
+            root = self._update(root.id, status=RUNNING)
+        self._emit(message=(note + "; " if note else "") + "evaluating the original kernel")
+        if self._cancel.is_set():
+            self._update(root.id, status=ABANDONED)
+            self._emit(done=True, message="cancelled")
+            return None
+        self._evaluate(root)
+        return self._nodes[root.id]
+
+    def _stop_reason(self, started: float) -> str:
+        if self._cancel.is_set():
+            return "cancelled"
+        wt = self.config.wall_time_s
+        if wt is not None and time.monotonic() - started >= wt:
+            return "wall time reached"
+        return ""
+
+    def _loop(self, started: float) -> None:
+        cfg = self.config
+        inflight: dict[Future, int] = {}
+        error: BaseException | None = None
+        message = ""
+        pool = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="stark-search")
+        try:
+            while True:
+                stop = self._stop_reason(started) if error is None else "stopped by an error"
+                while not stop and len(inflight) < max(1, cfg.concurrency) and self._finished() + len(inflight) < cfg.budget:
+                    attempt = self._next_attempt()
+                    sel = self.policy.select(self._snapshot(), random.Random(f"{cfg.seed}:{attempt}"))
+                    if sel is None:
+                        stop = "nothing to expand"
+                        break
+                    node = self._start_attempt(sel, attempt)
+                    inflight[pool.submit(self._expand, node.id, sel)] = node.id
+                    self._emit(message=f"attempt {attempt}: {sel.action} #{sel.node_id} ({sel.reason})")
+                if not inflight:
+                    message = stop or "budget spent"
+                    break
+                done, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    nid = inflight.pop(fut)
+                    try:
+                        fut.result()
+                    except BaseException as e:  # the evaluator or the store failed
+                        error = error or e
+                        if self._nodes[nid].in_flight:
+                            self._update(nid, status=ABANDONED, error=f"search stopped: {e}")
+                    n = self._nodes[nid]
+                    self._emit(message=f"#{n.id} attempt {n.attempt}: {n.outcome()}")
+        finally:
+            pool.shutdown(wait=True)
+        self._emit(done=True, message=message)
+        if error is not None:
+            raise error
+
+    def _start_attempt(self, sel: Selection, attempt: int) -> Node:
+        kind = DEBUG if sel.action == ROUTE_DEBUG else PLAN_CODE
+        return self._record(self.store.add_node(
+            self.task_id, sel.node_id, kind, RUNNING,
+            attempt=attempt, seed=attempt_seed(self.config.seed, attempt)))
+
+    # -- one attempt (worker thread) ------------------------------------------
+    def _context(self, agent: str, node_id: int, seed: int):
+        return build_context(
+            agent, self.task, self._snapshot(), node_id,
+            leaderboard_size=self.config.leaderboard, token_budget=self.config.context_tokens,
+            hardware=self._hardware, seed=seed,
+        )
+
+    def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
+        self._update(node_id, status=ABANDONED, exchanges=exchanges, error="cancelled")
+
+    def _expand(self, node_id: int, sel: Selection) -> None:
+        node = self._nodes[node_id]
+        parent = self._nodes[sel.node_id]
+        exchanges: list[Exchange] = []
+        stage = "debug" if sel.action == ROUTE_DEBUG else "plan"
+        try:
+            if self._cancel.is_set():
+                return self._abandon(node_id, exchanges)
+            if stage == "debug":
+                fix = self.team.debugger.debug(self._context("debug", parent.id, node.seed))
+                exchanges += fix.exchanges
+                if not fix.source.strip():
+                    raise AgentError("the Debug agent returned an empty source")
+                source = fix.source
+                node = self._update(node_id, summary=fix.summary, source=source, exchanges=exchanges)
+            else:
+                plan = self.team.planner.plan(self._context("plan", parent.id, node.seed))
+                exchanges += plan.exchanges
+                node = self._update(node_id, plan=plan.marked_source, summary=plan.summary, exchanges=exchanges)
+                self.markers.check_plan(parent.source, plan.marked_source)
+                if self._cancel.is_set():
+                    return self._abandon(node_id, exchanges)
+                stage = "code"
+                code = self.team.coder.code(self._context("code", parent.id, node.seed), plan.marked_source)
+                exchanges += code.exchanges
+                source = self.markers.apply_replacements(plan.marked_source, code.replacements)
+                node = self._update(node_id, source=source, exchanges=exchanges)
+        except AgentError as e:
+            if e.raw or e.usage.calls:
+                exchanges.append(Exchange(stage, "", e.raw, e.usage))
+            self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent: {e}", exchanges=exchanges)
+            return
+        except self.markers.MarkerError as e:
+            self._update(node_id, status=AGENT_ERROR, error=f"{stage} broke the marker rules: {e}", exchanges=exchanges)
+            return
+        except Exception as e:  # a bug in an agent: recorded, the search goes on
+            self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent raised {type(e).__name__}: {e}",
+                         exchanges=exchanges)
+            return
+        if self._cancel.is_set():
+            return self._abandon(node_id, exchanges)
+        same = self.store.find_evaluated(self.task_id, source)
+        if same is not None and same.id != node_id and same.result is not None:
+            status, speed, runtime, err = outcome_fields(same.result)
+            self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
+                         error=err, duplicate_of=same.duplicate_of or same.id)
+            return
+        self._evaluate(node)
+
+    def _evaluate(self, node: Node) -> None:
+        try:
+            result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
+        except Exception as e:
+            self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
+            raise _EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
+        status, speed, runtime, err = outcome_fields(result)
+        self._update(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)

@@ -1,0 +1,74 @@
+"""Text and JSON views of a tree, for ``stark optimize``, ``show`` and the editor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .node import Node
+
+
+def _speed(n: Node) -> str:
+    return f"{n.speedup:.2f}x" if n.speedup is not None else "-"
+
+
+def _runtime(n: Node) -> str:
+    return f"{n.runtime_ms:.4g}" if n.runtime_ms is not None else "-"
+
+
+def _note(n: Node, width: int) -> str:
+    text = n.summary or ""
+    if n.duplicate_of is not None:
+        text = f"(duplicate of #{n.duplicate_of}) {text}"
+    if n.error and n.status != "ok":
+        text = f"{text} [{n.error}]" if text else n.error
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(nodes: list[Node], best_id: int | None = None, width: int = 60) -> str:
+    """One row per node: id, parent, kind, attempt, status, speedup, ms, note."""
+    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'speedup':>8} {'ms':>9}  note"
+    rows = [head]
+    for n in nodes:
+        mark = "*" if n.id == best_id else " "
+        parent = str(n.parent_id) if n.parent_id is not None else "-"
+        rows.append(
+            f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
+            f"{_speed(n):>8} {_runtime(n):>9}  {_note(n, width)}"
+        )
+    return "\n".join(rows)
+
+
+def tree(nodes: list[Node], best_id: int | None = None, width: int = 70) -> str:
+    """The tree, indented by depth, children in creation order."""
+    kids: dict[int | None, list[Node]] = {}
+    ids = {n.id for n in nodes}
+    for n in sorted(nodes, key=lambda n: n.id):
+        parent = n.parent_id if n.parent_id in ids else None
+        kids.setdefault(parent, []).append(n)
+    lines: list[str] = []
+
+    def walk(n: Node, depth: int) -> None:
+        mark = " *best*" if n.id == best_id else ""
+        lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {_speed(n)}{mark}  {_note(n, width)}".rstrip())
+        for c in kids.get(n.id, []):
+            walk(c, depth + 1)
+
+    for r in kids.get(None, []):
+        walk(r, 0)
+    return "\n".join(lines)
+
+
+def node_dict(n: Node, with_source: bool = False) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": n.id, "parent_id": n.parent_id, "kind": n.kind, "status": n.status,
+        "attempt": n.attempt, "summary": n.summary, "speedup": n.speedup,
+        "runtime_ms": n.runtime_ms, "error": n.error, "duplicate_of": n.duplicate_of,
+        "seed": n.seed, "created": n.created, "updated": n.updated,
+        "usage": vars(n.usage),
+    }
+    if with_source:
+        d["source"] = n.source
+        d["plan"] = n.plan
+        d["result"] = n.result.to_dict() if n.result else None
+    return d
