@@ -168,12 +168,12 @@ class FakeTeam(Team):
 
 def main(argv: list[str]) -> int:
     """fakes.py STORE TASKFILE BUDGET CONCURRENCY HANG_AFTER: search, hanging
-    in the evaluator after HANG_AFTER evaluations (0: never)."""
+    in the evaluator after HANG_AFTER evaluations (negative: never)."""
     from stark_lsp.search import Search, SearchConfig, TreeStore
 
     store_path, task_file, budget, conc, hang = argv
     task = TaskSpec("triton", Path(task_file), Path(task_file))
-    ev = FakeEvaluator(hang_after=int(hang) or None)
+    ev = FakeEvaluator(hang_after=int(hang) if int(hang) >= 0 else None)
     store = TreeStore.open(store_path)
     Search(task, store, ev, FakeTeam(fail_rate=0.3), SearchConfig(budget=int(budget), concurrency=int(conc))).run()
     return 0

@@ -57,8 +57,9 @@ class Progress:
     message: str = ""
 
 
-class _EvaluatorFailed(RuntimeError):
-    """The evaluator itself raised: the search stops (the node is abandoned)."""
+class EvaluatorFailed(RuntimeError):
+    """The evaluator itself raised (not a bad candidate: a broken evaluator).
+    The search stops; the node is abandoned and redone on resume."""
 
 
 def _default_markers() -> ModuleType:
@@ -309,6 +310,6 @@ class Search:
             result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
-            raise _EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
+            raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
         status, speed, runtime, err = outcome_fields(result)
         self._update(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)

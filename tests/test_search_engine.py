@@ -1,0 +1,219 @@
+import threading
+
+import pytest
+
+from fakes import FakeEvaluator, FakeTeam, fake_source, make_fake_task
+from stark_lsp.agents.base import AgentError
+from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, TreeStore
+from stark_lsp.search.lock import tree_lock
+from stark_lsp.search.node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def env(tmp_path):
+    task = make_fake_task(tmp_path)
+    store = TreeStore.open(tmp_path / ".stark" / "tree.sqlite")
+    yield task, store
+    store.close()
+
+
+def search(env, team=None, ev=None, **cfg):
+    task, store = env
+    progress = []
+    s = Search(task, store, ev or FakeEvaluator(), team or FakeTeam(fail_rate=0.3),
+               SearchConfig(**{"concurrency": 1, **cfg}), on_progress=progress.append)
+    return s, progress
+
+
+def attempts(store, task):
+    return [n for n in store.nodes(task.task_id()) if n.kind != ROOT and n.status != ABANDONED]
+
+
+def test_a_search_spends_exactly_its_budget(env):
+    task, store = env
+    s, progress = search(env, budget=8, concurrency=2)
+    best = s.run()
+    nodes = store.nodes(task.task_id())
+    assert nodes[0].kind == ROOT and nodes[0].source == fake_source(1.0) and nodes[0].status == "ok"
+    done = attempts(store, task)
+    assert sorted(n.attempt for n in done) == list(range(1, 9))
+    assert all(n.completed for n in done)
+    assert best.id == store.best(task.task_id()).id and best.speedup >= 1.0
+    last = progress[-1]
+    assert last.done and last.attempt == 8 and last.running == 0
+    assert last.correct + last.failures == 8 and last.best_node_id == best.id
+
+
+def test_plan_code_nodes_record_plan_source_and_exchanges(env):
+    task, store = env
+    search(env, budget=3, team=FakeTeam())[0].run()
+    for n in attempts(store, task):
+        assert n.kind == PLAN_CODE
+        assert "@stark begin s1" in n.plan and "@stark" not in n.source
+        assert [e.agent for e in n.exchanges] == ["plan", "code"] and n.usage.calls == 2
+        assert n.result is not None and n.seed != 0
+
+
+def test_same_seed_same_tree(tmp_path):
+    shapes = []
+    for run in ("a", "b"):
+        d = tmp_path / run
+        d.mkdir()
+        task = make_fake_task(d)
+        store = TreeStore.open(d / "tree.sqlite")
+        Search(task, store, FakeEvaluator(), FakeTeam(fail_rate=0.3), SearchConfig(budget=10, concurrency=1, seed=5)).run()
+        shapes.append([(n.id, n.parent_id, n.kind, n.status, n.speedup) for n in store.nodes(task.task_id())])
+    assert shapes[0] == shapes[1]
+    assert len({p for _, p, *_ in shapes[0]}) > 2  # not a star: the policy went deeper
+
+
+def test_a_failed_root_is_debugged_first(tmp_path):
+    task = make_fake_task(tmp_path, status="compile_error")
+    store = TreeStore.open(tmp_path / "tree.sqlite")
+    team = FakeTeam()
+    Search(task, store, FakeEvaluator(), team, SearchConfig(budget=3, concurrency=1)).run()
+    nodes = store.nodes(task.task_id())
+    assert nodes[0].status == "compile_error"
+    assert (nodes[1].kind, nodes[1].parent_id, nodes[1].status) == (DEBUG, nodes[0].id, "ok")
+    assert team.contexts[0][0] == "debug" and "fake compile_error" in team.contexts[0][1].node_diagnostics
+
+
+def test_agent_errors_are_recorded_and_count_toward_the_budget(env):
+    task, store = env
+    s, progress = search(env, budget=4, team=FakeTeam(plan_error_rate=1.0))
+    assert s.run().kind == ROOT
+    done = attempts(store, task)
+    assert len(done) == 4 and all(n.status == AGENT_ERROR for n in done)
+    assert all(n.error == "plan agent: fake planner gave up" for n in done)
+    assert all(n.exchanges[0].response == "I cannot" for n in done)  # the raw answer is kept
+    assert progress[-1].failures == 4
+
+
+def test_a_plan_that_breaks_the_marker_rules_is_an_agent_error(env):
+    task, store = env
+    search(env, budget=2, team=FakeTeam(bad_plan_rate=1.0))[0].run()
+    done = attempts(store, task)
+    assert all(n.status == AGENT_ERROR and "marker rules" in n.error for n in done)
+    assert all(n.plan and not n.source for n in done)
+
+
+def test_a_crashing_agent_does_not_crash_the_search(env):
+    task, store = env
+    team = FakeTeam()
+
+    def boom(ctx, marked):
+        raise KeyError("oops")
+
+    team.coder.code = boom
+    search(env, budget=2, team=team)[0].run()
+    assert all(n.status == AGENT_ERROR and "KeyError" in n.error for n in attempts(store, task))
+
+
+def test_identical_candidates_are_not_evaluated_twice(env):
+    task, store = env
+    ev = FakeEvaluator()
+    search(env, budget=4, team=FakeTeam(factor=2.0), ev=ev, policy="sampling")[0].run()
+    done = attempts(store, task)
+    first = done[0]
+    assert first.duplicate_of is None and first.status == "ok"
+    assert all(n.duplicate_of == first.id and n.speedup == first.speedup for n in done[1:])
+    assert ev.calls == 2  # the root and the first candidate
+
+
+def test_evaluations_overlap_with_concurrency_two(env):
+    ev = FakeEvaluator(barrier=threading.Barrier(2, timeout=20))
+    search(env, budget=2, concurrency=2, ev=ev)[0].run()  # BrokenBarrierError unless two evaluations overlap
+    assert ev.calls == 3
+
+
+def test_cancel_stops_cleanly_and_a_second_run_finishes_the_budget(env):
+    task, store = env
+    cancel = threading.Event()
+    s, _ = search(env, budget=6, concurrency=2)
+    s.on_progress = lambda p: cancel.set() if p.attempt >= 2 else None
+    s.run(cancel)
+    nodes = store.nodes(task.task_id())
+    assert not any(n.in_flight for n in nodes)
+    finished = [n for n in attempts(store, task) if n.completed]
+    assert 2 <= len(finished) < 6
+    search(env, budget=6, concurrency=2)[0].run()
+    done = attempts(store, task)
+    assert sorted(n.attempt for n in done) == list(range(1, 7)) and all(n.completed for n in done)
+    assert [n.id for n in done[: len(finished)]] == [n.id for n in finished]
+
+
+def test_cancel_before_the_root_leaves_nothing_running(env):
+    task, store = env
+    cancel = threading.Event()
+    cancel.set()
+    assert search(env, budget=3)[0].run(cancel) is None
+    assert [n.status for n in store.nodes(task.task_id())] == [ABANDONED]
+    search(env, budget=1)[0].run()
+    assert store.root(task.task_id()).status == "ok"
+
+
+def test_zero_wall_time_evaluates_only_the_root(env):
+    task, store = env
+    s, progress = search(env, budget=5, wall_time_s=0.0)
+    s.run()
+    assert [n.kind for n in store.nodes(task.task_id())] == [ROOT]
+    assert progress[-1].done and progress[-1].message == "wall time reached"
+
+
+def test_an_evaluator_failure_stops_the_search_and_abandons_the_node(env):
+    task, store = env
+    with pytest.raises(EvaluatorFailed) as info:
+        search(env, budget=5, ev=FakeEvaluator(raise_on=3))[0].run()
+    assert isinstance(info.value.__cause__, OSError)
+    nodes = store.nodes(task.task_id())
+    assert not any(n.in_flight for n in nodes)
+    broken = [n for n in nodes if n.status == ABANDONED]
+    assert len(broken) == 1 and "evaluator failed" in broken[0].error
+    search(env, budget=5)[0].run()
+    assert sorted(n.attempt for n in attempts(store, task)) == [1, 2, 3, 4, 5]
+
+
+def test_running_again_with_the_budget_spent_does_nothing(env):
+    task, store = env
+    search(env, budget=3)[0].run()
+    before = [(n.id, n.updated) for n in store.nodes(task.task_id())]
+    ev = FakeEvaluator()
+    search(env, budget=3, ev=ev)[0].run()
+    assert [(n.id, n.updated) for n in store.nodes(task.task_id())] == before and ev.calls == 0
+
+
+def test_on_node_sees_every_write(env):
+    task, store = env
+    seen = []
+    s, _ = search(env, budget=2)
+    s.on_node = seen.append
+    s.run()
+    final = {n.id: n.status for n in store.nodes(task.task_id())}
+    last = {}
+    for n in seen:
+        last[n.id] = n.status
+    assert last == final and any(n.status == "running" for n in seen)
+
+
+def test_a_second_search_on_the_same_tree_is_refused(env):
+    task, store = env
+    with tree_lock(store.path, task.task_id()):
+        with pytest.raises(SearchBusy):
+            search(env, budget=1)[0].run()
+
+
+def test_the_plan_agent_sees_the_leaderboard_and_code_gets_marked_source(env):
+    task, store = env
+    team = FakeTeam()
+    search(env, budget=6, team=team, leaderboard=2, policy="greedy")[0].run()
+    plans = [c for a, c in team.contexts if a == "plan"]
+    assert any(any(i.role == "leader" for i in c.items) for c in plans)
+    assert all(c.hardware == "Fake GPU" for _, c in team.contexts)
+    assert all(len([i for i in c.items if i.role == "leader"]) <= 2 for c in plans)
+
+
+def test_unknown_policy_is_refused_up_front(env):
+    with pytest.raises(ValueError):
+        search(env, policy="nope")
