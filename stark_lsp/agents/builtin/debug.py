@@ -1,0 +1,123 @@
+"""The built-in Debug agent: repairs a failed candidate by moving one tunable.
+
+From the failed node's summary and diagnostics it recognizes:
+
+* too many resources for the launch / register pressure: fewer threads per
+  block (CUDA) or fewer warps (Triton);
+* shared memory over the limit: fewer pipeline stages, else a smaller block
+  or tile;
+* wrong results, timeouts, crashes and runtime errors: the tunable that moved
+  furthest from the root (role "root" in the context) goes back to the root's
+  value.
+
+Compile errors it does not recognize, and failures with nothing to revert,
+raise AgentError.
+"""
+
+from __future__ import annotations
+
+import re
+
+from stark_lsp.agents.base import AgentContext, AgentError, DebugResult
+from stark_lsp.agents.builtin.history import config_of, is_diff, log_value
+from stark_lsp.agents.builtin.instructions import format_instruction
+from stark_lsp.agents.builtin.tunable import Tunable, Value
+from stark_lsp.agents.builtin.tunables import find_tunables, set_value
+
+RESOURCES = re.compile(
+    r"too many resources requested|out of resources?:? ?registers|launch ?out ?of ?resources|"
+    r"register (?:pressure|spill)|too many registers|cudaErrorLaunchOutOfResources", re.I)
+SHARED = re.compile(
+    r"uses too much shared data|out of resources?:? ?shared memory|shared memory.{0,40}(?:exceed|too much|limit|out of)|"
+    r"too much shared|entry function .* uses too much shared", re.I)
+COMPILE = re.compile(r"\bcompile_error\b|\berror:|compilation", re.I)
+REVERTIBLE = re.compile(
+    r"\b(incorrect|timeout|timed out|crashed|runtime_error|mismatch|illegal memory|misaligned|nan|allclose|hang)\b", re.I)
+
+
+def _root_source(ctx: AgentContext) -> str | None:
+    for it in ctx.items:
+        if it.role == "root" and it.code and not is_diff(it.code):
+            return it.code
+    return None
+
+
+class BuiltinDebugger:
+    def debug(self, ctx: AgentContext) -> DebugResult:
+        lang = ctx.task.language
+        text = f"{ctx.node_summary}\n{ctx.node_diagnostics}"
+        tunables = find_tunables(ctx.node_source, lang)
+        if RESOURCES.search(text):
+            return self._shrink(ctx, tunables, "too many resources for the launch", self._fewer_threads)
+        if SHARED.search(text):
+            return self._shrink(ctx, tunables, "shared memory over the limit", self._less_shared)
+        head = ctx.node_summary.split(":")[0]
+        if COMPILE.search(head) and not REVERTIBLE.search(head):
+            first = next((l.strip() for l in ctx.node_diagnostics.splitlines() if l.strip()), ctx.node_summary)
+            raise AgentError(f"the built-in team cannot repair this compile error: {first[:300]}")
+        return self._revert(ctx, tunables)
+
+    # -- moves ---------------------------------------------------------------
+    def _shrink(self, ctx: AgentContext, tunables: list[Tunable], why: str, pick) -> DebugResult:
+        move = pick(tunables)
+        if move is None:
+            raise AgentError(f"the built-in team found no tunable to shrink for: {why}")
+        t, v = move
+        return self._result(ctx, t, v, why)
+
+    @staticmethod
+    def _smaller(t: Tunable, key=None) -> Value | None:
+        cur = log_value(t.value)
+        smaller = [v for v in t.candidates if isinstance(v, (int, tuple)) and not isinstance(v, bool)
+                   and log_value(v) is not None and cur is not None and log_value(v) < cur]
+        if not smaller:
+            return None
+        return max(smaller, key=key or log_value)  # the gentlest step down
+
+    def _fewer_threads(self, tunables: list[Tunable]):
+        for kinds in (("num_warps",), ("define", "const", "launch_block", "dim3"), ("block_const",)):
+            pool = [t for t in tunables if t.kind in kinds and (t.role in ("threads", "warps", "block"))]
+            pool.sort(key=lambda t: -(t.threads(t.value) or log_value(t.value) or 0))
+            for t in pool:
+                v = self._smaller(t, key=lambda x, t=t: (t.threads(x) or 0, log_value(x)))
+                if v is not None:
+                    return t, v
+        return None
+
+    def _less_shared(self, tunables: list[Tunable]):
+        for t in tunables:
+            if t.kind == "num_stages" and isinstance(t.value, int) and t.value > 1:
+                return t, max(1, t.value - 1)
+        pool = [t for t in tunables if t.kind in ("block_const", "define", "const") and t.role in ("block", "threads", "factor")]
+        pool.sort(key=lambda t: -(log_value(t.value) or 0))
+        for t in pool:
+            v = self._smaller(t)
+            if v is not None:
+                return t, v
+        return None
+
+    def _revert(self, ctx: AgentContext, tunables: list[Tunable]) -> DebugResult:
+        root = _root_source(ctx)
+        if root is None:
+            raise AgentError("the built-in team cannot repair this failure: the root source is not in the context")
+        lang = ctx.task.language
+        root_cfg = config_of(find_tunables(root, lang))
+        node_cfg = config_of(tunables)
+        best: tuple[float, Tunable, Value] | None = None
+        for (key, value), t in zip(node_cfg.items(), tunables):
+            if key not in root_cfg or root_cfg[key] == value:
+                continue
+            a, b = log_value(value), log_value(root_cfg[key])
+            dist = abs(a - b) if a is not None and b is not None else 1.0
+            if best is None or dist > best[0]:
+                best = (dist, t, root_cfg[key])
+        if best is None:
+            reason = ctx.node_summary.strip() or "the failure"
+            raise AgentError(f"the built-in team cannot repair {reason[:200]!r}: no tunable differs from the root")
+        _, t, v = best
+        return self._result(ctx, t, v, "back to the root's value after: " + (ctx.node_summary.split(":")[0].strip() or "a failure"))
+
+    @staticmethod
+    def _result(ctx: AgentContext, t: Tunable, v: Value, why: str) -> DebugResult:
+        source = set_value(ctx.node_source, t, v)
+        return DebugResult(source=source, summary=f"{format_instruction(t, v)}: {why}")
