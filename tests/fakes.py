@@ -32,7 +32,8 @@ _STATUS = re.compile(r'^STATUS = "(\w+)"$', re.M)
 
 
 def fake_source(speed: float = 1.0, status: str = "ok", body: str = "") -> str:
-    return f'# a fake kernel\n{body}SPEED = {speed}\nSTATUS = "{status}"\n\ndef entry(x):\n    return x\n'
+    return (f'# a fake kernel\n{body}SPEED = {speed}\nSTATUS = "{status}"\n\nimport triton\n\n\n'
+            f'@triton.jit\ndef entry_kernel(x):\n    pass\n\n\ndef get_inputs():\n    return []\n')
 
 
 def make_fake_task(directory: Path, speed: float = 1.0, status: str = "ok", name: str = "k") -> TaskSpec:
@@ -143,7 +144,10 @@ class FakeDebugger:
 
     def debug(self, ctx: AgentContext) -> DebugResult:
         self.team.seen("debug", ctx)
-        fixed = _STATUS.sub('STATUS = "ok"', ctx.node_source)
+        if self.team.debug_fixes:
+            fixed = _STATUS.sub('STATUS = "ok"', ctx.node_source)
+        else:
+            fixed = ctx.node_source + f"# tried (seed {ctx.seed})\n"
         return DebugResult(fixed, "set STATUS to ok", [Exchange("debug", ctx.rendered, fixed, _usage())])
 
 
@@ -152,7 +156,8 @@ class FakeTeam(Team):
     context received is kept in ``contexts`` as (agent, ctx)."""
 
     def __init__(self, fail_rate: float = 0.0, plan_error_rate: float = 0.0, bad_plan_rate: float = 0.0,
-                 factor: float | None = None):
+                 factor: float | None = None, debug_fixes: bool = True):
+        self.debug_fixes = debug_fixes
         self.fail_rate = fail_rate
         self.plan_error_rate = plan_error_rate
         self.bad_plan_rate = bad_plan_rate

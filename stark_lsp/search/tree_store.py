@@ -107,6 +107,12 @@ def default_store_path(start: Path | None = None) -> Path:
     return find_workspace(start) / STORE_DIR / DB_NAME
 
 
+def store_path(store_dir: str | Path | None = None, start: Path | None = None) -> Path:
+    """The tree file: ``<store_dir>/tree.sqlite`` when a directory is given,
+    else ``<workspace>/.stark/tree.sqlite``."""
+    return Path(store_dir) / DB_NAME if store_dir else default_store_path(start)
+
+
 def _redact(text: str) -> str:
     return _SECRET.sub("[redacted]", text)
 

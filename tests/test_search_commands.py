@@ -1,0 +1,108 @@
+"""stark optimize / show / export, with the fake evaluator and team."""
+
+import json
+
+import pytest
+
+from fakes import FakeEvaluator, FakeTeam, fake_source, make_fake_task
+from stark_lsp import cli
+from stark_lsp.commands import optimize_cmd
+from stark_lsp.search import TreeStore
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "kernels"
+    sub.mkdir()
+    monkeypatch.chdir(sub)  # the store goes to the workspace root, not the cwd
+    monkeypatch.setattr(optimize_cmd, "make_evaluator", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(fail_rate=0.3))
+    task = make_fake_task(sub)
+    return tmp_path, task
+
+
+def test_optimize_writes_the_best_kernel_and_a_table(ws, capsys):
+    root, task = ws
+    assert cli.main(["optimize", str(task.path), "--budget", "5", "--concurrency", "1"]) == 0
+    out, err = capsys.readouterr()
+    store = TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True)
+    best = store.best(task.task_id())
+    written = task.path.with_name("k.best.py")
+    assert written.read_text() == best.source
+    assert f"wrote {written}" in out and "status" in out.splitlines()[0]
+    assert len([l for l in out.splitlines() if l.strip()[:1].isdigit()]) == 6  # the root and 5 attempts
+    assert "attempt 5/5" in err  # plain progress lines when not a TTY
+    assert "\r" not in err
+
+
+def test_optimize_out_and_resume(ws, capsys, tmp_path):
+    root, task = ws
+    out_file = tmp_path / "best.py"
+    assert cli.main(["optimize", str(task.path), "--budget", "2", "--out", str(out_file)]) == 0
+    assert cli.main(["optimize", str(task.path), "--budget", "4", "--out", str(out_file)]) == 0
+    store = TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True)
+    assert sorted(n.attempt for n in store.nodes(task.task_id()) if n.parent_id) == [1, 2, 3, 4]
+    assert out_file.read_text() == store.best(task.task_id()).source
+    assert cli.main(["optimize", str(task.path), "--budget", "1", "--fresh", "--out", str(out_file)]) == 0
+    assert len(store.nodes(task.task_id())) == 2
+
+
+def test_optimize_with_no_correct_node_writes_nothing(ws, capsys, monkeypatch, tmp_path):
+    root, _ = ws
+    task = make_fake_task(tmp_path / "kernels", status="incorrect", name="bad")
+    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(debug_fixes=False))
+    assert cli.main(["optimize", str(task.path), "--budget", "2", "--store", str(tmp_path / "st")]) == 1
+    assert "nothing written" in capsys.readouterr().out
+    assert not task.path.with_name("bad.best.py").exists()
+
+
+def test_optimize_rejects_a_non_task_and_a_bad_epsilon(ws, capsys, tmp_path):
+    root, task = ws
+    junk = tmp_path / "junk.txt"
+    junk.write_text("x")
+    assert cli.main(["optimize", str(junk)]) == 2
+    assert cli.main(["optimize", str(task.path), "--epsilon", "2"]) == 2
+    assert "epsilon" in capsys.readouterr().err
+
+
+def test_show_prints_the_tree_and_json(ws, capsys):
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "3", "--concurrency", "1"])
+    capsys.readouterr()
+    assert cli.main(["show", str(task.path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("k.py (triton): 3 attempts")
+    assert lines[1].startswith("#1 root [ok] 1.00x") and all(l.startswith("  ") for l in lines[2:])
+    assert cli.main(["show", str(task.path), "--json", "--sources"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["task_id"] == task.task_id() and len(data["nodes"]) == 4
+    assert data["nodes"][0]["source"] == fake_source(1.0)
+    assert data["best_node_id"] in [n["id"] for n in data["nodes"]]
+
+
+def test_show_without_a_tree(ws, capsys):
+    root, task = ws
+    assert cli.main(["show", str(task.path)]) == 1
+    assert "no tree store" in capsys.readouterr().err
+    TreeStore.open(root / ".stark" / "tree.sqlite").close()
+    assert cli.main(["show", str(task.path)]) == 1
+    assert "no search tree for k.py" in capsys.readouterr().err
+
+
+def test_export_a_node_and_the_best(ws, capsys, tmp_path):
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "3", "--concurrency", "1"])
+    capsys.readouterr()
+    assert cli.main(["export", str(task.path), "1"]) == 0
+    assert capsys.readouterr().out == fake_source(1.0)
+    target = tmp_path / "b.py"
+    assert cli.main(["export", str(task.path), "best", "-o", str(target)]) == 0
+    store = TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True)
+    assert target.read_text() == store.best(task.task_id()).source
+    assert cli.main(["export", str(task.path), "999"]) == 1
+    assert cli.main(["export", str(task.path), "x"]) == 1
+    assert "no node x" in capsys.readouterr().err
