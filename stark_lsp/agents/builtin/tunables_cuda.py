@@ -29,7 +29,7 @@ _CONST = re.compile(
     r"(?:int|unsigned|long|size_t|int32_t|uint32_t|int64_t)\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<val>\d+)[uUlL]*\s*;"
 )
 _LAUNCH = re.compile(r"(?P<kernel>[A-Za-z_]\w*)\s*(?:<[^<>]*>)?\s*<<<(?P<args>.*?)>>>")
-_DIM3 = re.compile(r"\bdim3\s+(?P<var>[A-Za-z_]\w*)\s*(?:\(|\{|=\s*dim3\s*\()(?P<args>[^;(){}]*)[)}]\s*;")
+_DIM3 = re.compile(r"\bdim3\s+(?P<var>[A-Za-z_]\w*)\s*(?:\(|\{|=\s*dim3\s*\()")
 _UNROLL = re.compile(r"^\s*#\s*pragma\s+unroll\s*\(?\s*(?P<val>\d+)\s*\)?\s*$")
 _BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(?P<val>[^,()]+?)\s*(?:,|\))")
 _FLAGS = re.compile(r"^\s*//\s*stark-nvcc-flags:(?P<flags>.*)$")
@@ -71,6 +71,35 @@ def _split_args(text: str) -> list[str]:
     return out
 
 
+class _Dim3:
+    """A ``dim3 var(args);`` declaration, with balanced parentheses in args."""
+
+    def __init__(self, var: str, args: str, start: int):
+        self._g = {"var": var, "args": args}
+        self._start = start
+
+    def group(self, name: str) -> str:
+        return self._g[name]
+
+    def start(self, name: str) -> int:
+        return self._start
+
+    def end(self, name: str) -> int:
+        return self._start + len(self._g["args"])
+
+
+def _find_dim3(text: str) -> list[_Dim3]:
+    out = []
+    for m in _DIM3.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, "{": 1, ")": -1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            out.append(_Dim3(m.group("var"), text[m.end():i - 1], m.end()))
+    return out
+
+
 def parse_flags(text: str) -> list[str]:
     return text.split()
 
@@ -95,10 +124,10 @@ def find_cuda_tunables(source: str, fragment: bool = False) -> list[Tunable]:
             if is_knob_name(m.group("name")):
                 named.append(("const", m.group("name"), Site(no, m.start("val"), m.end("val")), int(m.group("val"))))
 
-    dim3s: dict[str, tuple[int, re.Match]] = {}
+    dim3s: dict[str, tuple[int, _Dim3]] = {}
     for no, text in enumerate(lines, start=1):
-        for m in _DIM3.finditer(text):
-            dim3s[m.group("var")] = (no, m)
+        for d in _find_dim3(text):
+            dim3s[d.group("var")] = (no, d)
 
     # block-size expressions: lists of per-dimension expressions
     blocks: list[list[str]] = []

@@ -114,7 +114,7 @@ def find_triton_tunables(source: str, fragment: bool = False) -> list[Tunable]:
 def _kwarg_coupled(lines: list[str], no: int, m: re.Match) -> bool:
     val = int(m.group("val"))
     pat = re.compile(rf"(?<![\w.])(?:{val}|{val - 1})(?![\w.])")
-    text = lines[no - 1]
+    text = lines[no - 1].split("#", 1)[0]
     if pat.search(text[: m.start()]) or pat.search(text[m.end():]):
         return True
     for i in _function_lines(lines, no):

@@ -1,0 +1,166 @@
+"""The built-in Plan / Code / Debug agents on real kernel sources (no GPU)."""
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
+from stark_lsp.agents.builtin import make_builtin_team
+from stark_lsp.agents.builtin.plan import BuiltinPlanner
+from stark_lsp.markers.syntax import apply_replacements, check_plan, insert_marker, parse_markers
+from stark_lsp.tasks.spec import load_task
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "mistuned"
+ALL = ["swish_add.py", "row_softmax.py", "row_sum.cu", "bias_relu2d.cu"]
+
+
+def ctx_for(name, source=None, items=None, seed=0, summary="1.00x", diagnostics=""):
+    task = load_task(SAMPLES / name)
+    src = task.root_source() if source is None else source
+    if items is None:
+        items = [ContextItem("root", 0, "1.00x: 2 ms vs 2 ms", task.root_source())]
+    return AgentContext(task, 1, src, summary, diagnostics, items, "", seed=seed)
+
+
+def plan_and_code(ctx):
+    team = make_builtin_team()
+    p = team.planner.plan(ctx)
+    check_plan(ctx.node_source, p.marked_source)
+    c = team.coder.code(ctx, p.marked_source)
+    return p, apply_replacements(p.marked_source, c.replacements)
+
+
+def changed_lines(a, b):
+    return [(x, y) for x, y in zip(a.splitlines(), b.splitlines()) if x != y]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_plan_is_one_marker_and_code_changes_only_that_line(name):
+    for seed in range(6):
+        ctx = ctx_for(name, seed=seed)
+        p, new = plan_and_code(ctx)
+        [m] = parse_markers(p.marked_source)
+        assert m.instruction == p.summary and p.summary.startswith("set ")
+        assert m.span.count("\n") == 1 or m.span == ""
+        assert new != ctx.node_source
+        if m.span:
+            assert len(changed_lines(ctx.node_source, new)) == 1
+        else:  # a new nvcc flags line
+            assert new.startswith("// stark-nvcc-flags:")
+
+
+def test_plan_is_deterministic_under_the_seed():
+    a = [plan_and_code(ctx_for("row_sum.cu", seed=s))[0].marked_source for s in range(5)]
+    b = [plan_and_code(ctx_for("row_sum.cu", seed=s))[0].marked_source for s in range(5)]
+    assert a == b
+
+
+def test_exploitation_moves_toward_good_settings():
+    planner = BuiltinPlanner(explore=0.0, noise=0.0)
+    assert planner.plan(ctx_for("row_sum.cu")).summary == "set THREADS to 256 (was 32)"
+    assert planner.plan(ctx_for("bias_relu2d.cu")).summary == "set BLOCK_X to 128 (was 8)"
+    assert planner.plan(ctx_for("swish_add.py")).summary == "set BLOCK_SIZE to 512 (was 32)"
+
+
+def test_plan_avoids_values_already_tried():
+    planner = BuiltinPlanner(explore=0.0, noise=0.0)
+    base = ctx_for("row_sum.cu")
+    root = base.items[0]
+    tried = base.node_source.replace("#define THREADS 32", "#define THREADS 256")
+    items = [root, ContextItem("leader", 2, "3.10x: 0.6 ms vs 2 ms", tried)]
+    # 256 was tried (and larger did better than the node): go on upward
+    assert planner.plan(ctx_for("row_sum.cu", items=items)).summary == "set THREADS to 512 (was 32)"
+    diff = "--- a\n+++ b\n@@ -6 +6 @@\n-#define THREADS 32\n+#define THREADS 512\n"
+    items.append(ContextItem("child", 3, "1.2x", diff))  # a child (as a diff) tried 512
+    assert planner.plan(ctx_for("row_sum.cu", items=items)).summary == "set THREADS to 128 (was 32)"
+
+
+def test_plan_follows_the_direction_that_improved():
+    planner = BuiltinPlanner(explore=0.0, noise=0.0)
+    node = ctx_for("swish_add.py").node_source.replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 4096")
+    smaller = node.replace("BLOCK_SIZE = 4096", "BLOCK_SIZE = 1024")
+    root = ctx_for("swish_add.py").items[0]
+    items = [root, ContextItem("leader", 2, "2.50x", smaller), ContextItem("node", 1, "1.50x", node)]
+    p = planner.plan(ctx_for("swish_add.py", source=node, items=items, summary="1.50x"))
+    assert p.summary in ("set BLOCK_SIZE to 2048 (was 4096)", "set BLOCK_SIZE to 512 (was 4096)") or "num_warps" in p.summary
+
+
+def test_plan_with_nothing_left_raises():
+    src = "__global__ void k(float* x) { x[0] = 1; }\n// stark-nvcc-flags: --use_fast_math -O3 -maxrregcount=32\n"
+    ctx = ctx_for("row_sum.cu", source=src, items=[])
+    planner = BuiltinPlanner()
+    seen = []
+    for _ in range(10):
+        try:
+            p = planner.plan(ctx)
+        except AgentError as e:
+            assert "nothing left to try" in str(e)
+            break
+        new = apply_replacements(p.marked_source, make_builtin_team().coder.code(ctx, p.marked_source).replacements)
+        seen.append(ContextItem("child", len(seen) + 2, p.summary, new))
+        ctx = ctx_for("row_sum.cu", source=src, items=seen)
+    else:
+        pytest.fail("the planner never ran out of flag settings")
+
+
+def test_code_rejects_instructions_it_does_not_know():
+    ctx = ctx_for("row_sum.cu")
+    marked = insert_marker(ctx.node_source, 11, 13, "tile", "use shared memory tiling", "cuda")
+    with pytest.raises(AgentError, match=r"the built-in team cannot implement: 'use shared memory tiling' \(marker 'tile', line 11\)"):
+        make_builtin_team().coder.code(ctx, marked)
+    wrong_place = insert_marker(ctx.node_source, 11, 11, "x", "set THREADS to 64 (was 32)", "cuda")
+    with pytest.raises(AgentError, match="no tunable named 'THREADS' in the marked lines"):
+        make_builtin_team().coder.code(ctx, wrong_place)
+
+
+def test_code_implements_typed_markers_of_its_language():
+    ctx = ctx_for("bias_relu2d.cu")
+    marked = insert_marker(ctx.node_source, 5, 6, "blk", "set BLOCK_Y to 8 (was 2)", "cuda")
+    reps = make_builtin_team().coder.code(ctx, marked).replacements
+    assert reps == {"blk": "#define BLOCK_X 8\n#define BLOCK_Y 8\n"}
+
+
+def _debug(name, source, summary, diagnostics=""):
+    return make_builtin_team().debugger.debug(ctx_for(name, source=source, summary=summary, diagnostics=diagnostics))
+
+
+def test_debug_reverts_the_changed_tunable_after_wrong_results():
+    root = load_task(SAMPLES / "swish_add.py").root_source()
+    bad = root.replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 8192").replace("num_warps=1", "num_warps=2")
+    r = _debug("swish_add.py", bad, "incorrect: max abs error 3.1 on output 0")
+    assert r.summary.startswith("set BLOCK_SIZE to 32 (was 8192)")
+    assert "BLOCK_SIZE = 32" in r.source and "num_warps=2" in r.source
+
+
+def test_debug_on_too_many_resources_uses_fewer_threads():
+    root = load_task(SAMPLES / "row_sum.cu").root_source()
+    node = root.replace("#define THREADS 32", "#define THREADS 1024")
+    r = _debug("row_sum.cu", node, "runtime_error: CUDA error", "too many resources requested for launch")
+    assert "#define THREADS 512" in r.source and r.summary.startswith("set THREADS to 512 (was 1024)")
+
+
+def test_debug_on_triton_shared_memory_lowers_stages_then_blocks():
+    src = "import triton\nBLOCK_M = 256\n\ndef f(x):\n    k[(1,)](x, BLOCK_M=BLOCK_M, num_warps=8, num_stages=4)\n"
+    msg = "compile_error: triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 262144"
+    r = _debug("swish_add.py", src, msg)
+    assert "num_stages=3" in r.source
+    r = _debug("swish_add.py", src.replace("num_stages=4", "num_stages=1"), msg)
+    assert "BLOCK_M = 128" in r.source
+
+
+def test_debug_on_register_pressure_in_triton_lowers_warps():
+    root = load_task(SAMPLES / "row_softmax.py").root_source()
+    node = root.replace("num_warps=1", "num_warps=16")
+    r = _debug("row_softmax.py", node, "runtime_error: out of resources: registers")
+    assert "num_warps=8" in r.source
+
+
+def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
+    root = load_task(SAMPLES / "row_sum.cu").root_source()
+    with pytest.raises(AgentError, match="cannot repair this compile error: row_sum.cu\\(9\\): error: identifier"):
+        _debug("row_sum.cu", root, "compile_error: nvcc failed", "row_sum.cu(9): error: identifier \"bufx\" is undefined")
+    with pytest.raises(AgentError, match="no tunable differs from the root"):
+        _debug("row_sum.cu", root, "incorrect: mismatch")
+    ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
+    with pytest.raises(AgentError, match="root source is not in the context"):
+        make_builtin_team().debugger.debug(ctx)
