@@ -164,3 +164,16 @@ def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
     ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
     with pytest.raises(AgentError, match="root source is not in the context"):
         make_builtin_team().debugger.debug(ctx)
+
+
+def test_history_reads_the_search_summary_format():
+    from stark_lsp.agents.builtin.history import speedup_in, status_part
+
+    assert status_part("#3 plan: ok, 2.50x, 0.6 ms: set THREADS to 256 (was 32)") == "ok, 2.50x, 0.6 ms"
+    assert speedup_in("#3 plan: ok, 2.50x, 0.6 ms: unroll 4x") == 2.5
+    assert speedup_in("#4 debug: incorrect: set BLOCK to 3x (nonsense)") is None
+    assert speedup_in("#0 root: ok, 1.00x, 2 ms: the original kernel") == 1.0
+    root = load_task(SAMPLES / "row_sum.cu").root_source()
+    node = root.replace("#define THREADS 32", "#define THREADS 1024")
+    r = make_builtin_team().debugger.debug(ctx_for("row_sum.cu", source=node, summary="#5 plan: incorrect: set THREADS to 1024 (was 32)"))
+    assert "#define THREADS 32" in r.source and r.summary.endswith("after: incorrect")

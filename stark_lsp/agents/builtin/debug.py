@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from stark_lsp.agents.base import AgentContext, AgentError, DebugResult
-from stark_lsp.agents.builtin.history import config_of, is_diff, log_value
+from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, status_part
 from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.tunable import Tunable, Value
 from stark_lsp.agents.builtin.tunables import find_tunables, set_value
@@ -51,7 +51,7 @@ class BuiltinDebugger:
             return self._shrink(ctx, tunables, "too many resources for the launch", self._fewer_threads)
         if SHARED.search(text):
             return self._shrink(ctx, tunables, "shared memory over the limit", self._less_shared)
-        head = ctx.node_summary.split(":")[0]
+        head = status_part(ctx.node_summary)
         if COMPILE.search(head) and not REVERTIBLE.search(head):
             first = next((l.strip() for l in ctx.node_diagnostics.splitlines() if l.strip()), ctx.node_summary)
             raise AgentError(f"the built-in team cannot repair this compile error: {first[:300]}")
@@ -115,7 +115,7 @@ class BuiltinDebugger:
             reason = ctx.node_summary.strip() or "the failure"
             raise AgentError(f"the built-in team cannot repair {reason[:200]!r}: no tunable differs from the root")
         _, t, v = best
-        return self._result(ctx, t, v, "back to the root's value after: " + (ctx.node_summary.split(":")[0].strip() or "a failure"))
+        return self._result(ctx, t, v, "back to the root's value after: " + (status_part(ctx.node_summary).strip() or "a failure"))
 
     @staticmethod
     def _result(ctx: AgentContext, t: Tunable, v: Value, why: str) -> DebugResult:

@@ -17,7 +17,17 @@ from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
 
 _SPEEDUP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*x\b")
-_FAILED = re.compile(r"\b(compile_error|runtime_error|crashed|timeout|incorrect|cheat|failed|error)\b", re.I)
+_FAILED = re.compile(r"\b(compile_error|runtime_error|crashed|timeout|incorrect|cheat|failed|error|agent_error)\b", re.I)
+
+
+_PREFIX = re.compile(r"^\s*#\d+\s+\w+:\s*")
+
+
+def status_part(summary: str) -> str:
+    """The outcome in a summary: ``#3 plan: ok, 2.50x, 0.6 ms: what`` gives
+    ``ok, 2.50x, 0.6 ms``; a summary without the ``#id kind:`` prefix gives
+    its text up to the first colon."""
+    return _PREFIX.sub("", summary or "").split(":")[0]
 
 
 def is_diff(code: str) -> bool:
@@ -65,7 +75,7 @@ class History:
 def read_history(items: list[ContextItem], language: str, node_config: dict[str, Value]) -> History:
     h = History()
     for it in items:
-        failed = bool(_FAILED.search(it.summary.split(":")[0])) if it.summary else False
+        failed = bool(_FAILED.search(status_part(it.summary)))
         speed = speedup_in(it.summary)
         if it.code and not is_diff(it.code):
             values = config_of(find_tunables(it.code, language))
@@ -97,9 +107,10 @@ def log_value(v: Value) -> float | None:
 
 
 def speedup_in(summary: str) -> float | None:
-    if not summary or _FAILED.search(summary.split(":")[0]):
+    head = status_part(summary)
+    if _FAILED.search(head):
         return None
-    m = _SPEEDUP.search(summary)
+    m = _SPEEDUP.search(head)
     return float(m.group(1)) if m else None
 
 
