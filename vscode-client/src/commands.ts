@@ -1,0 +1,164 @@
+/**
+ * The user-facing commands (ids `stark.ui.*`; the server's own commands keep
+ * the `stark.*` ids the language client registers for its code actions).
+ */
+import * as vscode from 'vscode';
+import type { ApiKeyStore } from './apiKey';
+import { findKernels, kernelAtLine } from './kernels';
+import type { Searches } from './searches';
+import type { ServerManager } from './server';
+import { kernelFromActions } from './serverActions';
+import type { StatusBar } from './statusBar';
+import type { TreePanel } from './treePanel';
+import type { TreeParams } from './tree/types';
+
+export interface CommandDeps {
+  server: ServerManager;
+  searches: Searches;
+  status: StatusBar;
+  panel: () => TreePanel;
+  apiKeys: ApiKeyStore;
+  output: vscode.OutputChannel;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The kernel at the cursor of the active editor: the server's code actions first, else the source. */
+export async function kernelAtCursor(editor: vscode.TextEditor | undefined): Promise<TreeParams | undefined> {
+  if (!editor) return undefined;
+  const doc = editor.document;
+  const uri = doc.uri.toString();
+  const pos = editor.selection.active;
+  try {
+    const actions = await vscode.commands.executeCommand<unknown[]>('vscode.executeCodeActionProvider', doc.uri, new vscode.Range(pos, pos));
+    const fromServer = kernelFromActions(actions ?? [], uri);
+    if (fromServer) return { uri, kernel: fromServer };
+  } catch {
+    // fall back to reading the source
+  }
+  const kernels = findKernels(doc.getText(), doc.languageId, doc.fileName);
+  if (kernels.length > 1) {
+    const inside = kernelAtLine(kernels, pos.line);
+    if (inside && inside.line <= pos.line) return { uri, kernel: inside.name };
+    const pick = await vscode.window.showQuickPick(kernels.map((k) => k.name), { title: 'STARK: which kernel?' });
+    return pick ? { uri, kernel: pick } : undefined;
+  }
+  const only = kernelAtLine(kernels, pos.line);
+  return only ? { uri, kernel: only.name } : undefined;
+}
+
+async function requireKernel(): Promise<TreeParams | undefined> {
+  const t = await kernelAtCursor(vscode.window.activeTextEditor);
+  if (!t) void vscode.window.showWarningMessage('STARK: put the cursor in a CUDA __global__ kernel or a @triton.jit function.');
+  return t;
+}
+
+export class Commands {
+  constructor(private readonly d: CommandDeps) {}
+
+  register(): vscode.Disposable[] {
+    const r = vscode.commands.registerCommand;
+    return [
+      r('stark.ui.optimize', () => this.optimize()),
+      r('stark.ui.stop', () => this.stop()),
+      r('stark.ui.applyBest', () => this.applyBest()),
+      r('stark.ui.showTree', () => this.showTree()),
+      r('stark.ui.setApiKey', () => this.setApiKey()),
+      r('stark.ui.restartServer', () => this.restart()),
+    ];
+  }
+
+  /** Starts a search; resolves when the server answers the request. */
+  async optimize(target?: TreeParams): Promise<void> {
+    const t = target ?? (await requireKernel());
+    if (!t) return;
+    await vscode.window.activeTextEditor?.document.save();
+    this.d.searches.started(t.uri, t.kernel);
+    this.d.status.update();
+    try {
+      await this.d.server.executeCommand('stark.optimize', [t.uri, t.kernel]);
+    } catch (e) {
+      this.d.searches.stopped(t.uri, t.kernel);
+      void vscode.window.showErrorMessage(`STARK: optimize ${t.kernel}: ${message(e)}`);
+      return;
+    } finally {
+      this.d.status.update();
+    }
+    const tree = await this.d.server.tree(t).catch(() => undefined);
+    this.d.searches.requestFinished(t.uri, t.kernel, tree);
+    this.d.status.update();
+  }
+
+  async stop(): Promise<void> {
+    const running = this.d.searches.all().filter((s) => s.running);
+    let t = await kernelAtCursor(vscode.window.activeTextEditor);
+    if (!t || !running.some((s) => s.uri === t?.uri && s.kernel === t.kernel)) {
+      if (running.length === 1) t = { uri: running[0].uri, kernel: running[0].kernel };
+      else if (running.length > 1) {
+        const pick = await vscode.window.showQuickPick(
+          running.map((s) => ({ label: s.kernel, description: vscode.workspace.asRelativePath(vscode.Uri.parse(s.uri)), s })),
+          { title: 'STARK: stop which search?' },
+        );
+        t = pick ? { uri: pick.s.uri, kernel: pick.s.kernel } : undefined;
+      }
+    }
+    if (!t) return;
+    try {
+      await this.d.server.executeCommand('stark.stop', [t.uri, t.kernel]);
+      this.d.searches.stopped(t.uri, t.kernel);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`STARK: stop ${t.kernel}: ${message(e)}`);
+    }
+    this.d.status.update();
+  }
+
+  async applyBest(target?: TreeParams): Promise<void> {
+    const t = target ?? (await requireKernel());
+    if (!t) return;
+    try {
+      await this.d.server.executeCommand('stark.applyBest', [t.uri, t.kernel]);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`STARK: apply the best candidate of ${t.kernel}: ${message(e)}`);
+    }
+  }
+
+  async applyCandidate(t: TreeParams, nodeId: number): Promise<void> {
+    try {
+      await this.d.server.executeCommand('stark.applyCandidate', [t.uri, t.kernel, nodeId]);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`STARK: apply candidate #${nodeId}: ${message(e)}`);
+    }
+  }
+
+  async showTree(target?: TreeParams): Promise<void> {
+    let t = target ?? (await kernelAtCursor(vscode.window.activeTextEditor));
+    if (!t) {
+      const known = this.d.searches.all();
+      const last = this.d.panel().current?.target ?? known[known.length - 1];
+      t = last ? { uri: last.uri, kernel: last.kernel } : undefined;
+    }
+    if (!t) {
+      void vscode.window.showInformationMessage('STARK: open a kernel file and put the cursor in a kernel to see its search tree.');
+      return;
+    }
+    this.d.panel().show(t);
+  }
+
+  async setApiKey(): Promise<void> {
+    const key = await this.d.apiKeys.prompt();
+    if (key === undefined) return;
+    // The SecretStorage change listener sends it to the server.
+    void vscode.window.showInformationMessage(key ? 'STARK: API key saved in secret storage.' : 'STARK: API key cleared.');
+  }
+
+  async restart(): Promise<void> {
+    try {
+      await this.d.server.restart();
+      void vscode.window.setStatusBarMessage('STARK: server restarted', 3000);
+    } catch (e) {
+      this.d.output.appendLine(`[client] restart failed: ${message(e)}`);
+    }
+  }
+}

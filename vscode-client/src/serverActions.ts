@@ -1,0 +1,40 @@
+/**
+ * Reads the server's code actions: which kernel it offers at the cursor, and
+ * helpers for the commands it attaches. Pure (works on plain command objects).
+ */
+
+export interface CommandLike {
+  command: string;
+  title?: string;
+  arguments?: unknown[];
+}
+
+/** A code action is either a Command or a CodeAction with an optional `command`. */
+export function commandOf(action: unknown): CommandLike | undefined {
+  if (typeof action !== 'object' || action === null) return undefined;
+  const a = action as { command?: unknown };
+  if (typeof a.command === 'string') return action as CommandLike;
+  if (typeof a.command === 'object' && a.command !== null && typeof (a.command as { command?: unknown }).command === 'string') {
+    return a.command as CommandLike;
+  }
+  return undefined;
+}
+
+const KERNEL_COMMANDS = new Set(['stark.optimize', 'stark.stop', 'stark.applyBest', 'stark.createHarness']);
+
+/** The kernel name the server's actions for `uri` refer to (first match), if any. */
+export function kernelFromActions(actions: readonly unknown[], uri: string): string | undefined {
+  for (const a of actions) {
+    const c = commandOf(a);
+    if (!c || !KERNEL_COMMANDS.has(c.command) || !c.arguments) continue;
+    const [u, kernel] = c.arguments;
+    if (u === uri && typeof kernel === 'string' && kernel) return kernel;
+  }
+  return undefined;
+}
+
+export function actionTitles(actions: readonly unknown[]): string[] {
+  return actions
+    .map((a) => (typeof a === 'object' && a !== null ? (a as { title?: unknown }).title : undefined))
+    .filter((t): t is string => typeof t === 'string');
+}

@@ -1,0 +1,24 @@
+/** The status-bar item: running searches and the best speedup; click shows the tree. */
+import * as vscode from 'vscode';
+import { Searches, statusText } from './searches';
+
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('stark.status', vscode.StatusBarAlignment.Left, 50);
+
+  constructor(private readonly searches: Searches) {
+    this.item.name = 'STARK searches';
+    this.item.command = 'stark.ui.showTree';
+    this.update();
+    this.item.show();
+  }
+
+  update(): void {
+    const t = statusText(this.searches);
+    this.item.text = t.text;
+    this.item.tooltip = t.tooltip;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

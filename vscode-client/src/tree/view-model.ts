@@ -1,0 +1,44 @@
+/**
+ * Turns a `stark/tree` answer into what the webview shows. Pure.
+ */
+import { bestSpeedupSeries } from './chart';
+import { diffLines, formatDiff } from './diff';
+import { layoutTree } from './layout';
+import type { NodeDetail, ToWebview } from './messages';
+import { bestNode, formatSpeedup, isMeasured, isRunning } from './outcome';
+import { renderChartSvg, renderTreeSvg } from './svg';
+import type { SearchTree } from './types';
+
+export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
+  const best = bestNode(tree.nodes);
+  const attempts = tree.nodes.filter((n) => n.parent !== null && !isRunning(n)).length;
+  const running = tree.nodes.some(isRunning);
+  const baseline = typeof tree.baseline_ms === 'number' ? `baseline ${tree.baseline_ms.toFixed(3)} ms · ` : '';
+  const subtitle =
+    `${baseline}${attempts} attempt${attempts === 1 ? '' : 's'} · ` +
+    (best ? `best ${formatSpeedup(best.speedup)} (#${best.id})` : 'no speedup yet') +
+    (running ? ' · running' : '');
+  return {
+    type: 'tree',
+    title: `${tree.kernel} — ${fileLabel}`,
+    subtitle,
+    treeSvg: renderTreeSvg(tree.nodes, layoutTree(tree.nodes)),
+    chartSvg: renderChartSvg(bestSpeedupSeries(tree.nodes)),
+    empty: tree.nodes.length === 0,
+  };
+}
+
+export function nodeDetail(tree: SearchTree, id: number): NodeDetail | undefined {
+  const n = tree.nodes.find((x) => x.id === id);
+  if (!n) return undefined;
+  const parent = n.parent === null ? undefined : tree.nodes.find((x) => x.id === n.parent);
+  const runtime = typeof n.runtime_ms === 'number' ? ` · ${n.runtime_ms.toFixed(3)} ms` : '';
+  return {
+    id: n.id,
+    title: `#${n.id} ${n.kind} · ${n.status} · ${formatSpeedup(n.speedup)}${runtime}`,
+    summary: n.summary,
+    source: n.source,
+    diff: parent ? formatDiff(diffLines(parent.source, n.source)) || '(same source as the parent)' : '(root: the original kernel)',
+    canApply: n.parent !== null && isMeasured(n),
+  };
+}

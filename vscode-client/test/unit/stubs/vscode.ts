@@ -1,0 +1,155 @@
+/**
+ * A small fake of the `vscode` module for unit tests: enough for the code under
+ * test, with hooks the tests set (`fake.executeCommand`, `fake.inputBox`, ...).
+ */
+
+type Listener<T> = (e: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  event = (l: Listener<T>) => {
+    this.listeners.push(l);
+    return { dispose: () => (this.listeners = this.listeners.filter((x) => x !== l)) };
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Position {
+  constructor(
+    public line: number,
+    public character: number,
+  ) {}
+}
+
+export class Range {
+  constructor(
+    public start: Position,
+    public end: Position,
+  ) {}
+}
+
+export class Uri {
+  private constructor(
+    public scheme: string,
+    public fsPath: string,
+  ) {}
+  static file(p: string): Uri {
+    return new Uri('file', p);
+  }
+  static parse(s: string): Uri {
+    return new Uri('file', s.replace(/^file:\/\//, ''));
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, [base.fsPath, ...parts].join('/'));
+  }
+  toString(): string {
+    return `${this.scheme}://${this.fsPath}`;
+  }
+}
+
+export const StatusBarAlignment = { Left: 1, Right: 2 };
+export const ViewColumn = { One: 1, Beside: -2 };
+
+export interface FakeStatusBarItem {
+  text: string;
+  tooltip: string;
+  command: string;
+  name: string;
+  visible: boolean;
+  show(): void;
+  dispose(): void;
+}
+
+/** State the tests inspect and hooks they replace. */
+export const fake = {
+  config: {} as Record<string, unknown>,
+  executeCommand: async (_id: string, ..._args: unknown[]): Promise<unknown> => undefined,
+  inputBox: async (): Promise<string | undefined> => undefined,
+  quickPick: async (items: unknown[]): Promise<unknown> => items[0],
+  messages: [] as string[],
+  statusItems: [] as FakeStatusBarItem[],
+  secrets: new Map<string, string>(),
+  secretsChanged: new EventEmitter<{ key: string }>(),
+  extensions: {} as Record<string, unknown>,
+  reset(): void {
+    this.config = {};
+    this.executeCommand = async () => undefined;
+    this.inputBox = async () => undefined;
+    this.quickPick = async (items: unknown[]) => items[0];
+    this.messages = [];
+    this.statusItems = [];
+    this.secrets.clear();
+    this.secretsChanged = new EventEmitter();
+    this.extensions = {};
+  },
+};
+
+const showMessage =
+  (kind: string) =>
+  async (msg: string): Promise<undefined> => {
+    fake.messages.push(`${kind}: ${msg}`);
+    return undefined;
+  };
+
+export const window = {
+  activeTextEditor: undefined as unknown,
+  createStatusBarItem(): FakeStatusBarItem {
+    const item: FakeStatusBarItem = {
+      text: '',
+      tooltip: '',
+      command: '',
+      name: '',
+      visible: false,
+      show() {
+        this.visible = true;
+      },
+      dispose() {
+        this.visible = false;
+      },
+    };
+    fake.statusItems.push(item);
+    return item;
+  },
+  showInputBox: () => fake.inputBox(),
+  showQuickPick: (items: unknown[]) => fake.quickPick(items),
+  showErrorMessage: showMessage('error'),
+  showWarningMessage: showMessage('warning'),
+  showInformationMessage: showMessage('info'),
+  setStatusBarMessage: () => ({ dispose() {} }),
+  createOutputChannel: () => ({ appendLine() {}, show() {}, dispose() {} }),
+};
+
+export const commands = {
+  executeCommand: (id: string, ...args: unknown[]) => fake.executeCommand(id, ...args),
+  registerCommand: () => ({ dispose() {} }),
+};
+
+export const workspace = {
+  getConfiguration: () => ({ get: (key: string) => fake.config[key] }),
+  asRelativePath: (u: Uri) => u.fsPath,
+  workspaceFolders: undefined as unknown,
+};
+
+export const extensions = {
+  getExtension: (id: string) => fake.extensions[id],
+};
+
+export function makeSecretStorage() {
+  return {
+    get: async (k: string) => fake.secrets.get(k),
+    store: async (k: string, v: string) => {
+      fake.secrets.set(k, v);
+      fake.secretsChanged.fire({ key: k });
+    },
+    delete: async (k: string) => {
+      fake.secrets.delete(k);
+      fake.secretsChanged.fire({ key: k });
+    },
+    onDidChange: (l: (e: { key: string }) => void) => fake.secretsChanged.event(l),
+  };
+}

@@ -1,0 +1,34 @@
+import { strict as assert } from 'assert';
+import { isFromWebview } from '../../../src/tree/messages';
+import { nodeDetail, treeMessage } from '../../../src/tree/view-model';
+import { sampleTree } from './fixtures';
+
+describe('tree view model', () => {
+  it('summarises the search in the header', () => {
+    const m = treeMessage(sampleTree(), 'k.py');
+    assert.equal(m.type, 'tree');
+    if (m.type !== 'tree') return;
+    assert.equal(m.title, 'add_kernel — k.py');
+    assert.equal(m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · running');
+    assert.equal(m.empty, false);
+  });
+
+  it('gives a node its diff against the parent and lets only measured candidates be applied', () => {
+    const t = sampleTree();
+    const d4 = nodeDetail(t, 4);
+    assert.equal(d4?.diff, '@@ line 1 @@\n-v1\n+v4');
+    assert.equal(d4?.canApply, true);
+    assert.equal(nodeDetail(t, 2)?.canApply, false); // failed
+    assert.equal(nodeDetail(t, 0)?.canApply, false); // root
+    assert.equal(nodeDetail(t, 5)?.canApply, false); // running
+    assert.equal(nodeDetail(t, 99), undefined);
+  });
+
+  it('accepts only well-formed messages from the webview', () => {
+    assert.equal(isFromWebview({ type: 'apply', id: 3 }), true);
+    assert.equal(isFromWebview({ type: 'ready' }), true);
+    assert.equal(isFromWebview({ type: 'apply', id: '3' }), false);
+    assert.equal(isFromWebview({ type: 'run', id: 3 }), false);
+    assert.equal(isFromWebview(null), false);
+  });
+});
