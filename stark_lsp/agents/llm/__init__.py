@@ -1,0 +1,1 @@
+"""LLM agents over any OpenAI-compatible endpoint: see docs/AGENTS.md."""

@@ -1,0 +1,131 @@
+"""A local OpenAI-compatible server that replays scripted answers.
+
+``ReplayServer`` listens on 127.0.0.1 (a free port) and answers each
+``POST /v1/chat/completions`` with the next entry of its script:
+
+* ``{"content": "...", "finish_reason": "stop", "usage": {...}}``: a chat completion;
+* ``{"status": 429, "headers": {"Retry-After": "0"}, "body": {...}}``: an HTTP error;
+* ``{"raw": "text", "status": 200}``: a body that is not JSON (garbage);
+* ``{"drop": true}``: start a response, then close the socket mid-way.
+
+An empty script answers 500. Every request is recorded (path, lower-cased headers, JSON
+body) so tests can check models, temperatures and that no key leaked.
+Recordings of realistic answers live in tests/data/replay/*.json.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+RECORDINGS = Path(__file__).resolve().parent / "data" / "replay"
+
+
+def load_recording(name: str) -> list[dict[str, Any]]:
+    return json.loads((RECORDINGS / f"{name}.json").read_text())
+
+
+def completion(content: str, finish_reason: str = "stop", model: str = "replay-model",
+               prompt_tokens: int = 100, completion_tokens: int = 50) -> dict[str, Any]:
+    return {"content": content, "finish_reason": finish_reason, "model": model,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+
+
+class ReplayServer:
+    def __init__(self, script: list[dict[str, Any]] | None = None):
+        self.script: deque[dict[str, Any]] = deque(script or [])
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n).decode("utf-8", "replace")
+                try:
+                    body: Any = json.loads(raw)
+                except ValueError:
+                    body = raw
+                with server._lock:
+                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "raw": raw})
+                    entry = server.script.popleft() if server.script else None
+                server._answer(self, entry, body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def push(self, *entries: dict[str, Any]) -> None:
+        with self._lock:
+            self.script.extend(entries)
+
+    def start(self) -> "ReplayServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "ReplayServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- answers -------------------------------------------------------------------
+    def _answer(self, h: BaseHTTPRequestHandler, entry: dict[str, Any] | None, request: Any) -> None:
+        if entry is None:
+            return _send(h, 500, {"error": {"message": "replay script is empty", "type": "server_error"}})
+        if entry.get("drop"):
+            h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"id\": \"chat")
+            h.wfile.flush()
+            h.connection.shutdown(socket.SHUT_RDWR)
+            h.close_connection = True
+            return None
+        if "raw" in entry:
+            return _send(h, entry.get("status", 200), entry["raw"], entry.get("headers"))
+        if "status" in entry:
+            body = entry.get("body") or {"error": {"message": f"scripted HTTP {entry['status']}", "type": "error"}}
+            return _send(h, entry["status"], body, entry.get("headers"))
+        model = entry.get("model") or (request.get("model") if isinstance(request, dict) else "replay")
+        payload = {
+            "id": "chatcmpl-replay",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": entry.get("content", "")},
+                "finish_reason": entry.get("finish_reason", "stop"),
+            }],
+            "usage": dict(entry.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0},
+                          total_tokens=sum((entry.get("usage") or {}).values())),
+        }
+        return _send(h, 200, payload)
+
+
+def _send(h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    data = (body if isinstance(body, str) else json.dumps(body)).encode()
+    h.send_response(status)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    for k, v in (headers or {}).items():
+        h.send_header(k, v)
+    h.end_headers()
+    h.wfile.write(data)
