@@ -1,0 +1,38 @@
+"""``stark serve``: the language server, on stdio (editors) or TCP (debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+NAME = "serve"
+HELP = "run the STARK-LSP language server (stdio; --tcp HOST:PORT to debug)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    parser.add_argument("--backend", metavar="MODULE:FACTORY",
+                        help="engine backend (default: the real one; e.g. stark_lsp.server.fake_backend:FakeBackend)")
+    parser.add_argument("--log-file", help="write the server's log here (stdout is the protocol)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def run(args: argparse.Namespace) -> int:
+    where = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        **where,
+    )
+    from stark_lsp.server.backend import load_backend
+    from stark_lsp.server.server import make_server
+
+    ls = make_server(load_backend(args.backend))
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        ls.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        ls.start_io()
+    return 0

@@ -1,0 +1,86 @@
+"""stark.applyBest / stark.applyCandidate: put a candidate into the document.
+
+The edit is a minimal line diff (``text_edits.line_edits``) sent with
+``workspace/applyEdit``, so the editor's undo takes it back in one step and
+untouched lines keep their marks. A candidate is applied only onto the text
+it was derived from: the tree's root (the saved file when the search began)
+or, for a candidate made from the user's own markers, the marked document it
+was made from. Anything else is refused with a message: the document changed
+underneath.
+
+``plan_apply`` is pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from stark_lsp.server.text_edits import document_edit
+from stark_lsp.server.trees import NodeView, TreeView
+
+if TYPE_CHECKING:
+    from stark_lsp.server.server import StarkServer
+
+
+@dataclass(frozen=True)
+class ApplyPlan:
+    edit: types.WorkspaceEdit | None  # None: nothing to do (see message)
+    message: str
+    node: NodeView | None = None
+    refused: bool = False
+
+
+def _norm(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+def plan_apply(uri: str, version: int | None, text: str, tree: TreeView | None, node_id: int | None) -> ApplyPlan:
+    """What applying ``node_id`` (None: the best candidate) to ``text`` means."""
+    if tree is None or not tree.nodes:
+        return ApplyPlan(None, "this kernel has no search tree yet: run “Optimize kernel” first", refused=True)
+    node = tree.best_candidate if node_id is None else tree.get(int(node_id))
+    if node is None:
+        if node_id is None:
+            return ApplyPlan(None, "no candidate beats your kernel yet", refused=True)
+        return ApplyPlan(None, f"candidate #{node_id} is not in this kernel's tree", refused=True)
+    if not node.correct:
+        return ApplyPlan(None, f"candidate #{node.id} is not a verified candidate ({node.status})", node, refused=True)
+    if _norm(text) == _norm(node.source):
+        return ApplyPlan(None, f"candidate #{node.id} is already in the document", node)
+    root = tree.root
+    bases = [b for b in (root.source if root else None, node.plan or None) if b]
+    if not any(_norm(text) == _norm(b) for b in bases):
+        return ApplyPlan(
+            None,
+            f"not applied: the document changed since candidate #{node.id} was made from it "
+            f"(save or undo your edits to match the searched version, or optimize again)",
+            node,
+            refused=True,
+        )
+    return ApplyPlan(document_edit(uri, version, text, node.source), f"applied candidate #{node.id} ({node.speedup:.2f}×)", node)
+
+
+async def apply_candidate(ls: "StarkServer", uri: str, kernel: str, node_id: int | None) -> dict[str, Any]:
+    state = ls.docs.get(uri)
+    if state is None:
+        return ls.fail(f"{uri} is not a kernel document the server knows")
+    doc = ls.workspace.get_text_document(uri)
+    tree = ls.cache.get(state.task_id)
+    plan = plan_apply(uri, doc.version, doc.source, tree, node_id)
+    if plan.edit is None:
+        if plan.refused:
+            return ls.fail(plan.message, types.MessageType.Warning)
+        ls.say(plan.message)
+        return {"applied": False, "message": plan.message}
+    label = f"STARK: {kernel} candidate #{plan.node.id}"
+    try:
+        result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=plan.edit, label=label))
+    except Exception as e:
+        return ls.fail(f"the editor could not apply candidate #{plan.node.id}: {e}")
+    if not result.applied:
+        return ls.fail(f"the editor refused the edit: {result.failure_reason or 'no reason given'}", types.MessageType.Warning)
+    ls.say(plan.message)
+    return {"applied": True, "node": plan.node.id, "message": plan.message}

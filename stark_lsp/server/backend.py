@@ -1,0 +1,162 @@
+"""The server's one door to the engine: store, evaluator, team, search.
+
+The language server never imports the search, the evaluator or the agents
+directly; it asks a ``Backend``. ``RealBackend`` builds the real ones
+(``stark_lsp.search``, ``stark_lsp.evaluate.evaluator``,
+``stark_lsp.agents.team``), imported lazily so the server starts in well
+under a second and reports a missing part as a message instead of dying.
+``stark serve --backend module:factory`` (or ``STARK_LSP_BACKEND``) swaps in
+another, e.g. ``stark_lsp.server.fake_backend:FakeBackend`` for the latency
+benchmark and the fast tests.
+
+Everything here blocks: call it from worker threads, never the event loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from stark_lsp.server.settings import Secret, Settings
+from stark_lsp.tasks.spec import TaskSpec
+
+log = logging.getLogger(__name__)
+ENV_BACKEND = "STARK_LSP_BACKEND"
+
+
+class BackendUnavailable(RuntimeError):
+    """A part of the engine is missing or cannot start; the message says which."""
+
+
+class Backend:
+    """What the server needs from the engine. Subclasses override the parts."""
+
+    name = "real"
+
+    def __init__(self) -> None:
+        self._stores: dict[Path, Any] = {}
+        self._evaluators: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- the tree store ------------------------------------------------------
+    def open_store(self, path: Path) -> Any:
+        path = Path(path).resolve()
+        with self._lock:
+            store = self._stores.get(path)
+            if store is None:
+                from stark_lsp.search.tree_store import TreeStore
+
+                store = self._stores[path] = TreeStore.open(path)
+            return store
+
+    # -- the evaluator -----------------------------------------------------------
+    def make_evaluator(self, settings: Settings) -> Any:
+        try:
+            from stark_lsp.evaluate.evaluator import Evaluator
+        except ImportError as e:
+            raise BackendUnavailable(f"the evaluator cannot be imported: {e}") from e
+        return Evaluator(workers=settings.workers, device=settings.device)
+
+    def evaluator(self, settings: Settings) -> Any:
+        """One evaluator per (device, workers), kept warm between searches."""
+        key = (settings.device, settings.workers)
+        with self._lock:
+            ev = self._evaluators.get(key)
+            if ev is None:
+                ev = self._evaluators[key] = self.make_evaluator(settings)
+            return ev
+
+    def drop_evaluator(self, settings: Settings) -> None:
+        """Forget a crashed evaluator so the next search starts a fresh one."""
+        with self._lock:
+            ev = self._evaluators.pop((settings.device, settings.workers), None)
+        if ev is not None:
+            _close(ev)
+
+    # -- the agents ----------------------------------------------------------------
+    def make_team(self, settings: Settings, api_key: Secret) -> Any:
+        try:
+            team_mod = importlib.import_module("stark_lsp.agents.team")
+        except ImportError as e:
+            raise BackendUnavailable(f"the agent team cannot be imported: {e}") from e
+        make_team: Callable[..., Any] = team_mod.make_team
+        if settings.llm == "openai" and not api_key and not os.environ.get("OPENAI_API_KEY"):
+            raise BackendUnavailable(
+                "stark.llm is 'openai' but no API key was given: run the command stark.setApiKey "
+                "(or pass apiKey in initializationOptions)"
+            )
+        wanted = {
+            "llm": settings.llm,
+            "base_url": settings.base_url,
+            "model": settings.model,
+            "models": dict(settings.models) or None,
+            "api_key": api_key.get(),
+        }
+        accepted = inspect.signature(make_team).parameters
+        has_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        kwargs = {k: v for k, v in wanted.items() if v is not None and (has_kwargs or k in accepted)}
+        return make_team(**kwargs)
+
+    # -- the search --------------------------------------------------------------------
+    def search_config(self, settings: Settings) -> Any:
+        from stark_lsp.evaluate.options import EvalOptions
+        from stark_lsp.search.engine import SearchConfig
+
+        return SearchConfig(
+            budget=settings.budget,
+            policy=settings.policy,
+            concurrency=settings.concurrency,
+            seed=settings.seed,
+            eval_options=EvalOptions.from_dict(settings.eval_options),
+        )
+
+    def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,
+                    on_progress: Callable[[Any], None], on_node: Callable[[Any], None]) -> Any:
+        from stark_lsp.search.engine import Search
+
+        return Search(task, store, evaluator, team, self.search_config(settings),
+                      on_progress=on_progress, on_node=on_node)
+
+    def eval_options(self, settings: Settings) -> Any:
+        from stark_lsp.evaluate.options import EvalOptions
+
+        return EvalOptions.from_dict(settings.eval_options)
+
+    # -- shutdown ------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            evs, self._evaluators = list(self._evaluators.values()), {}
+            stores, self._stores = list(self._stores.values()), {}
+        for ev in evs:
+            _close(ev)
+        for s in stores:
+            _close(s)
+
+
+class RealBackend(Backend):
+    pass
+
+
+def _close(obj: Any) -> None:
+    try:
+        obj.close()
+    except Exception as e:  # closing must not take the server down
+        log.warning("closing %s failed: %s", type(obj).__name__, e)
+
+
+def load_backend(spec: str | None = None) -> Backend:
+    """``module:attr`` (a Backend subclass or factory), else the real backend."""
+    spec = spec or os.environ.get(ENV_BACKEND)
+    if not spec:
+        return RealBackend()
+    module, _, attr = spec.partition(":")
+    factory = getattr(importlib.import_module(module), attr or "Backend")
+    backend = factory()
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{spec} did not make a stark_lsp.server.backend.Backend")
+    return backend

@@ -1,0 +1,133 @@
+"""stark.implementMarker: one grounded marker, implemented by the Code agent.
+
+A marker in the document (written by the Plan agent or typed by the user)::
+
+    # @stark begin tile: load two rows per program
+    ...span...
+    # @stark end tile
+
+The Code agent sees the document with only that marker (the others are
+stripped, so it answers for exactly one span); its replacement is spliced
+into the document in place of the marker and its span, other markers kept.
+The result is evaluated and recorded in the task's tree as a plan+code child
+of the root, whose ``plan`` is the marked document: it is then offered like
+any candidate ("Apply candidate #k"), and applies only onto that document.
+
+``marker_spans`` and ``splice_marker`` are pure; the rest runs the agent and
+the evaluator in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, parse_markers, split_lines, strip_markers
+from stark_lsp.server.code_actions import MarkerSpan
+
+if TYPE_CHECKING:
+    from stark_lsp.server.server import StarkServer
+
+
+def marker_spans(text: str) -> tuple[list[MarkerSpan], str | None]:
+    """The document's markers (0-based lines), or ([], why) if they are broken."""
+    try:
+        return [MarkerSpan(m.id, m.instruction, m.begin_line - 1, m.end_line - 1) for m in parse_markers(text)], None
+    except MarkerError as e:
+        return [], str(e)
+
+
+def only_marker(text: str, marker_id: str) -> tuple[str, Marker]:
+    """``text`` with every marker but ``marker_id`` stripped (spans kept)."""
+    markers = parse_markers(text)
+    target = next((m for m in markers if m.id == marker_id), None)
+    if target is None:
+        raise MarkerError(f"no marker '{marker_id}' in the document (markers: {', '.join(m.id for m in markers) or 'none'})")
+    lines = split_lines(text)
+    drop = {m.begin_line for m in markers if m is not target} | {m.end_line for m in markers if m is not target}
+    kept = "".join(l for i, l in enumerate(lines, start=1) if i not in drop)
+    return kept, next(m for m in parse_markers(kept) if m.id == marker_id)
+
+
+def splice_marker(text: str, marker_id: str, replacement: str) -> str:
+    """``text`` with marker ``marker_id`` (both comment lines and its span)
+    replaced by ``replacement``; other markers stay as they are."""
+    markers = parse_markers(text)
+    target = next(m for m in markers if m.id == marker_id)
+    lines = split_lines(text)
+    # apply_replacements handles line endings and the final newline; use it on
+    # the lines of this marker only
+    piece = "".join(lines[target.begin_line - 1 : target.end_line])
+    new_piece = apply_replacements(piece, {marker_id: replacement})
+    if piece.endswith("\n") and new_piece and not new_piece.endswith("\n"):
+        new_piece += "\n"
+    return "".join(lines[: target.begin_line - 1]) + new_piece + "".join(lines[target.end_line :])
+
+
+def _run_marker(ls: "StarkServer", state: Any, text: str, marker_id: str) -> tuple[Any, str]:
+    """Blocking: code, splice, evaluate, record. Returns (node, message)."""
+    from stark_lsp.agents.base import AgentContext
+    from stark_lsp.search.node import PLAN_CODE, ROOT, RUNNING, outcome_fields
+
+    marked_one, marker = only_marker(text, marker_id)
+    task = state.task
+    team = ls.backend.make_team(ls.settings, ls.api_key)
+    evaluator = ls.backend.evaluator(ls.settings)
+    store = ls.backend.open_store(state.store_path)
+    task_id = store.create_tree(task)
+    options = ls.backend.eval_options(ls.settings)
+    root = store.root(task_id)
+    if root is None:  # a baseline first, so the candidate has something to beat
+        root = store.add_node(task_id, None, ROOT, RUNNING, source=task.root_source(), summary="the original kernel")
+        status, speed, runtime, err = outcome_fields(evaluator.evaluate(task, root.source, options))
+        root = store.update_node(root.id, status=status, speedup=speed, runtime_ms=runtime, error=err)
+    ctx = AgentContext(
+        task=task,
+        node_id=root.id,
+        node_source=strip_markers(marked_one),
+        node_summary="the document as the user marked it",
+        node_diagnostics="",
+        items=[],
+        rendered="",
+        hardware="",
+        seed=0,
+    )
+    code = team.coder.code(ctx, marked_one)
+    if marker_id not in code.replacements:
+        raise MarkerError(f"the Code agent answered for {', '.join(code.replacements) or 'no marker'}, not '{marker_id}'")
+    apply_replacements(marked_one, {marker_id: code.replacements[marker_id]})  # the marker rules hold
+    source = splice_marker(text, marker_id, code.replacements[marker_id])
+    node = store.add_node(task_id, root.id, PLAN_CODE, RUNNING, source=source, plan=text,
+                          summary=f"marker {marker_id}: {marker.instruction}", exchanges=list(code.exchanges))
+    result = evaluator.evaluate(task, source, options)
+    status, speed, runtime, err = outcome_fields(result)
+    node = store.update_node(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)
+    if node.status == "ok":
+        msg = f"marker {marker_id}: candidate #{node.id} is correct, {speed:.2f}×; apply it with “Apply candidate #{node.id}”"
+    else:
+        msg = f"marker {marker_id}: candidate #{node.id} failed ({node.status}): {err}"
+    return store.nodes(task_id), msg
+
+
+async def implement_marker(ls: "StarkServer", uri: str, marker_id: str) -> dict[str, Any]:
+    state = ls.docs.get(uri)
+    if state is None:
+        return ls.fail(f"{uri} is not a kernel document the server knows")
+    if state.task is None:
+        return ls.fail(state.problem.message if state.problem else "this file is not a task yet")
+    text = ls.workspace.get_text_document(uri).source
+    try:
+        only_marker(text, marker_id)
+    except MarkerError as e:
+        return ls.fail(str(e), types.MessageType.Warning)
+    ls.say(f"marker {marker_id}: the Code agent is working on it")
+    try:
+        nodes, msg = await asyncio.to_thread(_run_marker, ls, state, text, marker_id)
+    except Exception as e:  # agent down, marker rules broken, evaluator crashed
+        return ls.fail(f"marker {marker_id}: {type(e).__name__}: {e}")
+    ls.cache.replace(state.task_id, nodes)
+    ls.tree_changed(state.task_id)
+    ls.say(msg)
+    return {"message": msg}
