@@ -21,6 +21,11 @@ export interface CommandDeps {
   output: vscode.OutputChannel;
 }
 
+/** The server's commands answer `{error: "..."}` when they refuse. */
+export function refused(answer: unknown): boolean {
+  return typeof answer === 'object' && answer !== null && typeof (answer as { error?: unknown }).error === 'string';
+}
+
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -78,7 +83,12 @@ export class Commands {
     this.d.searches.started(t.uri, t.kernel);
     this.d.status.update();
     try {
-      await this.d.server.executeCommand('stark.optimize', [t.uri, t.kernel]);
+      const answer = await this.d.server.executeCommand('stark.optimize', [t.uri, t.kernel]);
+      if (refused(answer)) {
+        // The server has already told the user why (window/showMessage).
+        this.d.searches.stopped(t.uri, t.kernel);
+        return;
+      }
     } catch (e) {
       this.d.searches.stopped(t.uri, t.kernel);
       void vscode.window.showErrorMessage(`STARK: optimize ${t.kernel}: ${message(e)}`);

@@ -13,6 +13,7 @@ import { findKernels } from './kernels';
 import type { ServerManager } from './server';
 import { actionTitles } from './serverActions';
 import type { TreePanel } from './treePanel';
+import { bestNode } from './tree/outcome';
 import type { SearchTree } from './tree/types';
 
 export interface E2eDeps {
@@ -103,7 +104,13 @@ export async function runE2eSelfTest(d: E2eDeps): Promise<void> {
       vscode.languages.getDiagnostics(uri).find((x) => /faster/i.test(x.message)),
     );
     await optimizing;
+    // The diagnostic can come mid-search: let the (small-budget) search finish first.
+    const finished = await waitFor('the search to finish', searchMs, async () => {
+      const t = await d.server.tree(target);
+      return t.running ? undefined : t;
+    }, 2000);
     step('diagnostic', {
+      searchFinished: { nodes: finished.nodes.length, best: finished.best ?? null },
       diagnostic: { message: diag.message, severity: vscode.DiagnosticSeverity[diag.severity], line: diag.range.start.line, source: diag.source },
     });
 
@@ -127,8 +134,10 @@ export async function runE2eSelfTest(d: E2eDeps): Promise<void> {
     if (!tree) throw new Error('the tree view did not receive a tree');
     const speedups = tree.nodes.map((n) => n.speedup ?? 0);
     step('tree-shown', { tree: { kernel: tree.kernel, nodes: tree.nodes.length, bestSpeedup: Math.max(0, ...speedups) } });
-    await vscode.window.showTextDocument(doc, vscode.ViewColumn.One);
-    editor.selection = new vscode.Selection(diag.range.start, diag.range.start);
+    const front = await vscode.window.showTextDocument(doc, vscode.ViewColumn.One);
+    front.selection = new vscode.Selection(diag.range.start, diag.range.start);
+    // Show the hover in the editor too, for the screenshot.
+    await vscode.commands.executeCommand('editor.action.showHover');
 
     // Let the driver take its screenshot of the editor with the diagnostic and the tree.
     step('ready-for-screenshot');
@@ -148,10 +157,11 @@ export async function runE2eSelfTest(d: E2eDeps): Promise<void> {
     const applied = doc.getText();
     if (doc.isDirty) await doc.save();
     const onDisk = fs.readFileSync(uri.fsPath, 'utf8');
-    const best = [...tree.nodes].filter((n) => n.parent !== null).sort((a, b) => (b.speedup ?? 0) - (a.speedup ?? 0))[0];
+    const best = bestNode((await d.server.tree(target)).nodes);
     step('applied', {
       fileChanged: onDisk !== original,
       savedMatchesEditor: onDisk === applied,
+      bestNodeId: best?.id ?? null,
       fileMatchesBestSource: best ? onDisk.trim() === best.source.trim() : false,
       fileAfter: onDisk,
     });

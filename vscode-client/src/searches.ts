@@ -64,7 +64,7 @@ export class Searches {
     const best = bestNode(tree.nodes);
     s.best = best?.speedup ?? undefined;
     s.bestNodeId = best?.id;
-    const anyRunning = tree.nodes.some(isRunning);
+    const anyRunning = tree.running ?? tree.nodes.some(isRunning);
     const k = searchKey(uri, tree.kernel);
     // While the start request is in flight the tree may not show running nodes yet.
     s.running = anyRunning || this.pendingStart.has(k);

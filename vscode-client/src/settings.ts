@@ -42,7 +42,7 @@ export function readSettings(get: SettingGetter): StarkSettings {
     llm: oneOf(get('llm'), LLMS, 'builtin'),
     baseUrl: str(get('baseUrl')),
     models: { plan: str(get('models.plan')), code: str(get('models.code')), debug: str(get('models.debug')) },
-    budget: positiveInt(get('budget'), 16),
+    budget: positiveInt(get('budget'), 30),
     policy: oneOf(get('policy'), POLICIES, 'stark'),
     evaluation: { device: str(get('evaluation.device')), workers: positiveInt(get('evaluation.workers'), 1) },
     serverCommand: Array.isArray(cmd) ? cmd.filter((a): a is string => typeof a === 'string' && a.length > 0) : [],

@@ -2,7 +2,8 @@
  * Data for the "best speedup against attempts" chart. Pure.
  *
  * Attempts are the finished non-root nodes in id order (the order the search
- * made them); a failed attempt counts but does not raise the curve. The curve
+ * made them; abandoned ones are left out); a failed attempt counts but does
+ * not raise the curve. The curve
  * starts at the baseline (1×) with 0 attempts.
  */
 import { isMeasured, isRunning } from './outcome';
@@ -19,7 +20,7 @@ export function bestSpeedupSeries(nodes: readonly TreeNode[]): ChartPoint[] {
   let best = 1;
   let attempt = 0;
   for (const n of [...nodes].sort((a, b) => a.id - b.id)) {
-    if (n.parent === null || isRunning(n)) continue;
+    if (n.parent === null || isRunning(n) || n.status === 'abandoned') continue;
     attempt++;
     if (isMeasured(n) && (n.speedup as number) > best) best = n.speedup as number;
     points.push({ attempt, best, nodeId: n.id });

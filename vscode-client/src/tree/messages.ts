@@ -10,7 +10,7 @@ export interface NodeDetail {
 }
 
 export type ToWebview =
-  | { type: 'tree'; title: string; subtitle: string; treeSvg: string; chartSvg: string; empty: boolean }
+  | { type: 'tree'; title: string; subtitle: string; treeSvg: string; chartSvg: string; empty: boolean; error?: string }
   | { type: 'detail'; detail: NodeDetail }
   | { type: 'error'; message: string };
 

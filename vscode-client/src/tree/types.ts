@@ -9,13 +9,23 @@ export interface TreeNode {
   runtime_ms: number | null;
   summary: string;
   source: string;
+  attempt?: number;
+  error?: string;
 }
 
 export interface SearchTree {
   kernel: string;
-  task_id: string;
-  baseline_ms: number | null;
+  task_id?: string;
+  /** The root's runtime; when absent the root node's runtime_ms is used. */
+  baseline_ms?: number | null;
   nodes: TreeNode[];
+  /** Server extras: a search for this file is running, and its progress line. */
+  running?: boolean;
+  progress?: string | null;
+  /** Id of the best correct node (the root when nothing beats it). */
+  best?: number | null;
+  /** Set when the server cannot give a tree (e.g. the document is not open). */
+  error?: string;
 }
 
 export interface TreeParams {

@@ -11,13 +11,14 @@ import type { SearchTree } from './types';
 
 export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
   const best = bestNode(tree.nodes);
-  const attempts = tree.nodes.filter((n) => n.parent !== null && !isRunning(n)).length;
-  const running = tree.nodes.some(isRunning);
-  const baseline = typeof tree.baseline_ms === 'number' ? `baseline ${tree.baseline_ms.toFixed(3)} ms · ` : '';
+  const attempts = tree.nodes.filter((n) => n.parent !== null && !isRunning(n) && n.status !== 'abandoned').length;
+  const running = tree.running ?? tree.nodes.some(isRunning);
+  const baselineMs = tree.baseline_ms ?? tree.nodes.find((n) => n.parent === null)?.runtime_ms;
+  const baseline = typeof baselineMs === 'number' ? `baseline ${baselineMs.toFixed(3)} ms · ` : '';
   const subtitle =
     `${baseline}${attempts} attempt${attempts === 1 ? '' : 's'} · ` +
     (best ? `best ${formatSpeedup(best.speedup)} (#${best.id})` : 'no speedup yet') +
-    (running ? ' · running' : '');
+    (running ? ` · running${tree.progress ? `: ${tree.progress}` : ''}` : '');
   return {
     type: 'tree',
     title: `${tree.kernel} — ${fileLabel}`,
@@ -25,6 +26,7 @@ export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
     treeSvg: renderTreeSvg(tree.nodes, layoutTree(tree.nodes)),
     chartSvg: renderChartSvg(bestSpeedupSeries(tree.nodes)),
     empty: tree.nodes.length === 0,
+    error: tree.error,
   };
 }
 
@@ -36,7 +38,7 @@ export function nodeDetail(tree: SearchTree, id: number): NodeDetail | undefined
   return {
     id: n.id,
     title: `#${n.id} ${n.kind} · ${n.status} · ${formatSpeedup(n.speedup)}${runtime}`,
-    summary: n.summary,
+    summary: n.error ? `${n.summary}\n${n.error}` : n.summary,
     source: n.source,
     diff: parent ? formatDiff(diffLines(parent.source, n.source)) || '(same source as the parent)' : '(root: the original kernel)',
     canApply: n.parent !== null && isMeasured(n),

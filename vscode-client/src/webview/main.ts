@@ -36,7 +36,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const m = event.data;
   if (m.type === 'tree') {
     $('title').textContent = m.title;
-    $('subtitle').textContent = m.empty ? 'No search yet: run "STARK: Optimize kernel at cursor".' : m.subtitle;
+    $('subtitle').textContent = m.error ?? (m.empty ? 'No search yet: run "STARK: Optimize kernel at cursor".' : m.subtitle);
     // The SVG is built by the extension from escaped text (src/tree/svg.ts).
     $('tree').innerHTML = m.treeSvg;
     $('chart').innerHTML = m.chartSvg;

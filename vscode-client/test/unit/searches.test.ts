@@ -44,3 +44,13 @@ describe('search tracking', () => {
     assert.equal(s.runningCount(), 0);
   });
 });
+
+describe('search tracking with the server running flag', () => {
+  it("trusts the tree's running flag over node statuses", () => {
+    const s = new Searches();
+    s.treeUpdated(U, { ...sampleTree(), running: false });
+    assert.equal(s.runningCount(), 0, 'node 5 says running, the server says the job ended');
+    s.treeUpdated(U, { ...sampleTree(), nodes: [node(0, null, 1)], running: true });
+    assert.equal(s.runningCount(), 1);
+  });
+});

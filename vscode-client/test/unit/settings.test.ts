@@ -10,7 +10,7 @@ describe('settings', () => {
     );
     assert.equal(s.python, '/opt/py/bin/python');
     assert.equal(s.llm, 'builtin');
-    assert.equal(s.budget, 16);
+    assert.equal(s.budget, 30);
     assert.equal(s.policy, 'greedy');
     assert.equal(s.evaluation.workers, 1);
     assert.deepEqual(s.models, { plan: '', code: 'qwen', debug: '' });
