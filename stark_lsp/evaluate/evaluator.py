@@ -1,1 +1,144 @@
-"""Evaluator facade (being written): evaluate(task, source) -> EvalResult."""
+"""The evaluator: candidate source in, verified ``EvalResult`` out.
+
+    with Evaluator() as ev:
+        result = ev.evaluate(load_task("samples/triton/softmax.py"), source)
+
+Thread-safe and blocking; it never raises for a bad candidate (a broken,
+hanging, crashing or cheating one gets a failed result with the reason).
+CUDA candidates are built here (in parallel across calling threads, cached);
+everything that runs candidate code runs in a warm worker process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from stark_lsp.evaluate.cuda_build import CudaBuilder
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
+from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
+from stark_lsp.tasks.spec import TaskSpec
+
+_LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("STARK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "stark-lsp")
+    return Path(base)
+
+
+class Evaluator:
+    def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
+                 arch: str | None = None, memory_fraction: float = 0.0):
+        self.cache_dir = Path(cache_dir or default_cache_dir())
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        (self.cache_dir / "candidates").mkdir(exist_ok=True)
+        env = {
+            "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
+        }
+        if device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        elif device == "auto" and not _gpu_present():
+            env["TRITON_INTERPRET"] = "1"
+        self.pool = WorkerPool(size=workers, device=device, workdir=self.cache_dir / "workers" / f"{os.getpid()}",
+                               env=env, memory_fraction=memory_fraction)
+        self._arch = arch
+        self._builder: CudaBuilder | None = None
+        self._builder_lock = threading.Lock()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # ------------------------------------------------------------------
+    def hardware_info(self) -> dict[str, Any]:
+        return self.pool.hardware()
+
+    def hardware(self) -> str:
+        try:
+            hw = self.pool.hardware()
+        except WorkerStartError as e:
+            return f"unknown ({e})"
+        if hw.get("is_gpu"):
+            return f"{hw['device']} (sm_{hw['capability'].replace('.', '')}, {hw['sms']} SMs, L2 {hw['l2_bytes'] >> 20} MiB)"
+        return str(hw.get("device", "cpu"))
+
+    def builder(self) -> CudaBuilder:
+        with self._builder_lock:
+            if self._builder is None:
+                arch = self._arch
+                if arch is None:
+                    try:
+                        hw = self.pool.hardware()
+                        arch = "sm_" + hw["capability"].replace(".", "") if hw.get("is_gpu") else "sm_90"
+                    except WorkerStartError:
+                        arch = "sm_90"
+                self._builder = CudaBuilder(self.cache_dir, arch=arch)
+            return self._builder
+
+    def evaluate(self, task: TaskSpec, source: str, options: EvalOptions | None = None) -> EvalResult:
+        opts = options or EvalOptions()
+        t0 = time.perf_counter()
+        try:
+            result = self._evaluate(task, source, opts)
+        except WorkerStartError as e:
+            result = EvalResult(Status.RUNTIME_ERROR, f"evaluation worker unavailable: {e}")
+        result.seconds = time.perf_counter() - t0
+        return result
+
+    def _evaluate(self, task: TaskSpec, source: str, opts: EvalOptions) -> EvalResult:
+        digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+        cand_file = self.cache_dir / "candidates" / f"c{digest}{task.candidate_suffix}"
+        if not cand_file.exists():
+            tmp = cand_file.with_suffix(cand_file.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, cand_file)
+        job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict()}
+        timeout = opts.run_timeout_s
+        hw = self.pool.hardware()
+        if task.kind == "cuda":
+            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
+            if not art.report.ok:
+                msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
+                return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)
+            if not hw.get("is_gpu"):
+                return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=art.report, resources=art.resources)
+            job.update(library=str(art.library), compile=_report_dict(art.report),
+                       resources=[r.__dict__ for r in art.resources], compile_seconds=art.report.seconds)
+        elif task.kind == "kernelbench" and _LOAD_INLINE.search(source):
+            if not hw.get("is_gpu"):
+                return EvalResult(Status.NOT_RUN, "uses load_inline (CUDA); not run: no GPU")
+            timeout += opts.compile_timeout_s
+        reply = self.pool.run(job, timeout)
+        if reply.result is None:
+            status = Status.TIMEOUT if reply.fault == "timeout" else Status.CRASHED
+            res = EvalResult(status, reply.message, output=reply.output)
+            if task.kind == "cuda":
+                res.compile = CompileReport(**{**job["compile"], "diagnostics": []}) if job.get("compile") else None
+            return res
+        return EvalResult.from_dict(reply.result)
+
+
+def _report_dict(r: CompileReport) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(r)
+
+
+def _gpu_present() -> bool:
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return False
+    return any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia").exists()

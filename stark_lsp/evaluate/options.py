@@ -13,9 +13,8 @@ class EvalOptions:
     atol: float | None = None  # None: chosen by the output's dtype
     rtol: float | None = None
     warmup_ms: float = 25.0  # warm-up calls, discarded
-    min_reps: int = 100  # timed repetitions, at least ...
-    max_reps: int = 1000
-    time_budget_s: float = 2.0  # ... or until this much time was spent timing
+    reps: int = 100  # timed repetitions, unless they would overrun ...
+    time_budget_s: float = 3.0  # ... this budget per timed function (then at least 10)
     cpu_reps: int = 5  # repetitions when timing on the CPU (Triton interpreter)
     flush_l2: bool = True
     compile_baseline: bool = False  # also time torch.compile of the reference

@@ -164,7 +164,7 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalResult":
-        return _build(cls, d)
+        return build_dataclass(cls, d)
 
     @classmethod
     def from_json(cls, text: str) -> "EvalResult":
@@ -174,7 +174,7 @@ class EvalResult:
 _NESTED: dict[str, Any] = {}
 
 
-def _build(cls: Any, d: Any) -> Any:
+def build_dataclass(cls: Any, d: Any) -> Any:
     """Rebuild nested dataclasses from ``asdict`` output, ignoring unknown keys."""
     if d is None:
         return None
@@ -187,9 +187,9 @@ def _build(cls: Any, d: Any) -> Any:
         if kind is Status:
             v = Status(v)
         elif isinstance(kind, list):
-            v = [_build(kind[0], x) for x in (v or [])]
+            v = [build_dataclass(kind[0], x) for x in (v or [])]
         elif kind is not None:
-            v = _build(kind, v)
+            v = build_dataclass(kind, v)
         kwargs[f.name] = v
     return cls(**kwargs)
 

@@ -1,0 +1,147 @@
+"""Load a task's reference and a candidate into callables (worker side).
+
+The reference, the inputs and the tolerances always come from the task (the
+KernelBench file or the harness), never from the candidate: a candidate file
+that also defines ``reference`` or ``get_inputs`` does not change them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+
+from stark_lsp.tasks.spec import TaskSpec
+
+
+class HarnessError(RuntimeError):
+    """The task itself is broken (not the candidate's fault)."""
+
+
+class CandidateLoadError(RuntimeError):
+    """The candidate failed to import or build; ``__cause__`` has the original."""
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def to_device(x: Any, device: torch.device) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def clone_inputs(xs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+@dataclass
+class Reference:
+    """What a task provides: reference, inputs, tolerances, and how to call a candidate."""
+
+    spec: TaskSpec
+    module: ModuleType
+    device: torch.device
+    atol: float | None = None
+    rtol: float | None = None
+    _model_cache: dict[int, Any] = field(default_factory=dict)
+
+    def inputs(self, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        with torch.device(self.device):  # torch.randn(...) lands on the device directly
+            xs = self.module.get_inputs()
+        if not isinstance(xs, (list, tuple)):
+            raise HarnessError("get_inputs() must return a list of inputs")
+        return [to_device(x, self.device) for x in xs]
+
+    def init_inputs(self) -> list[Any]:
+        fn = getattr(self.module, "get_init_inputs", None)
+        return list(fn()) if fn else []
+
+    def reference_fn(self, seed: int) -> Callable[..., Any]:
+        m = self.module
+        if hasattr(m, "reference") and callable(m.reference):
+            return m.reference
+        if hasattr(m, "Model"):
+            if seed not in self._model_cache:
+                torch.manual_seed(seed)
+                self._model_cache.clear()
+                with torch.device(self.device):
+                    self._model_cache[seed] = m.Model(*self.init_inputs()).to(self.device).eval()
+            return self._model_cache[seed]
+        raise HarnessError(f"{self.spec.harness or self.spec.path}: define reference(*inputs) or class Model")
+
+
+def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
+    path = spec.harness if spec.kind != "kernelbench" else spec.path
+    assert path is not None
+    try:
+        mod = load_module(path, f"stark_task_{spec.task_id()}_{int(time.time() * 1e6)}")
+    except Exception as e:
+        raise HarnessError(f"cannot load {path.name}: {type(e).__name__}: {e}") from e
+    if not hasattr(mod, "get_inputs"):
+        raise HarnessError(f"{path.name}: define get_inputs()")
+    if spec.kind == "cuda" and not callable(getattr(mod, "run", None)):
+        raise HarnessError(f"{path.name}: define run(lib, *inputs), which calls the kernel's launcher")
+    if spec.kind == "triton" and not (callable(getattr(mod, "run", None)) or isinstance(getattr(mod, "ENTRY", None), str)):
+        raise HarnessError(f"{path.name}: define ENTRY = '<entry function name>' or run(kernel, *inputs)")
+    tol = getattr(mod, "TOLERANCE", None) or {}
+    return Reference(spec, mod, device, atol=tol.get("atol"), rtol=tol.get("rtol"))
+
+
+def load_candidate(ref: Reference, candidate_file: Path, library: str | None, seed: int) -> Callable[..., Any]:
+    """A callable running the candidate; raises CandidateLoadError if it does not import."""
+    spec = ref.spec
+    if spec.kind == "cuda":
+        from stark_lsp.evaluate.cuda_library import CudaLibrary
+
+        if library is None:
+            raise CandidateLoadError("no compiled library for the CUDA candidate")
+        try:
+            lib = CudaLibrary(library, candidate_file.read_text())
+        except Exception as e:
+            raise CandidateLoadError(f"cannot load the compiled library: {e}") from e
+        run = ref.module.run
+        return lambda *xs: run(lib, *xs)
+    name = f"stark_candidate_{candidate_file.stem}"
+    try:
+        mod = load_module(candidate_file, name)
+    except BaseException as e:
+        raise CandidateLoadError(f"{type(e).__name__}: {e}") from e
+    if spec.kind == "kernelbench":
+        cls = getattr(mod, "ModelNew", None)
+        if cls is None:
+            raise CandidateLoadError("the candidate defines no class ModelNew")
+        torch.manual_seed(seed)
+        try:
+            with torch.device(ref.device):
+                model = cls(*ref.init_inputs()).to(ref.device).eval()
+        except Exception as e:
+            raise CandidateLoadError(f"ModelNew(*get_init_inputs()) failed: {type(e).__name__}: {e}") from e
+        return model
+    run = getattr(ref.module, "run", None)
+    if callable(run):
+        return lambda *xs: run(mod, *xs)
+    entry = getattr(mod, ref.module.ENTRY, None)
+    if not callable(entry):
+        raise CandidateLoadError(f"the candidate defines no entry function {ref.module.ENTRY!r}")
+    return entry

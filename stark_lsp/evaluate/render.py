@@ -1,0 +1,46 @@
+"""Human-readable text for an ``EvalResult`` (CLI and logs)."""
+
+from __future__ import annotations
+
+from stark_lsp.evaluate.result import EvalResult, Timing
+
+
+def _t(t: Timing) -> str:
+    return f"{t.median_ms:.4g} ms (IQR {t.iqr_ms:.2g}, {t.reps} reps)"
+
+
+def render_result(r: EvalResult, name: str = "candidate", hardware: str = "") -> str:
+    lines = [f"{name}: {r.status.value.upper()}" + (f" - {r.message}" if r.message else "")]
+    if hardware:
+        lines.append(f"  device:      {hardware}")
+    if r.compile:
+        c = r.compile
+        lines.append(f"  compile:     {'ok' if c.ok else 'FAILED'} in {c.seconds:.2f} s" + (" (cached)" if c.cached else ""))
+        for d in c.diagnostics[:10]:
+            where = f"line {d.line}" if d.line else (d.file or "?")
+            lines.append(f"    {d.severity} at {where}: {d.message}")
+    if r.correctness:
+        k = r.correctness
+        n_ok = sum(t.passed for t in k.trials)
+        worst = max((t.max_abs_error or 0.0 for t in k.trials), default=0.0)
+        lines.append(f"  correctness: {n_ok}/{len(k.trials)} trials passed (atol {k.atol}, rtol {k.rtol}, max abs error {worst:.3g})")
+    if r.runtime:
+        rt = r.runtime
+        lines.append(f"  candidate:   {_t(rt.candidate)}")
+        lines.append(f"  reference:   {_t(rt.reference)}")
+        lines.append(f"  speedup:     {rt.speedup:.3f}x" + (f"  ({rt.note})" if rt.note else ""))
+        if rt.compiled_reference and rt.speedup_vs_compiled:
+            lines.append(f"  vs compile:  {rt.speedup_vs_compiled:.3f}x (torch.compile {rt.compiled_reference.median_ms:.4g} ms)")
+    for res in r.resources:
+        lines.append(f"  kernel {res.kernel}: {res.registers} registers, {res.shared_bytes} B shared, "
+                     f"{res.spill_stores or 0}/{res.spill_loads or 0} B spill stores/loads")
+    for d in r.diagnostics[:5]:
+        lines.append(f"  {d.severity} at line {d.line}: {d.message}")
+    for c in r.cheats:
+        lines.append(f"  CHEAT {c.kind}: {c.message}")
+    for f in r.flags:
+        lines.append(f"  review: {f}")
+    if r.output:
+        lines.append("  output: " + r.output[-400:].replace("\n", "\n          "))
+    lines.append(f"  total:       {r.seconds:.2f} s")
+    return "\n".join(lines)
