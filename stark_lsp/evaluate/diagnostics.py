@@ -150,8 +150,14 @@ def parse_ptxas_resources(log: str) -> list[KernelResources]:
 
 def traceback_diagnostics(exc: BaseException, candidate_file: str, *, limit: int = 1) -> list[Diagnostic]:
     """The innermost frames of ``exc`` that lie in the candidate file."""
-    tb: TracebackType | None = exc.__traceback__
-    frames = [f for f in traceback.extract_tb(tb) if f.filename == candidate_file]
+    frames: list[traceback.FrameSummary] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:  # interpreters re-raise: follow the chain
+        seen.add(id(e))
+        tb: TracebackType | None = e.__traceback__
+        frames += [f for f in traceback.extract_tb(tb) if f.filename == candidate_file and f not in frames]
+        e = e.__cause__ or e.__context__
     msg = f"{type(exc).__name__}: {exc}".strip()
     if len(msg) > 2000:
         msg = msg[:2000] + " ..."

@@ -108,7 +108,7 @@ class Runner:
         except torch.cuda.OutOfMemoryError as e:
             result, recycle = EvalResult(Status.RUNTIME_ERROR, f"out of GPU memory: {str(e).splitlines()[0]}"), False
         changed = self.guard.changes()
-        if changed:
+        if changed and not any(c.kind == "tampering" for c in result.cheats):
             recycle = True
             if result.status is Status.OK or result.status is Status.INCORRECT:
                 result.status = Status.CHEAT
@@ -165,8 +165,10 @@ class Runner:
             raise fail(Status.COMPILE_ERROR, _first_line(str(e)))
         if spec.kind != "cuda":
             compile_report.seconds += time.perf_counter() - tc
-        if self.guard.changes():
-            raise fail(Status.CHEAT, "importing the candidate changed global state", recycle=True)
+        changed = self.guard.changes()
+        if changed:
+            raise fail(Status.CHEAT, "importing the candidate changed global state: " + ", ".join(changed[:5]),
+                       recycle=True, cheats=[Cheat("tampering", "replaced or removed: " + ", ".join(changed[:10]))])
 
         # 2. correctness ------------------------------------------------------
         trials: list[Trial] = []

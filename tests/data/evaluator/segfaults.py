@@ -1,0 +1,8 @@
+import ctypes
+
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return ctypes.string_at(0)  # reads address 0: SIGSEGV
