@@ -217,3 +217,20 @@ def test_the_plan_agent_sees_the_leaderboard_and_code_gets_marked_source(env):
 def test_unknown_policy_is_refused_up_front(env):
     with pytest.raises(ValueError):
         search(env, policy="nope")
+
+
+def test_the_same_source_in_flight_twice_is_evaluated_once(env):
+    task, store = env
+    ev = FakeEvaluator(hang_after=1)  # the root passes; candidates wait for release
+
+    def on_node(n):
+        with_source = [x for x in s._snapshot() if x.kind != ROOT and x.source]
+        if len(with_source) == 2:
+            ev.release.set()
+
+    s, _ = search(env, budget=2, concurrency=2, team=FakeTeam(factor=2.0), ev=ev, policy="sampling")
+    s.on_node = on_node
+    s.run()
+    done = attempts(store, task)
+    assert ev.calls == 2
+    assert sorted(n.duplicate_of is None for n in done) == [False, True]

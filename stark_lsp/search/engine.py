@@ -25,7 +25,7 @@ from .context import build_context
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, make_policy
-from .tree_store import TreeStore
+from .tree_store import TreeStore, source_hash
 
 
 @dataclass
@@ -99,6 +99,7 @@ class Search:
         self._lock = threading.Lock()
         self._hardware = ""
         self._cancel = threading.Event()
+        self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
 
     # -- bookkeeping -------------------------------------------------------
     def _record(self, node: Node) -> Node:
@@ -297,13 +298,25 @@ class Search:
             return
         if self._cancel.is_set():
             return self._abandon(node_id, exchanges)
-        same = self.store.find_evaluated(self.task_id, source)
-        if same is not None and same.id != node_id and same.result is not None:
-            status, speed, runtime, err = outcome_fields(same.result)
-            self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
-                         error=err, duplicate_of=same.duplicate_of or same.id)
-            return
-        self._evaluate(node)
+        key = source_hash(source)
+        while True:
+            same = self.store.find_evaluated(self.task_id, source)
+            if same is not None and same.result is not None:
+                status, speed, runtime, err = outcome_fields(same.result)
+                self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
+                             error=err, duplicate_of=same.duplicate_of or same.id)
+                return
+            with self._lock:
+                other = self._evaluating.get(key)
+                if other is None:
+                    self._evaluating[key] = threading.Event()
+                    break
+            other.wait()  # the same source is being evaluated by another attempt: reuse its verdict
+        try:
+            self._evaluate(node)
+        finally:
+            with self._lock:
+                self._evaluating.pop(key).set()
 
     def _evaluate(self, node: Node) -> None:
         try:
