@@ -1,6 +1,11 @@
 """stark optimize / show / export, with the fake evaluator and team."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +111,44 @@ def test_export_a_node_and_the_best(ws, capsys, tmp_path):
     assert cli.main(["export", str(task.path), "999"]) == 1
     assert cli.main(["export", str(task.path), "x"]) == 1
     assert "no node x" in capsys.readouterr().err
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from fakes import FakeEvaluator, FakeTeam
+from stark_lsp import cli
+from stark_lsp.commands import optimize_cmd
+optimize_cmd.make_evaluator = lambda args: FakeEvaluator(delay=0.3)
+optimize_cmd.make_team = lambda args: FakeTeam()
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_stops_cleanly_and_still_writes_the_best(tmp_path):
+    task = make_fake_task(tmp_path)
+    store_dir = tmp_path / "st"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
+         "--budget", "30", "--concurrency", "2", "--store", str(store_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        nodes = []
+        if (store_dir / "tree.sqlite").exists():
+            try:
+                nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
+            except Exception:
+                pass
+        if sum(1 for n in nodes if n.parent_id and n.completed) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "stopping after the attempts in flight" in err
+    nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
+    assert not any(n.in_flight for n in nodes)
+    assert 2 <= sum(1 for n in nodes if n.parent_id and n.completed) < 30
+    assert task.path.with_name("k.best.py").exists() and "wrote" in out

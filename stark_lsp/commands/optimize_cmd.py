@@ -134,7 +134,9 @@ def _on_interrupt(cancel: threading.Event) -> Any:
 
     def handler(signum: int, frame: Any) -> None:
         if cancel.is_set():
-            raise KeyboardInterrupt
+            # as if killed: the store stays consistent, the next run abandons what was in flight
+            print("\nstark optimize: aborted", file=sys.stderr)
+            os._exit(130)
         cancel.set()
         print("\nstark optimize: stopping after the attempts in flight (Ctrl-C again to abort)", file=sys.stderr)
 

@@ -234,6 +234,9 @@ class Search:
                             self._update(nid, status=ABANDONED, error=f"search stopped: {e}")
                     n = self._nodes[nid]
                     self._emit(message=f"#{n.id} attempt {n.attempt}: {n.outcome()}")
+        except BaseException:  # e.g. KeyboardInterrupt: in-flight attempts stop at their next stage
+            self._cancel.set()
+            raise
         finally:
             pool.shutdown(wait=True)
         self._emit(done=True, message=message)
