@@ -16,6 +16,6 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs', 'scripts/**/*.js', 'test/e2e/**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', Buffer: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', Buffer: 'readonly', document: 'readonly' } },
   },
 );

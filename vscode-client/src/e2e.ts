@@ -13,7 +13,7 @@ import { findKernels } from './kernels';
 import type { ServerManager } from './server';
 import { actionTitles } from './serverActions';
 import type { TreePanel } from './treePanel';
-import { bestNode } from './tree/outcome';
+import { bestCandidate } from './tree/outcome';
 import type { SearchTree } from './tree/types';
 
 export interface E2eDeps {
@@ -157,7 +157,8 @@ export async function runE2eSelfTest(d: E2eDeps): Promise<void> {
     const applied = doc.getText();
     if (doc.isDirty) await doc.save();
     const onDisk = fs.readFileSync(uri.fsPath, 'utf8');
-    const best = bestNode((await d.server.tree(target)).nodes);
+    const last = await d.server.tree(target);
+    const best = bestCandidate(last.nodes, last.best);
     step('applied', {
       fileChanged: onDisk !== original,
       savedMatchesEditor: onDisk === applied,

@@ -6,7 +6,7 @@
  * server's tree shows no running node after at least one attempt finished,
  * or the user stops it.
  */
-import { bestNode, isRunning } from './tree/outcome';
+import { bestCandidate, isRunning } from './tree/outcome';
 import type { SearchTree } from './tree/types';
 
 export interface SearchState {
@@ -61,7 +61,7 @@ export class Searches {
 
   treeUpdated(uri: string, tree: SearchTree): void {
     const s = this.ensure(uri, tree.kernel);
-    const best = bestNode(tree.nodes);
+    const best = bestCandidate(tree.nodes, tree.best);
     s.best = best?.speedup ?? undefined;
     s.bestNodeId = best?.id;
     const anyRunning = tree.running ?? tree.nodes.some(isRunning);

@@ -1,37 +1,60 @@
 /**
  * How a node turned out, for colouring, and which node is best. Pure.
+ *
+ * Speedups are the server's: against the harness reference, so the user's own
+ * kernel (the root) has a speedup too and may be far below 1×. "Faster" means
+ * faster than the root; "best" is the correct node with the highest speedup,
+ * as the server's `best` field.
  */
 import type { TreeNode } from './types';
 
 export type Outcome = 'root' | 'running' | 'failed' | 'faster' | 'slower';
 
 const RUNNING = /^(running|pending|queued|evaluating|generating|started)$/i;
-const FAILED = /(fail|error|incorrect|wrong|timeout|crash|invalid|mismatch)/i;
+const FAILED = /(fail|error|incorrect|wrong|timeout|crash|invalid|mismatch|abandoned)/i;
 
 export function isRunning(n: Pick<TreeNode, 'status'>): boolean {
   return RUNNING.test(n.status);
 }
 
-export function outcome(n: TreeNode): Outcome {
-  if (n.parent === null || n.kind === 'root') return 'root';
-  if (isRunning(n)) return 'running';
-  if (FAILED.test(n.status) || n.speedup === null || !(n.speedup > 0)) return 'failed';
-  return n.speedup > 1 ? 'faster' : 'slower';
-}
-
-/** A finished, correct node with a speedup (the root counts: it is the baseline). */
+/** A finished, correct node with a speedup (the root included). */
 export function isMeasured(n: TreeNode): boolean {
   return !isRunning(n) && !FAILED.test(n.status) && typeof n.speedup === 'number' && n.speedup > 0;
 }
 
-/** The measured non-root node with the highest speedup above 1, or undefined. Ties: lowest id. */
-export function bestNode(nodes: readonly TreeNode[]): TreeNode | undefined {
+/** The root's speedup (the user's kernel against the reference), 1 when unknown. */
+export function baselineSpeedup(nodes: readonly TreeNode[]): number {
+  const root = nodes.find((n) => n.parent === null);
+  return root && isMeasured(root) ? (root.speedup as number) : 1;
+}
+
+export function outcome(n: TreeNode, baseline = 1): Outcome {
+  if (n.parent === null) return 'root';
+  if (isRunning(n)) return 'running';
+  if (!isMeasured(n)) return 'failed';
+  return (n.speedup as number) > baseline ? 'faster' : 'slower';
+}
+
+/**
+ * The correct node with the highest speedup, root included; ties go to the
+ * lowest id. `serverBest` (the tree's `best` id) wins when it names a node.
+ */
+export function bestNode(nodes: readonly TreeNode[], serverBest?: number | null): TreeNode | undefined {
+  if (typeof serverBest === 'number') {
+    const named = nodes.find((n) => n.id === serverBest);
+    if (named) return named;
+  }
   let best: TreeNode | undefined;
-  for (const n of nodes) {
-    if (n.parent === null || !isMeasured(n) || (n.speedup as number) <= 1) continue;
-    if (!best || (n.speedup as number) > (best.speedup as number) || (n.speedup === best.speedup && n.id < best.id)) best = n;
+  for (const n of [...nodes].sort((a, b) => a.id - b.id)) {
+    if (isMeasured(n) && (!best || (n.speedup as number) > (best.speedup as number))) best = n;
   }
   return best;
+}
+
+/** The best node when it is a candidate (not the user's kernel), else undefined. */
+export function bestCandidate(nodes: readonly TreeNode[], serverBest?: number | null): TreeNode | undefined {
+  const b = bestNode(nodes, serverBest);
+  return b && b.parent !== null ? b : undefined;
 }
 
 /** Ids from the root down to `id` (inclusive). Stops on a missing parent or a cycle. */

@@ -4,7 +4,7 @@
  */
 import type { ChartPoint } from './chart';
 import type { TreeLayout } from './layout';
-import { bestNode, formatSpeedup, outcome, pathToRoot } from './outcome';
+import { baselineSpeedup, bestNode, formatSpeedup, outcome, pathToRoot } from './outcome';
 import type { TreeNode } from './types';
 
 export function escapeXml(s: string): string {
@@ -16,8 +16,9 @@ const ROW = 70;
 const R = 22;
 const PAD = 30;
 
-export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout): string {
-  const best = bestNode(nodes);
+export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout, serverBest?: number | null): string {
+  const best = bestNode(nodes, serverBest);
+  const baseline = baselineSpeedup(nodes);
   const onPath = new Set(best ? pathToRoot(nodes, best.id) : []);
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const pos = new Map(layout.nodes.map((p) => [p.id, { cx: PAD + R + p.x * COL, cy: PAD + R + p.depth * ROW }]));
@@ -35,7 +36,7 @@ export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout): s
     const n = byId.get(p.id);
     const c = pos.get(p.id);
     if (!n || !c) return '';
-    const cls = ['node', outcome(n), onPath.has(n.id) ? 'best' : ''].filter(Boolean).join(' ');
+    const cls = ['node', outcome(n, baseline), onPath.has(n.id) ? 'best' : ''].filter(Boolean).join(' ');
     const label = n.parent === null ? 'base' : formatSpeedup(n.speedup);
     const title = `#${n.id} ${n.kind} ${n.status} ${formatSpeedup(n.speedup)}\n${n.summary}`;
     return (
@@ -56,12 +57,13 @@ export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout): s
 }
 
 export function renderChartSvg(points: readonly ChartPoint[], width = 360, height = 180): string {
+  const base = points[0]?.best ?? 1;
   const left = 44;
   const bottom = 28;
   const top = 12;
   const right = 12;
   const maxX = Math.max(1, ...points.map((p) => p.attempt));
-  const maxY = Math.max(1.5, ...points.map((p) => p.best)) * 1.05;
+  const maxY = Math.max(...points.map((p) => p.best), base * 1.5, 0.01) * 1.05;
   const sx = (x: number) => left + (x / maxX) * (width - left - right);
   const sy = (y: number) => height - bottom - (y / maxY) * (height - top - bottom);
   // A step line: the best only changes at an attempt.
@@ -71,12 +73,12 @@ export function renderChartSvg(points: readonly ChartPoint[], width = 360, heigh
     else d += `H${sx(p.attempt).toFixed(1)}V${sy(p.best).toFixed(1)}`;
   });
   const last = points[points.length - 1];
-  const yTicks = [0, 1, maxY / 1.05].map((v) => Number(v.toFixed(2)));
+  const yTicks = [...new Set([0, base, maxY / 1.05].map((v) => Number(v.toFixed(2))))];
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">` +
     `<line class="axis" x1="${left}" y1="${sy(0)}" x2="${width - right}" y2="${sy(0)}"/>` +
     `<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${sy(0)}"/>` +
-    `<line class="baseline" x1="${left}" y1="${sy(1).toFixed(1)}" x2="${width - right}" y2="${sy(1).toFixed(1)}"/>` +
+    `<line class="baseline" x1="${left}" y1="${sy(base).toFixed(1)}" x2="${width - right}" y2="${sy(base).toFixed(1)}"/>` +
     yTicks.map((v) => `<text class="tick" x="${left - 4}" y="${(sy(v) + 4).toFixed(1)}" text-anchor="end">${v}×</text>`).join('') +
     `<text class="tick" x="${sx(maxX)}" y="${height - 8}" text-anchor="end">${maxX} attempts</text>` +
     `<path class="curve" d="${d}"/>` +

@@ -5,25 +5,28 @@ import { bestSpeedupSeries } from './chart';
 import { diffLines, formatDiff } from './diff';
 import { layoutTree } from './layout';
 import type { NodeDetail, ToWebview } from './messages';
-import { bestNode, formatSpeedup, isMeasured, isRunning } from './outcome';
+import { baselineSpeedup, bestCandidate, formatSpeedup, isMeasured, isRunning } from './outcome';
 import { renderChartSvg, renderTreeSvg } from './svg';
 import type { SearchTree } from './types';
 
 export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
-  const best = bestNode(tree.nodes);
+  const best = bestCandidate(tree.nodes, tree.best);
+  const root = tree.nodes.find((n) => n.parent === null);
+  const yours = root && isMeasured(root) ? ` · your kernel ${formatSpeedup(baselineSpeedup(tree.nodes))}` : '';
   const attempts = tree.nodes.filter((n) => n.parent !== null && !isRunning(n) && n.status !== 'abandoned').length;
   const running = tree.running ?? tree.nodes.some(isRunning);
   const baselineMs = tree.baseline_ms ?? tree.nodes.find((n) => n.parent === null)?.runtime_ms;
   const baseline = typeof baselineMs === 'number' ? `baseline ${baselineMs.toFixed(3)} ms · ` : '';
   const subtitle =
     `${baseline}${attempts} attempt${attempts === 1 ? '' : 's'} · ` +
-    (best ? `best ${formatSpeedup(best.speedup)} (#${best.id})` : 'no speedup yet') +
+    (best ? `best ${formatSpeedup(best.speedup)} (#${best.id})` : 'nothing faster yet') +
+    yours +
     (running ? ` · running${tree.progress ? `: ${tree.progress}` : ''}` : '');
   return {
     type: 'tree',
     title: `${tree.kernel} — ${fileLabel}`,
     subtitle,
-    treeSvg: renderTreeSvg(tree.nodes, layoutTree(tree.nodes)),
+    treeSvg: renderTreeSvg(tree.nodes, layoutTree(tree.nodes), tree.best),
     chartSvg: renderChartSvg(bestSpeedupSeries(tree.nodes)),
     empty: tree.nodes.length === 0,
     error: tree.error,

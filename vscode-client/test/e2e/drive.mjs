@@ -41,6 +41,30 @@ async function waitForStage(stages, ms) {
   throw new Error(`timed out waiting for ${stages.join('/')} (last stage: ${last ?? 'no report'})`);
 }
 
+// The webview is an iframe inside an iframe; find the frame with the tree, click
+// the best candidate and read the detail pane (source and diff) it shows.
+async function clickBestNode(page) {
+  const end = Date.now() + 30_000;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      const node = await frame.$('#tree .node.best:not(.root)').catch(() => null);
+      if (!node) continue;
+      const id = await node.getAttribute('data-id');
+      await node.click();
+      await frame.waitForSelector('#detail:not(.hidden)', { timeout: 10_000 });
+      await frame.waitForFunction(() => document.getElementById('detail-title')?.textContent?.startsWith('#'));
+      return {
+        id,
+        title: await frame.textContent('#detail-title'),
+        diff: await frame.textContent('#detail-diff'),
+        applyEnabled: !(await frame.$eval('#apply', (b) => b.disabled)),
+      };
+    }
+    await sleep(500);
+  }
+  throw new Error('no tree view frame with a best candidate');
+}
+
 const userDataDir = fs.mkdtempSync(path.join(args.tmp ?? '/tmp', 'stark-chromium-'));
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath: args.chromium ?? '/usr/bin/chromium',
@@ -65,7 +89,15 @@ try {
   log('workbench loaded');
 
   const atShot = await waitForStage(['ready-for-screenshot', 'failed', 'done'], timeoutMs);
-  await sleep(3000); // let the webview and the squiggle paint
+  let treeClick;
+  if (atShot.stage === 'ready-for-screenshot') {
+    await sleep(3000); // let the webview, the squiggle and the hover paint
+    await page.screenshot({ path: path.join(out, 'editor-hover.png') });
+    await page.keyboard.press('Escape');
+    treeClick = await clickBestNode(page).catch((e) => ({ error: String(e) }));
+    log(`tree view click: ${JSON.stringify(treeClick).slice(0, 300)}`);
+    await sleep(1000);
+  }
   await page.screenshot({ path: path.join(out, 'editor-diagnostic-tree.png') });
   log(`screenshot: ${path.join(out, 'editor-diagnostic-tree.png')}`);
   fs.writeFileSync(reportPath + '.continue', 'go\n');
@@ -74,6 +106,9 @@ try {
   await sleep(1500);
   await page.screenshot({ path: path.join(out, 'after-apply.png') });
   const problems = checkReport(final);
+  if (treeClick && !(treeClick.title && /^@@/m.test(treeClick.diff ?? ''))) {
+    problems.push(`clicking the best node in the tree view showed no diff: ${JSON.stringify(treeClick)}`);
+  }
   if (problems.length) {
     log('FAILED:\n  ' + problems.join('\n  '));
   } else {

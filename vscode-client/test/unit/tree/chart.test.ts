@@ -16,7 +16,14 @@ describe('speedup chart data', () => {
     );
   });
 
-  it('starts at the baseline with no attempts', () => {
+  it("starts at the user kernel's speedup", () => {
+    const nodes = sampleTree().nodes.slice(0, 2);
+    nodes[0].speedup = 0.01;
+    nodes[1].speedup = 0.04;
+    assert.deepEqual(bestSpeedupSeries(nodes).map((p) => p.best), [0.01, 0.04]);
+  });
+
+  it('starts at 1x with no tree', () => {
     assert.deepEqual(bestSpeedupSeries([]), [{ attempt: 0, best: 1, nodeId: null }]);
   });
 });

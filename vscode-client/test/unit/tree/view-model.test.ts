@@ -9,7 +9,7 @@ describe('tree view model', () => {
     assert.equal(m.type, 'tree');
     if (m.type !== 'tree') return;
     assert.equal(m.title, 'add_kernel — k.py');
-    assert.equal(m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · running');
+    assert.equal(m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00× · running');
     assert.equal(m.empty, false);
   });
 
@@ -40,7 +40,7 @@ describe('tree view model with the server extras', () => {
     t.nodes = t.nodes.filter((n) => n.id !== 5);
     t.nodes[0].runtime_ms = 0.5;
     const m = treeMessage({ ...t, running: true, progress: '3/8 attempts' }, 'k.py');
-    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 0.500 ms · 4 attempts · best 2.50× (#4) · running: 3/8 attempts');
+    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 0.500 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00× · running: 3/8 attempts');
   });
 
   it('leaves abandoned nodes out of the attempts and shows a failed node its error', () => {
@@ -48,7 +48,7 @@ describe('tree view model with the server extras', () => {
     t.nodes.push({ ...t.nodes[3], id: 6, status: 'abandoned' });
     t.nodes[2].error = 'line 3: undefined name';
     const m = treeMessage({ ...t, running: false }, 'k.py');
-    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4)');
+    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00×');
     assert.equal(nodeDetail(t, 2)?.summary, 'node 2\nline 3: undefined name');
   });
 });
