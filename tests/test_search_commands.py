@@ -152,3 +152,15 @@ def test_ctrl_c_stops_cleanly_and_still_writes_the_best(tmp_path):
     assert not any(n.in_flight for n in nodes)
     assert 2 <= sum(1 for n in nodes if n.parent_id and n.completed) < 30
     assert task.path.with_name("k.best.py").exists() and "wrote" in out
+
+
+def test_optimize_without_a_usable_team(ws, capsys, monkeypatch):
+    root, task = ws
+    from stark_lsp.agents.base import AgentError
+
+    def no_team(args):
+        raise AgentError("unknown team 'x'")
+
+    monkeypatch.setattr(optimize_cmd, "make_team", no_team)
+    assert cli.main(["optimize", str(task.path)]) == 2
+    assert "no agent team: unknown team 'x'" in capsys.readouterr().err

@@ -63,6 +63,7 @@ def best_path(task: Any, out: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stark_lsp.agents.base import AgentError
     from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, StoreError, TreeStore
     from stark_lsp.search.progress import ProgressPrinter
     from stark_lsp.search.render import table
@@ -92,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.fresh:
             store.delete_tree(tid)
-        team = make_team(args)
+        try:
+            team = make_team(args)
+        except (ImportError, AgentError, ValueError) as e:
+            print(f"stark optimize: no agent team: {e}", file=sys.stderr)
+            return 2
         print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
               f"team {team.name}, store {path}", file=sys.stderr)
         try:
