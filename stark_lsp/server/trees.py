@@ -113,9 +113,11 @@ class TreeView:
 
     def to_json(self) -> dict[str, Any]:
         best = self.best
+        root = self.root
         return {
             "task_id": self.task_id,
             "best": best.id if best else None,
+            "baseline_ms": root.runtime_ms if root else None,
             "nodes": [n.to_json() for n in self.nodes],
         }
 

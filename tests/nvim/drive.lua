@@ -1,0 +1,104 @@
+-- Drives stark serve from a real Neovim (0.7: vim.lsp.start_client and
+-- buf_attach_client) and writes what it saw to $STARK_NVIM_OUT as JSON:
+-- code action titles, progress, diagnostics, hover, the buffer after
+-- "Apply best candidate", and the tree from stark/tree.
+-- Run: nvim --headless --clean -u NONE -c 'luafile drive.lua'
+
+local env = vim.env
+local out = { steps = {}, progress = {}, messages = {} }
+local function step(name) table.insert(out.steps, name) end
+local function finish(err)
+  out.error = err
+  local f = io.open(env.STARK_NVIM_OUT, 'w')
+  f:write(vim.fn.json_encode(out))
+  f:close()
+  vim.cmd('qall!')
+end
+
+local ok, err = pcall(function()
+  local handlers = {
+    ['$/progress'] = function(e, result, ctx, config)
+      table.insert(out.progress, result.value)
+      return vim.lsp.handlers['$/progress'](e, result, ctx, config)
+    end,
+    ['window/showMessage'] = function(_, result)
+      table.insert(out.messages, result.message)
+    end,
+  }
+  local cmd = { env.STARK_NVIM_PYTHON, '-m', 'stark_lsp', 'serve' }
+  if env.STARK_NVIM_BACKEND ~= '' and env.STARK_NVIM_BACKEND ~= nil then
+    table.insert(cmd, '--backend'); table.insert(cmd, env.STARK_NVIM_BACKEND)
+  end
+  local id = vim.lsp.start_client({
+    name = 'stark',
+    cmd = cmd,
+    root_dir = env.STARK_NVIM_ROOT,
+    init_options = { budget = 3, concurrency = 1 },
+    handlers = handlers,
+  })
+  assert(id, 'start_client failed')
+  local client = vim.lsp.get_client_by_id(id)
+  vim.cmd('edit ' .. vim.fn.fnameescape(env.STARK_NVIM_FILE))
+  local buf = vim.api.nvim_get_current_buf()
+  vim.lsp.buf_attach_client(buf, id)
+  assert(vim.wait(20000, function() return client.initialized end, 20), 'server did not initialize')
+  step('initialized')
+
+  local uri = vim.uri_from_bufnr(buf)
+  local line = tonumber(env.STARK_NVIM_LINE)
+  local function actions()
+    local r = assert(client.request_sync('textDocument/codeAction', {
+      textDocument = { uri = uri },
+      range = { start = { line = line, character = 0 }, ['end'] = { line = line, character = 0 } },
+      context = { diagnostics = {} },
+    }, 10000, buf), 'codeAction timed out')
+    assert(not r.err, vim.inspect(r.err))
+    return r.result or {}
+  end
+  local function titles(acts)
+    local t = {}
+    for _, a in ipairs(acts) do table.insert(t, a.title) end
+    return t
+  end
+  local function run(action)
+    local r = assert(client.request_sync('workspace/executeCommand', action.command, 20000, buf), 'command timed out')
+    assert(not r.err, vim.inspect(r.err))
+    return r.result
+  end
+
+  local acts = actions()
+  out.actions_before = titles(acts)
+  out.optimize = run(acts[1])
+  step('optimize sent')
+  local ended = vim.wait(120000, function()
+    for _, v in ipairs(out.progress) do if v.kind == 'end' then return true end end
+    return false
+  end, 50)
+  assert(ended, 'the search did not end')
+  step('search ended')
+  vim.wait(5000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
+  out.diagnostics = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    table.insert(out.diagnostics, { lnum = d.lnum, severity = d.severity, message = d.message })
+  end
+  local h = assert(client.request_sync('textDocument/hover', {
+    textDocument = { uri = uri }, position = { line = line + 1, character = 4 },
+  }, 10000, buf))
+  out.hover = h.result and h.result.contents.value or vim.NIL
+  local t = assert(client.request_sync('stark/tree', { uri = uri, kernel = env.STARK_NVIM_KERNEL }, 10000, buf))
+  out.tree = t.result
+
+  acts = actions()
+  out.actions_after = titles(acts)
+  for _, a in ipairs(acts) do
+    if a.title:find('^Apply best candidate') then
+      out.apply = run(a)
+      step('applied')
+    end
+  end
+  out.buffer = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n'
+  out.modified = vim.bo[buf].modified
+  client.stop()
+  vim.wait(5000, function() return client.is_stopped() end, 20)
+end)
+finish(ok and vim.NIL or tostring(err))
