@@ -65,6 +65,8 @@ def best_path(task: Any, out: str | None) -> Path:
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.agents.base import AgentError
     from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, StoreError, TreeStore
+    from stark_lsp.search.lock import tree_lock
+    from stark_lsp.search.policies import make_policy
     from stark_lsp.search.progress import ProgressPrinter
     from stark_lsp.search.render import table
     from stark_lsp.search.tree_store import store_path
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stark optimize: {e}", file=sys.stderr)
         return 2
     try:
+        make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
         config = SearchConfig(
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency,
@@ -92,7 +95,12 @@ def run(args: argparse.Namespace) -> int:
     code = 0
     try:
         if args.fresh:
-            store.delete_tree(tid)
+            try:
+                with tree_lock(path, tid):  # never under a search that is running
+                    store.delete_tree(tid)
+            except SearchBusy as e:
+                print(f"stark optimize: {e}", file=sys.stderr)
+                return 1
         try:
             team = make_team(args)
         except (ImportError, AgentError, ValueError) as e:
@@ -100,14 +108,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
               f"team {team.name}, store {path}", file=sys.stderr)
+        evaluator = make_evaluator(args)
         try:
-            search = Search(task, store, None, team, config, on_progress=ProgressPrinter(sys.stderr))
-        except ValueError as e:
-            print(f"stark optimize: {e}", file=sys.stderr)
-            return 2
-        search.evaluator = evaluator = make_evaluator(args)
-        try:
-            search.run(cancel)
+            Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except (SearchBusy, EvaluatorFailed) as e:
             print(f"stark optimize: {e}", file=sys.stderr)
             code = 1
