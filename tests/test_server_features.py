@@ -1,0 +1,195 @@
+"""End to end through `stark serve` over stdio: missing harness quick fix,
+grounded markers, failures that must leave the server alive, live updates
+from a search in another process, CUDA root failures on the compiler's lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest_lsp
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient
+
+from tests.server_fixtures import (
+    CUDA_HARNESS,
+    CUDA_KERNEL,
+    REPO,
+    TRITON_HARNESS,
+    TRITON_KERNEL,
+    code_actions,
+    config,
+    ended_progress,
+    get_tree,
+    hover_text,
+    line_of,
+    messages,
+    open_document,
+    run_action,
+    save_document,
+    server_env,
+    start,
+    wait_until,
+)
+
+
+@pytest_lsp.fixture(config=config())
+async def client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    lsp_client.root = root
+    await start(lsp_client, root)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def diags_with(client, uri, code):
+    return [d for d in client.diagnostics.get(uri, []) if d.code == code]
+
+
+async def test_missing_harness_diagnostic_and_quick_fix(client: LanguageClient):
+    (client.root / "add_relu.py").write_text(TRITON_KERNEL)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    (d,) = await wait_until(lambda: diags_with(client, uri, "missing-harness"), "the missing-harness diagnostic")
+    assert d.severity == types.DiagnosticSeverity.Error and d.range.start.line == kline
+    assert "add_relu.harness.py" in d.message
+
+    (fix,) = await code_actions(client, uri, kline)
+    assert fix.title == "Create add_relu.harness.py for add_relu_kernel"
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred
+    assert fix.diagnostics and fix.diagnostics[0].code == "missing-harness"
+    assert "error" in await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.optimize", arguments=[uri, "add_relu_kernel"]))
+
+    result = await run_action(client, fix)
+    harness = client.root / "add_relu.harness.py"
+    assert result["created"] == from_fs_path(str(harness))
+    (edit,) = client.applied_edits
+    create, fill = edit.document_changes
+    assert isinstance(create, types.CreateFile) and not create.options.overwrite
+    assert isinstance(fill, types.TextDocumentEdit)
+    text = harness.read_text()
+    assert "def run(mod, x, y):\n    return mod.add_relu(x, y)" in text
+
+    # the user writes the reference and saves: the diagnostic goes away
+    harness.write_text(text.replace('raise NotImplementedError("write the PyTorch reference for add_relu in this harness")',
+                                    "return torch.relu(x + y)"))
+    huri = open_document(client, harness, "python")
+    save_document(client, huri)
+    await wait_until(lambda: not diags_with(client, uri, "missing-harness"), "the diagnostic to clear")
+    assert [a.title for a in await code_actions(client, uri, kline)] == ["Optimize kernel add_relu_kernel"]
+
+
+MARKED = TRITON_KERNEL.replace(
+    "    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)\n",
+    "    # @stark begin st: store with a cache hint\n"
+    "    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)\n"
+    "    # @stark end st\n",
+)
+
+
+async def test_marker_is_implemented_evaluated_and_applied(client: LanguageClient):
+    (client.root / "add_relu.py").write_text(MARKED)
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    mline = line_of(MARKED, "@stark begin st")
+    actions = await code_actions(client, uri, mline + 1)
+    titles = [a.title for a in actions]
+    assert titles == ["Optimize kernel add_relu_kernel", "Implement with the Code agent (marker st)"]
+    assert [a.title for a in await code_actions(client, uri, line_of(MARKED, "pid = tl"))] == titles[:1]
+
+    result = await run_action(client, actions[1])
+    assert "candidate #" in result["message"], result
+    tree = await get_tree(client, uri, "add_relu_kernel")
+    node = next(n for n in tree["nodes"] if n["summary"].startswith("marker st:"))
+    assert node["parent"] == tree["nodes"][0]["id"] and node["status"] == "ok"
+    assert "@stark" not in node["source"] and "variant 0: store with a cache hint" in node["source"]
+
+    apply = next(a for a in await code_actions(client, uri, mline) if a.title.startswith(f"Apply candidate #{node['id']}")
+                 or a.title.startswith("Apply best candidate"))
+    result = await run_action(client, apply)
+    assert result["applied"] is True and client.texts[uri][1] == node["source"]
+
+
+async def test_broken_markers_are_a_message_not_a_crash(client: LanguageClient):
+    broken = TRITON_KERNEL.replace("    pid = tl.program_id(0)\n", "    # @stark begin a: x\n    pid = tl.program_id(0)\n")
+    (client.root / "add_relu.py").write_text(broken)
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.implementMarker", arguments=[uri, "a"]))
+    assert "never ended" in result["error"]
+    assert await hover_text(client, uri, line_of(broken, "def add_relu_kernel")) is not None
+
+
+async def test_crashed_evaluator_and_dead_endpoint_leave_a_working_server(client: LanguageClient):
+    for name, marker in (("crash", "STARK_FAKE_EVALUATOR_CRASH"), ("down", "STARK_FAKE_AGENT_DOWN")):
+        (client.root / f"{name}.py").write_text(TRITON_KERNEL.replace('"""Vector add', f'"""{marker}: vector add'))
+        (client.root / f"{name}.harness.py").write_text(TRITON_HARNESS)
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+
+    uri = open_document(client, client.root / "crash.py", "python")
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    (end,) = await wait_until(lambda: ended_progress(client), "the crashed search to end")
+    assert end.message.startswith("stopped by an error")
+    assert any("optimizing add_relu_kernel stopped" in m and "evaluator" in m for m in messages(client))
+
+    uri = open_document(client, client.root / "down.py", "python")
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    await wait_until(lambda: ended_progress(client, 2), "the second search to end")
+    tree = await get_tree(client, uri, "add_relu_kernel")
+    assert [n["status"] for n in tree["nodes"][1:]] == ["agent_error"] * 3
+    assert "connection refused" in tree["nodes"][1]["error"]
+    assert "agent error" in await hover_text(client, uri, kline)
+    # still alive and consistent: a new search can start
+    assert (await run_action(client, (await code_actions(client, uri, kline))[0]))["started"] is True
+
+
+SEARCH_SCRIPT = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from stark_lsp.search import Search, SearchConfig, TreeStore
+    from stark_lsp.server.fake_backend import FakeEvaluator, fake_team
+    from stark_lsp.tasks.spec import load_task
+
+    root = Path(sys.argv[1])
+    task = load_task(root / "add_relu.py")
+    store = TreeStore.open(root / ".stark" / "tree.sqlite")
+    Search(task, store, FakeEvaluator(delay=0.05), fake_team(), SearchConfig(budget=3, concurrency=1)).run()
+''')
+
+
+async def test_a_search_from_a_terminal_updates_the_editor(client: LanguageClient):
+    (client.root / "add_relu.py").write_text(TRITON_KERNEL)
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    assert "Not optimized yet" in await hover_text(client, uri, kline)
+
+    proc = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(client.root)], env=server_env(PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    await wait_until(lambda: diags_with(client, uri, "best-speedup"), "diagnostics from the outside search")
+    assert any(p.uri == uri and p.kernel == "add_relu_kernel" for p in client.tree_changes)
+    tree = await get_tree(client, uri, "add_relu_kernel")
+    assert len(tree["nodes"]) == 4 and not tree["running"]
+    assert "3 attempts" in await hover_text(client, uri, kline)
+
+
+async def test_cuda_root_failure_is_shown_on_the_compiler_line(client: LanguageClient):
+    broken = CUDA_KERNEL.replace("    if (i < n) y[i] = a * x[i];\n", "    STARK_BROKEN;\n    if (i < n) y[i] = a * x[i];\n")
+    (client.root / "scale.cu").write_text(broken)
+    (client.root / "scale.harness.py").write_text(CUDA_HARNESS)
+    uri = open_document(client, client.root / "scale.cu", "cuda-cpp")
+    kline = line_of(broken, "__global__")
+    assert [a.title for a in await code_actions(client, uri, kline + 1)] == ["Optimize kernel scale_kernel"]
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    await wait_until(lambda: ended_progress(client), "the search to end")
+    (w,) = await wait_until(lambda: diags_with(client, uri, "kernel-fails"), "the root failure warning")
+    assert w.severity == types.DiagnosticSeverity.Warning
+    assert w.range.start.line == line_of(broken, "STARK_BROKEN")
+    assert "compile error" in w.message and "STARK_BROKEN is undefined" in w.message
+    tree = await get_tree(client, uri, "scale_kernel")
+    assert any(n["kind"] == "debug" and n["status"] == "ok" for n in tree["nodes"])  # the fake debugger fixed it
