@@ -1,4 +1,4 @@
-"""Shared pieces of the language-server tests: samples, an editor-like test
+"""Shared pieces of the language-server tests: samples, hand-built trees, an editor-like test
 client (answers workspace/applyEdit, keeps document texts, decodes code
 actions correctly) and polling helpers.
 
@@ -18,7 +18,10 @@ from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import make_test_lsp_client
 
+from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Runtime, Status, Timing
+from stark_lsp.search.node import Node
 from stark_lsp.server.text_edits import apply_text_edits
+from stark_lsp.server.trees import TreeView, tree_view
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_BACKEND = "stark_lsp.server.fake_backend:FakeBackend"
@@ -276,3 +279,28 @@ def plain(obj: Any) -> Any:
 
 async def get_tree(client: LanguageClient, uri: str, kernel: str) -> dict:
     return plain(await client.protocol.send_request_async("stark/tree", {"uri": uri, "kernel": kernel}))
+
+
+# -- search trees built by hand, for the pure tests ---------------------------------------
+
+
+def timing(ms: float) -> Timing:
+    return Timing(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, std_ms=0.0, reps=10)
+
+
+def ok_node(id, parent, source, speed, kind="plan_code", attempt=1, summary="", gpu=True, plan="") -> Node:
+    ref = 0.92
+    result = EvalResult(Status.OK, runtime=Runtime("GPU", gpu, timing(ref / speed), timing(ref), speed))
+    return Node(id=id, task_id="t", parent_id=parent, kind=kind, status="ok", attempt=attempt, summary=summary,
+                source=source, result=result, speedup=speed, runtime_ms=ref / speed, plan=plan)
+
+
+def failed_node(id, parent, source, status="compile_error", lines=(), kind="plan_code", attempt=1, error="boom") -> Node:
+    diags = [Diagnostic(message=f"error on {l}", line=l) for l in lines]
+    result = EvalResult(Status(status), error, compile=CompileReport(ok=False, diagnostics=diags))
+    return Node(id=id, task_id="t", parent_id=parent, kind=kind, status=status, attempt=attempt, source=source,
+                result=result, error=error)
+
+
+def make_tree(*nodes: Node) -> TreeView:
+    return tree_view("t", list(nodes))
