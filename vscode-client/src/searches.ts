@@ -6,7 +6,7 @@
  * server's tree shows no running node after at least one attempt finished,
  * or the user stops it.
  */
-import { bestCandidate, isRunning } from './tree/outcome';
+import { bestCandidate, formatSpeedup, isRunning } from './tree/outcome';
 import type { SearchTree } from './tree/types';
 
 export interface SearchState {
@@ -90,10 +90,10 @@ export function statusText(searches: Searches): StatusText {
   const running = searches.runningCount();
   const best = searches.bestOverall();
   const parts: string[] = [running > 0 ? `$(sync~spin) STARK: ${running} running` : '$(rocket) STARK'];
-  if (best?.best !== undefined) parts.push(`best ${best.best.toFixed(2)}×`);
+  if (best?.best !== undefined) parts.push(`best ${formatSpeedup(best.best)}`);
   const tooltipLines = searches
     .all()
-    .map((s) => `${s.kernel}: ${s.running ? 'running' : 'idle'}${s.best !== undefined ? `, best ${s.best.toFixed(2)}×` : ''}`);
+    .map((s) => `${s.kernel}: ${s.running ? 'running' : 'idle'}${s.best !== undefined ? `, best ${formatSpeedup(s.best)}` : ''}`);
   return {
     text: parts.join(' · '),
     tooltip: (tooltipLines.length ? tooltipLines.join('\n') + '\n' : 'No searches yet.\n') + 'Click to show the search tree.',

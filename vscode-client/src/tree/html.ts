@@ -35,6 +35,7 @@ header p { margin: 0 0 8px; opacity: .8; }
 .node.failed circle { fill: #c0392b; }
 .node.running circle { fill: #888; stroke-dasharray: 4 3; }
 .node.best circle { stroke: #f5c518; stroke-opacity: 1; stroke-width: 3.5; }
+.node.best-node circle { stroke-width: 5; }
 .node.selected circle { stroke: var(--vscode-focusBorder, #09f); stroke-opacity: 1; stroke-width: 4; }
 .node text { fill: #fff; font-size: 11px; font-weight: 600; pointer-events: none; }
 .node text.id { fill: var(--vscode-foreground); font-weight: 400; opacity: .7; }

@@ -71,6 +71,9 @@ export function pathToRoot(nodes: readonly TreeNode[], id: number): number[] {
   return path;
 }
 
+/** `2.41×`; below 0.1× two significant digits (`0.0013×`), since on the Triton
+ * interpreter a kernel can be thousands of times slower than the reference. */
 export function formatSpeedup(x: number | null | undefined): string {
-  return typeof x === 'number' && x > 0 ? `${x.toFixed(2)}×` : '—';
+  if (typeof x !== 'number' || !(x > 0)) return '—';
+  return `${x >= 0.1 ? x.toFixed(2) : Number(x.toPrecision(2)).toString()}×`;
 }

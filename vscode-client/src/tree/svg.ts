@@ -36,7 +36,9 @@ export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout, se
     const n = byId.get(p.id);
     const c = pos.get(p.id);
     if (!n || !c) return '';
-    const cls = ['node', outcome(n, baseline), onPath.has(n.id) ? 'best' : ''].filter(Boolean).join(' ');
+    const cls = ['node', outcome(n, baseline), onPath.has(n.id) ? 'best' : '', n.id === best?.id ? 'best-node' : '']
+      .filter(Boolean)
+      .join(' ');
     const label = n.parent === null ? 'base' : formatSpeedup(n.speedup);
     const title = `#${n.id} ${n.kind} ${n.status} ${formatSpeedup(n.speedup)}\n${n.summary}`;
     return (
@@ -58,7 +60,7 @@ export function renderTreeSvg(nodes: readonly TreeNode[], layout: TreeLayout, se
 
 export function renderChartSvg(points: readonly ChartPoint[], width = 360, height = 180): string {
   const base = points[0]?.best ?? 1;
-  const left = 44;
+  const left = 54;
   const bottom = 28;
   const top = 12;
   const right = 12;
@@ -73,13 +75,14 @@ export function renderChartSvg(points: readonly ChartPoint[], width = 360, heigh
     else d += `H${sx(p.attempt).toFixed(1)}V${sy(p.best).toFixed(1)}`;
   });
   const last = points[points.length - 1];
-  const yTicks = [...new Set([0, base, maxY / 1.05].map((v) => Number(v.toFixed(2))))];
+  const yTicks = [...new Set([base, maxY / 1.05])];
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">` +
     `<line class="axis" x1="${left}" y1="${sy(0)}" x2="${width - right}" y2="${sy(0)}"/>` +
     `<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${sy(0)}"/>` +
     `<line class="baseline" x1="${left}" y1="${sy(base).toFixed(1)}" x2="${width - right}" y2="${sy(base).toFixed(1)}"/>` +
-    yTicks.map((v) => `<text class="tick" x="${left - 4}" y="${(sy(v) + 4).toFixed(1)}" text-anchor="end">${v}×</text>`).join('') +
+    `<text class="tick" x="${left - 4}" y="${(sy(0) + 4).toFixed(1)}" text-anchor="end">0</text>` +
+    yTicks.map((v) => `<text class="tick" x="${left - 4}" y="${(sy(v) + 4).toFixed(1)}" text-anchor="end">${formatSpeedup(v)}</text>`).join('') +
     `<text class="tick" x="${sx(maxX)}" y="${height - 8}" text-anchor="end">${maxX} attempts</text>` +
     `<path class="curve" d="${d}"/>` +
     (last ? `<circle class="last" cx="${sx(last.attempt).toFixed(1)}" cy="${sy(last.best).toFixed(1)}" r="3"/>` : '') +

@@ -47,7 +47,7 @@ async function clickBestNode(page) {
   const end = Date.now() + 30_000;
   while (Date.now() < end) {
     for (const frame of page.frames()) {
-      const node = await frame.$('#tree .node.best:not(.root)').catch(() => null);
+      const node = await frame.$('#tree .node.best-node:not(.root)').catch(() => null);
       if (!node) continue;
       const id = await node.getAttribute('data-id');
       await node.click();
@@ -108,6 +108,9 @@ try {
   const problems = checkReport(final);
   if (treeClick && !(treeClick.title && /^@@/m.test(treeClick.diff ?? ''))) {
     problems.push(`clicking the best node in the tree view showed no diff: ${JSON.stringify(treeClick)}`);
+  }
+  if (treeClick && final.searchFinished && Number(treeClick.id) !== final.searchFinished.best) {
+    problems.push(`the tree view marks #${treeClick.id} as best, the server says #${final.searchFinished.best}`);
   }
   if (problems.length) {
     log('FAILED:\n  ' + problems.join('\n  '));

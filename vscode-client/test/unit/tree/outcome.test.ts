@@ -51,6 +51,9 @@ describe('node outcome', () => {
 
   it('formats speedups', () => {
     assert.equal(formatSpeedup(2.414), '2.41×');
+    assert.equal(formatSpeedup(0.1), '0.10×');
+    assert.equal(formatSpeedup(0.0012345), '0.0012×');
     assert.equal(formatSpeedup(null), '—');
+    assert.equal(formatSpeedup(0), '—');
   });
 });

@@ -9,7 +9,8 @@ describe('svg rendering', () => {
     const nodes = sampleTree().nodes;
     const svg = renderTreeSvg(nodes, layoutTree(nodes));
     assert.equal((svg.match(/<g class="node/g) ?? []).length, 6);
-    assert.match(svg, /<g class="node faster best" data-id="4"/);
+    assert.match(svg, /<g class="node faster best best-node" data-id="4"/);
+    assert.equal((svg.match(/best-node/g) ?? []).length, 1);
     assert.match(svg, /<g class="node failed" data-id="2"/);
     assert.match(svg, /<g class="node root best" data-id="0"/);
     assert.equal((svg.match(/class="edge best"/g) ?? []).length, 2); // 0-1 and 1-4
