@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
 from pygls.uris import from_fs_path
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.server_fixtures import (
     CUDA_HARNESS,
@@ -25,10 +27,12 @@ from tests.server_fixtures import (
     get_tree,
     hover_text,
     line_of,
+    make_client,
     messages,
     open_document,
     run_action,
     save_document,
+    server_command,
     server_env,
     start,
     wait_until,
@@ -193,3 +197,32 @@ async def test_cuda_root_failure_is_shown_on_the_compiler_line(client: LanguageC
     assert "compile error" in w.message and "STARK_BROKEN is undefined" in w.message
     tree = await get_tree(client, uri, "scale_kernel")
     assert any(n["kind"] == "debug" and n["status"] == "ok" for n in tree["nodes"])  # the fake debugger fixed it
+
+
+LOG = Path(tempfile.mkdtemp(prefix="stark-serve-log-")) / "server.log"
+SECRET = "sk-test-0123456789abcdefghij"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command() + ["-v", "--log-file", str(LOG)],
+                                              server_env=server_env(), client_factory=make_client))
+async def verbose_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    (root / "add_relu.py").write_text(TRITON_KERNEL)
+    (root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    lsp_client.root = root
+    await start(lsp_client, root, {"apiKey": SECRET, "llm": "openai"})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_api_key_never_reaches_the_log(verbose_client: LanguageClient):
+    client = verbose_client
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.setApiKey", arguments=["another-secret-key"]))
+    assert result == {"set": True}
+    await run_action(client, (await code_actions(client, uri, line_of(TRITON_KERNEL, "def add_relu_kernel")))[0])
+    await wait_until(lambda: ended_progress(client), "the search to end")
+    log = LOG.read_text()
+    assert "DEBUG" in log  # verbose logging was on
+    assert SECRET not in log and "another-secret-key" not in log

@@ -137,10 +137,27 @@ async def test_cancel_from_the_progress_ui(client: LanguageClient):
     assert "Stop optimizing add_relu_kernel" in titles(await code_actions(client, uri, kline))
     assert "Optimizing: attempt" in await hover_text(client, uri, kline)
 
+    # the kernel is deleted from the buffer, then the buffer is garbage: a
+    # message, and the server keeps answering
+    text = client.texts[uri][1]
+    change_document(client, uri, text.replace("@triton.jit\ndef add_relu_kernel", "def gone"))
+    await wait_until(lambda: any("no longer in the document" in m for m in messages(client)), "the deleted-kernel message")
+    change_document(client, uri, "@triton.jit\ndef broken(:\n  ]]] {{{ \"\"\"")
+    assert await code_actions(client, uri, 1) != [] and await hover_text(client, uri, 0) is not None
+    change_document(client, uri, text)
+
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     (end,) = await wait_until(lambda: ended_progress(client), "the search to stop")
     assert end.message.startswith("cancelled")
     assert "Optimize kernel add_relu_kernel" in titles(await code_actions(client, uri, kline))
+
+
+async def test_settings_from_workspace_configuration(client: LanguageClient):
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    client.set_configuration({"budget": 2, "apiKey": "from-a-workspace-file"}, section="stark")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await optimize_and_wait(client, uri, line_of(TRITON_KERNEL, "def add_relu_kernel"))
+    assert ended_progress(client)[0].message.startswith("done: 2 attempts")
 
 
 async def test_stop_command_and_two_files_at_once(client: LanguageClient):

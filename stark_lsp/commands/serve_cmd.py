@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 
 NAME = "serve"
@@ -19,6 +20,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
+class RedactSecrets(logging.Filter):
+    """Belt and braces: nothing that looks like a key reaches the log."""
+
+    _patterns = (  # group "keep" stays, the rest of the match goes
+        re.compile(r'(?P<keep>"?apiKey"?\s*[:=]\s*)(?:"[^"]*"|\S+)', re.I),
+        re.compile(r"(?P<keep>)\bsk-[A-Za-z0-9_-]{8,}"),
+        re.compile(r"(?P<keep>stark\.setApiKey\W+arguments\W+)[^\]]*", re.I),
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = msg
+        for p in self._patterns:
+            clean = p.sub(lambda m: m.group("keep") + "<redacted>", clean)
+        if clean != msg:
+            record.msg, record.args = clean, ()
+        return True
+
+
 def run(args: argparse.Namespace) -> int:
     where = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
     logging.basicConfig(
@@ -26,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         **where,
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactSecrets())
+    # with -v, pygls logs whole messages (initialize carries the API key):
+    # RedactSecrets takes keys out of every record
     from stark_lsp.server.backend import load_backend
     from stark_lsp.server.server import make_server
 

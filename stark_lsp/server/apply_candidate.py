@@ -67,6 +67,7 @@ async def apply_candidate(ls: "StarkServer", uri: str, kernel: str, node_id: int
     state = ls.docs.get(uri)
     if state is None:
         return ls.fail(f"{uri} is not a kernel document the server knows")
+    await ls.ready(state)
     doc = ls.workspace.get_text_document(uri)
     tree = ls.cache.get(state.task_id)
     plan = plan_apply(uri, doc.version, doc.source, tree, node_id)

@@ -41,6 +41,7 @@ async def create_harness(ls: "StarkServer", uri: str, kernel: str) -> dict[str, 
     state = ls.docs.get(uri)
     if state is None or state.path is None:
         return ls.fail(f"{uri} is not a kernel file the server knows")
+    await ls.ready(state)
     target = Path(state.problem.harness_path) if state.problem and state.problem.harness_path else default_harness_path(state.path)
     if target.exists():
         return ls.fail(f"{target.name} already exists: not overwritten", types.MessageType.Warning)

@@ -14,6 +14,7 @@ diagnostics out.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -55,14 +56,16 @@ def line_range(lines: list[str], line0: int) -> types.Range:
     )
 
 
-def changed_kernels(old: str, new: str, language: str) -> set[str]:
-    """Names of the kernels whose text differs between two sources."""
+@functools.lru_cache(maxsize=64)
+def changed_kernels(old: str, new: str, language: str) -> frozenset[str]:
+    """Names of the kernels whose text differs between two sources (memoized:
+    diagnostics are rebuilt on every keystroke and tree change)."""
     def texts(src: str) -> dict[str, str]:
         ls = split_lines(src)
         return {k.name: "".join(ls[k.start_line : k.end_line + 1]) for k in find_kernels(src, language)}
 
     a, b = texts(old), texts(new)
-    return {name for name in a.keys() | b.keys() if a.get(name) != b.get(name)}
+    return frozenset(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
 
 
 def best_message(tree: TreeView) -> str | None:

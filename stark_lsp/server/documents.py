@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from stark_lsp.server.diagnostics import TaskProblem
 from stark_lsp.tasks.kernels import Kernel, find_kernels, language_of
@@ -28,6 +29,7 @@ class DocState:
     problem: TaskProblem | None = None
     store_path: Path | None = None
     warned_missing: set[str] = field(default_factory=set)  # kernels already reported as deleted
+    resolving: Any = None  # the asyncio.Task resolving the task, while it runs
 
     @property
     def task_id(self) -> str | None:

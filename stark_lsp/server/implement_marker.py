@@ -115,6 +115,7 @@ async def implement_marker(ls: "StarkServer", uri: str, marker_id: str) -> dict[
     state = ls.docs.get(uri)
     if state is None:
         return ls.fail(f"{uri} is not a kernel document the server knows")
+    await ls.ready(state)
     if state.task is None:
         return ls.fail(state.problem.message if state.problem else "this file is not a task yet")
     text = ls.workspace.get_text_document(uri).source

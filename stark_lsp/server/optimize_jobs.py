@@ -82,6 +82,7 @@ async def start_optimize(ls: "StarkServer", uri: str, kernel: str) -> dict[str, 
     state = ls.docs.get(uri)
     if state is None:
         return ls.fail(f"{uri} is not a CUDA or Triton kernel file the server knows")
+    await ls.ready(state)
     if all(k.name != kernel for k in state.kernels):
         return ls.fail(f"no kernel named {kernel} in {state.path.name if state.path else uri}")
     if state.task is None:
@@ -92,6 +93,7 @@ async def start_optimize(ls: "StarkServer", uri: str, kernel: str) -> dict[str, 
     if running is not None:
         return ls.fail(f"{running.kernel} is already being optimized (one search per file): {running.line()}",
                        types.MessageType.Info)
+    await ls.settings_ready()
     saved = await asyncio.to_thread(_disk_text, state.task.path)
     doc = ls.workspace.get_text_document(uri)
     if saved is not None and saved != doc.source:

@@ -8,6 +8,7 @@ method must be called on the event loop (the search thread goes through
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Callable
 
@@ -36,8 +37,12 @@ def final_text(p: Any | None, reason: str) -> str:
 class WorkDone:
     """One work-done progress; ``on_cancel`` runs when the user cancels it."""
 
-    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None]):
+    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None], min_interval_s: float = 0.25):
         self.server = server
+        self.min_interval_s = min_interval_s
+        self._last = 0.0
+        self._pending: tuple[str, int | None] | None = None
+        self._timer: Any = None
         self.token = token
         self.title = title
         self.on_cancel = on_cancel
@@ -68,12 +73,36 @@ class WorkDone:
             self.on_cancel()
 
     def report(self, message: str, percentage: int | None = None) -> None:
-        if self.created and not self.ended:
-            self.server.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
-            )
+        """Report, at most every ``min_interval_s``: a burst of updates sends
+        its last one when the interval is over."""
+        if not self.created or self.ended:
+            return
+        self._pending = (message, percentage)
+        if self._timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._last + self.min_interval_s - loop.time()
+        if wait <= 0:
+            self._send()
+        else:
+            self._timer = loop.call_later(wait, self._send)
+
+    def _send(self) -> None:
+        self._timer = None
+        if self._pending is None or self.ended:
+            return
+        message, percentage = self._pending
+        self._pending = None
+        self._last = asyncio.get_running_loop().time()
+        self.server.work_done_progress.report(
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
+        )
 
     def end(self, message: str) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._pending is not None:
+            self._send()  # the last state before the end
         if self.created and not self.ended:
             self.ended = True
             self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))

@@ -68,6 +68,7 @@ class StarkServer(LanguageServer):
         self.watchers: dict[Path, StoreWatcher] = {}
         self.roots: list[Path] = []
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._config_pull: asyncio.Task | None = None
 
     # -- talking to the user -------------------------------------------------------
     def say(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
@@ -108,7 +109,17 @@ class StarkServer(LanguageServer):
         return state
 
     async def resolve(self, state: DocState) -> None:
-        """Re-read the task (harness) and the tree from disk, then republish."""
+        """Re-read the task (harness) and the tree from disk, then republish.
+        Commands wait for it (``ready``), so they never see a half-known file."""
+        state.resolving = asyncio.get_running_loop().create_task(self._resolve(state))
+        await state.resolving
+
+    async def ready(self, state: DocState) -> None:
+        task = state.resolving
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=30)
+
+    async def _resolve(self, state: DocState) -> None:
         if state.path is None:
             state.problem = None
             return
@@ -192,6 +203,15 @@ class StarkServer(LanguageServer):
         for p in problems:
             self.say(f"STARK settings: {p}", types.MessageType.Warning)
 
+    def start_pull(self) -> None:
+        self._config_pull = asyncio.get_running_loop().create_task(self.pull_configuration())
+
+    async def settings_ready(self) -> None:
+        """Wait for a workspace/configuration answer in flight, so a command
+        sent after a settings change runs with the new settings."""
+        if self._config_pull is not None and not self._config_pull.done():
+            await asyncio.wait([self._config_pull], timeout=5)
+
     async def pull_configuration(self) -> None:
         caps = self.client_capabilities.workspace
         if not (caps and caps.configuration):
@@ -236,16 +256,16 @@ def register(ls: StarkServer) -> None:
         ls.roots = [Path(r).resolve() for r in roots if r]
 
     @ls.feature(types.INITIALIZED)
-    async def initialized(ls: StarkServer, params: types.InitializedParams) -> None:
-        await ls.pull_configuration()
+    def initialized(ls: StarkServer, params: types.InitializedParams) -> None:
+        ls.start_pull()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: StarkServer, params: types.DidChangeConfigurationParams) -> None:
+    def did_change_configuration(ls: StarkServer, params: types.DidChangeConfigurationParams) -> None:
         if isinstance(params.settings, dict) and isinstance(params.settings.get("stark"), dict):
             section = dict(params.settings["stark"])
             section.pop("apiKey", None)
             ls.apply_settings(section)
-        await ls.pull_configuration()
+        ls.start_pull()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: StarkServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -347,12 +367,13 @@ def register(ls: StarkServer) -> None:
         return {"set": bool(ls.api_key)}
 
     @ls.feature(TREE_REQUEST)
-    def tree(ls: StarkServer, params: Any) -> dict[str, Any]:
+    async def tree(ls: StarkServer, params: Any) -> dict[str, Any]:
         p = params if isinstance(params, dict) else (params._asdict() if hasattr(params, "_asdict") else {})
         uri, kernel = p.get("uri"), p.get("kernel")
         state = ls.docs.get(uri)
         if state is None:
             return {"uri": uri, "kernel": kernel, "error": "not an open kernel document", "nodes": []}
+        await ls.ready(state)
         view = ls.cache.get(state.task_id)
         job = ls.jobs.running(state.task_id)
         out: dict[str, Any] = {"uri": uri, "kernel": kernel, "task_id": state.task_id,

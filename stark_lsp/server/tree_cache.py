@@ -7,7 +7,8 @@ Two ways in, both cheap for the event loop:
 * ``replace``: a worker thread read a whole tree from the store (at open, or
   because the store file changed: a search from a terminal).
 
-Each returns whether the view changed, so callers republish only then.
+Each returns whether the view changed, so callers republish only then. Node
+views are kept per node, so an update costs one ``node_view`` and a tuple.
 Loop-only (no locks): call it on the event loop.
 """
 
@@ -15,32 +16,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from stark_lsp.server.trees import TreeView, tree_view
+from stark_lsp.server.trees import NodeView, TreeView, node_view
 
 
 class TreeCache:
     def __init__(self) -> None:
-        self._nodes: dict[str, dict[int, Any]] = {}
+        self._nodes: dict[str, dict[int, NodeView]] = {}
         self._views: dict[str, TreeView] = {}
 
     def get(self, task_id: str | None) -> TreeView | None:
         return self._views.get(task_id) if task_id else None
 
-    def _rebuild(self, task_id: str) -> bool:
-        old = self._views.get(task_id)
-        new = tree_view(task_id, self._nodes[task_id].values())
-        if old is not None and old.stamp == new.stamp:
-            return False
-        self._views[task_id] = new
-        return True
+    def _rebuild(self, task_id: str) -> None:
+        nodes = self._nodes[task_id]
+        self._views[task_id] = TreeView(task_id, tuple(nodes[k] for k in sorted(nodes)))
 
     def put_node(self, task_id: str, node: Any) -> bool:
-        self._nodes.setdefault(task_id, {})[node.id] = node
-        return self._rebuild(task_id)
+        view = node_view(node)
+        nodes = self._nodes.setdefault(task_id, {})
+        if nodes.get(view.id) == view:
+            return False
+        nodes[view.id] = view
+        self._rebuild(task_id)
+        return True
 
     def replace(self, task_id: str, nodes: list[Any]) -> bool:
-        self._nodes[task_id] = {n.id: n for n in nodes}
-        return self._rebuild(task_id)
+        views = {v.id: v for v in map(node_view, nodes)}
+        if self._nodes.get(task_id) == views and task_id in self._views:
+            return False
+        self._nodes[task_id] = views
+        self._rebuild(task_id)
+        return True
 
     def forget(self, task_id: str) -> None:
         self._nodes.pop(task_id, None)

@@ -70,7 +70,6 @@ class NodeView:
 class TreeView:
     task_id: str
     nodes: tuple[NodeView, ...]
-    stamp: tuple = ()  # changes whenever any node changes
 
     @property
     def root(self) -> NodeView | None:
@@ -155,6 +154,4 @@ def node_view(n: Any) -> NodeView:
 
 
 def tree_view(task_id: str, nodes: Iterable[Any]) -> TreeView:
-    nodes = sorted(nodes, key=lambda n: n.id)
-    stamp = tuple((n.id, n.status, getattr(n, "updated", None), n.speedup) for n in nodes)
-    return TreeView(task_id, tuple(node_view(n) for n in nodes), stamp)
+    return TreeView(task_id, tuple(node_view(n) for n in sorted(nodes, key=lambda n: n.id)))
