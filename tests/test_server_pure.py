@@ -70,11 +70,12 @@ def test_hover_table():
     md = hover_markdown("add_relu_kernel", tree())
     lines = md.split("\n")
     assert lines[0] == "**add_relu_kernel**, STARK-LSP"
-    assert "4 attempts, 3 correct; best #4: **2.41×** (0.3817 ms)" in md
-    assert "| baseline | your kernel | the original kernel | ok | 0.8364 ms | 1.10× |" in lines
-    assert "| 1 (#2) | plan + code | bigger \\| blocks | ok | 0.575 ms | 1.60× |" in lines
-    assert "| 3 (#4) ★ | debug | hint | ok | 0.3817 ms | 2.41× |" in lines
-    assert "| 1 (#3) | plan + code | boom | compile error | – | – |" in lines
+    assert "4 attempts, 3 correct; best #4: **2.19× faster than yours** (0.3817 ms)" in md
+    assert "| # | agent | plan | status | runtime | speedup | vs yours |" in lines
+    assert "| baseline | your kernel | the original kernel | ok | 0.8364 ms | 1.10× | 1.00× |" in lines
+    assert "| 1 (#2) | plan + code | bigger \\| blocks | ok | 0.575 ms | 1.60× | 1.45× |" in lines
+    assert "| 3 (#4) ★ | debug | hint | ok | 0.3817 ms | 2.41× | 2.19× |" in lines
+    assert "| 1 (#3) | plan + code | boom | compile error | – | – | – |" in lines
     assert "harness reference (0.92 ms)" in md and "CPU" not in md
 
 
@@ -102,8 +103,21 @@ def test_best_speedup_information_on_the_changed_kernel():
     assert d.severity == types.DiagnosticSeverity.Information and d.code == "best-speedup"
     assert d.range.start.line == KLINE and d.range.start.character == len("def ")
     assert d.range.end.character == len("def add_relu_kernel")
-    assert d.message.startswith("2.41× faster: 0.3817 ms vs 0.92 ms, 4 attempts, 3 correct (your kernel: 1.10×)")
+    assert d.message.startswith(
+        "2.19× faster than your kernel: 0.3817 ms vs 0.8364 ms, 4 attempts, 3 correct (2.41× the reference)")
     assert d.data == {"kernel": "add_relu_kernel", "node": 4}
+
+
+def test_cpu_interpreter_and_failed_root_wording():
+    cpu = make_tree(ok_node(1, None, ROOT, 2.9e-05, kind="root", gpu=False), ok_node(2, 1, FASTER, 1.0e-04, gpu=False))
+    (d,) = build_diagnostics(ROOT, KERNELS, "triton", cpu, None)
+    assert d.message.startswith("3.45× faster than your kernel") and "(0.0001× the reference)" in d.message
+    assert "CPU interpreter timing" in d.message
+    assert "| baseline | your kernel |  | ok | 3.172e+04 ms | 2.9e-05× | 1.00× |" in hover_markdown("k", cpu)
+    no_root = make_tree(failed_node(1, None, ROOT, kind="root"), ok_node(2, 1, FASTER, 1.5))
+    ds = build_diagnostics(ROOT, KERNELS, "triton", no_root, None)
+    assert ds[0].message.startswith("1.50× the reference: 0.6133 ms vs 0.92 ms, 1 attempts, 1 correct")
+    assert titles(build_code_actions("u", KERNELS, [], no_root, None, None))[1] == "Apply best candidate (1.50× the reference)"
 
 
 def test_changed_kernels():
@@ -148,7 +162,7 @@ def titles(actions):
 
 def test_code_actions_for_an_optimized_kernel():
     acts = build_code_actions("u", KERNELS, [], tree(), None, None)
-    assert titles(acts) == ["Optimize kernel add_relu_kernel", "Apply best candidate (2.41×)", "Apply candidate #2 (1.60×)"]
+    assert titles(acts) == ["Optimize kernel add_relu_kernel", "Apply best candidate (2.19×)", "Apply candidate #2 (1.45×)"]
     assert acts[1].command.command == "stark.applyBest" and acts[1].command.arguments == ["u", "add_relu_kernel"]
     assert acts[2].command.arguments == ["u", "add_relu_kernel", 2]  # #5 (0.90×) is slower than the root: not offered
 

@@ -16,7 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from stark_lsp.server.diagnostics import CODE_MISSING_HARNESS, SOURCE, TaskProblem
-from stark_lsp.server.trees import TreeView
+from stark_lsp.server.trees import NodeView, TreeView, fmt_x
 from stark_lsp.tasks.kernels import Kernel
 
 OPTIMIZE = "stark.optimize"
@@ -38,6 +38,12 @@ class MarkerSpan:
     instruction: str
     first_line: int  # 0-based line of the begin comment
     last_line: int  # 0-based line of the end comment
+
+
+def _ratio(tree: TreeView, node: NodeView) -> str:
+    """Faster than the user's kernel when it was measured, else against the reference."""
+    gain = tree.gain(node)
+    return f"{gain:.2f}×" if gain is not None else f"{fmt_x(node.speedup)} the reference"
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:
@@ -92,7 +98,7 @@ def build_code_actions(
         if best is not None:
             actions.append(
                 _action(
-                    f"Apply best candidate ({best.speedup:.2f}×)",
+                    f"Apply best candidate ({_ratio(tree, best)})",
                     KIND_OPTIMIZE,
                     APPLY_BEST,
                     [uri, first],
@@ -105,7 +111,7 @@ def build_code_actions(
             if root is not None and root.speedup is not None and n.speedup <= root.speedup:
                 break  # slower than the user's own kernel
             actions.append(
-                _action(f"Apply candidate #{n.id} ({n.speedup:.2f}×)", KIND_OPTIMIZE, APPLY_CANDIDATE, [uri, first, n.id])
+                _action(f"Apply candidate #{n.id} ({_ratio(tree, n)})", KIND_OPTIMIZE, APPLY_CANDIDATE, [uri, first, n.id])
             )
     for m in markers:
         actions.append(

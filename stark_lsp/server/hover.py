@@ -6,7 +6,7 @@ handler in ``server.py`` only finds the kernel under the cursor.
 
 from __future__ import annotations
 
-from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.server.trees import NodeView, TreeView, fmt_x
 
 KIND_LABELS = {"root": "your kernel", "plan_code": "plan + code", "debug": "debug"}
 MAX_ROWS = 25
@@ -21,8 +21,7 @@ def _ms(v: float | None) -> str:
     return f"{v:.4g} ms" if v is not None else "–"
 
 
-def _x(v: float | None) -> str:
-    return f"{v:.2f}×" if v is not None else "–"
+_x = fmt_x
 
 
 def _status(n: NodeView) -> str:
@@ -32,11 +31,11 @@ def _status(n: NodeView) -> str:
     return s
 
 
-def _row(first: str, n: NodeView) -> str:
+def _row(first: str, n: NodeView, tree: TreeView) -> str:
     summary = n.summary or (n.error if n.status != "ok" else "")
     return (
         f"| {first} | {KIND_LABELS.get(n.kind, n.kind)} | {_cell(summary)} | {_cell(_status(n), 40)} "
-        f"| {_ms(n.runtime_ms)} | {_x(n.speedup)} |"
+        f"| {_ms(n.runtime_ms)} | {_x(n.speedup)} | {_x(tree.gain(n))} |"
     )
 
 
@@ -56,12 +55,13 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
     root = tree.root
     head = f"{tree.finished} attempts, {tree.correct} correct"
     if best is not None and best.parent is not None:
-        head += f"; best #{best.id}: **{_x(best.speedup)}** ({_ms(best.runtime_ms)})"
+        gain = tree.gain(best)
+        head += f"; best #{best.id}: **{_x(gain) + ' faster than yours' if gain else _x(best.speedup)}** ({_ms(best.runtime_ms)})"
     elif root is not None and root.correct:
         head += "; no candidate beats your kernel yet"
-    lines += ["", head, "", "| # | agent | plan | status | runtime | speedup |", "|---|---|---|---|---|---|"]
+    lines += ["", head, "", "| # | agent | plan | status | runtime | speedup | vs yours |", "|---|---|---|---|---|---|---|"]
     if root is not None:
-        lines.append(_row("baseline", root))
+        lines.append(_row("baseline", root, tree))
     rows = [n for n in tree.nodes if n.parent is not None]
     hidden = max(0, len(rows) - MAX_ROWS)
     if hidden:  # keep the best ones and the latest ones
@@ -69,14 +69,14 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
         rows = [n for n in rows if n.id in keep]
     for n in rows:
         mark = " ★" if best is not None and n.id == best.id else ""
-        lines.append(_row(f"{n.attempt or '·'} (#{n.id}){mark}", n))
+        lines.append(_row(f"{n.attempt or '·'} (#{n.id}){mark}", n, tree))
     if hidden:
         lines.append(f"\n{hidden} more in the tree view (`stark/tree`).")
     ref = next((n.reference_ms for n in [best, root] if n is not None and n.reference_ms is not None), None)
-    note = "Speedups are against the harness reference"
+    note = "speedup: against the harness reference"
     if ref is not None:
         note += f" ({_ms(ref)})"
     if any(n.on_gpu is False for n in tree.nodes):
         note += "; timed on the CPU under the Triton interpreter, not GPU figures"
-    lines += ["", f"_{note}._"]
+    lines += ["", f"_{note}; vs yours: against your kernel (the baseline)._"]
     return "\n".join(lines)

@@ -16,6 +16,13 @@ from typing import Any, Iterable
 OK = "ok"
 
 
+def fmt_x(v: float | None) -> str:
+    """A speed ratio for people: 2.41×, 0.031×, 2.9e-05× (CPU interpreter)."""
+    if v is None:
+        return "–"
+    return f"{v:.2f}×" if v >= 0.1 else f"{v:.2g}×"
+
+
 @dataclass(frozen=True)
 class Problem:
     """A compiler or runtime message, 1-based line as the evaluator reports it."""
@@ -101,6 +108,14 @@ class TreeView:
     @property
     def correct(self) -> int:
         return sum(1 for n in self.attempts if n.correct)
+
+    def gain(self, node: NodeView) -> float | None:
+        """How much faster than the user's own kernel (the root): the ratio of
+        the two speedups, each measured against the same reference."""
+        root = self.root
+        if root is None or not root.correct or not node.correct or not root.speedup:
+            return None
+        return node.speedup / root.speedup
 
     def get(self, node_id: int) -> NodeView | None:
         return next((n for n in self.nodes if n.id == node_id), None)
