@@ -4,8 +4,11 @@ import shutil
 
 import pytest
 
+from stark_lsp.evaluate.evaluator import gpu_present
+
 os.environ.setdefault("STARK_SMALL", "1")
-os.environ.setdefault("TRITON_INTERPRET", "1")
+if not gpu_present():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run on the CPU
 
 
 def pytest_collection_modifyitems(config, items):

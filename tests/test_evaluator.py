@@ -237,7 +237,7 @@ def test_broken_harness_is_a_task_error(ev, tmp_path):
     (tmp_path / "t.harness.py").write_text("import torch\nENTRY = 'softmax'\ndef get_inputs():\n    return [1 / 0]\n")
     task = load_task(tmp_path / "t.py")
     r = ev.evaluate(task, task.root_source(), FAST)
-    assert r.status is Status.RUNTIME_ERROR and "ZeroDivisionError" in r.message
+    assert r.status is Status.TASK_ERROR and "ZeroDivisionError" in r.message
 
 
 def test_cli_eval_json(tmp_path):

@@ -4,7 +4,9 @@
         result = ev.evaluate(load_task("samples/triton/softmax.py"), source)
 
 Thread-safe and blocking; it never raises for a bad candidate (a broken,
-hanging, crashing or cheating one gets a failed result with the reason).
+hanging, crashing or cheating one gets a failed result with the reason). It
+raises ``EvaluatorUnavailable`` when it cannot work at all (no worker starts),
+so a search stops instead of blaming its candidates.
 CUDA candidates are built here (in parallel across calling threads, cached);
 everything that runs candidate code runs in a warm worker process.
 """
@@ -33,6 +35,10 @@ def default_cache_dir() -> Path:
     return Path(base)
 
 
+class EvaluatorUnavailable(RuntimeError):
+    """The evaluator itself cannot work (no worker starts): not the candidate's fault."""
+
+
 class Evaluator:
     def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
                  arch: str | None = None, memory_fraction: float = 0.0):
@@ -46,7 +52,7 @@ class Evaluator:
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
-        elif device == "auto" and not _gpu_present():
+        elif device == "auto" and not gpu_present():
             env["TRITON_INTERPRET"] = "1"
         self.pool = WorkerPool(size=workers, device=device, workdir=self.cache_dir / "workers" / f"{os.getpid()}",
                                env=env, memory_fraction=memory_fraction)
@@ -95,7 +101,7 @@ class Evaluator:
         try:
             result = self._evaluate(task, source, opts)
         except WorkerStartError as e:
-            result = EvalResult(Status.RUNTIME_ERROR, f"evaluation worker unavailable: {e}")
+            raise EvaluatorUnavailable(f"evaluation worker unavailable: {e}") from e
         result.seconds = time.perf_counter() - t0
         return result
 
@@ -138,7 +144,8 @@ def _report_dict(r: CompileReport) -> dict[str, Any]:
     return asdict(r)
 
 
-def _gpu_present() -> bool:
+def gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU, without importing torch."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return False
     return any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia").exists()

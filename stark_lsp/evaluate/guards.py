@@ -43,11 +43,31 @@ def _numerics() -> dict[str, Any]:
     }
 
 
+def _watched(obj: Any) -> dict[str, int]:
+    """Public callables (functions, methods, classes) of a module or class, by identity.
+
+    Plain state (``torch.cuda._initialized``, generator tuples) changes as torch
+    initialises lazily and is not watched; numerics settings are, separately.
+    """
+    return {k: id(v) for k, v in list(vars(obj).items()) if not k.startswith("_") and callable(v)}
+
+
+def preload() -> None:
+    """Import what torch patches into itself lazily, so the snapshot sees the final state."""
+    import importlib
+
+    for name in ("torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "triton.language"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - optional pieces
+            pass
+
+
 class TamperGuard:
+    """Create it last, after the worker's own warm-up (see ``preload``)."""
+
     def __init__(self) -> None:
-        self._ids: dict[str, dict[str, int]] = {}
-        for name, obj in _SNAPSHOT_MODULES:
-            self._ids[name] = {k: id(v) for k, v in list(vars(obj).items())}
+        self._ids: dict[str, dict[str, int]] = {name: _watched(obj) for name, obj in _SNAPSHOT_MODULES}
         self._numerics = _numerics()
 
     def changes(self) -> list[str]:
@@ -56,7 +76,7 @@ class TamperGuard:
         for name, obj in _SNAPSHOT_MODULES:
             now = vars(obj)
             for k, ident in self._ids[name].items():
-                if k not in now or id(now[k]) != ident:
+                if k not in now or id(now[k]) != ident:  # replaced or deleted
                     changed.append(f"{name}.{k}")
         for k, v in _numerics().items():
             if self._numerics[k] != v:

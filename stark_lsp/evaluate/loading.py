@@ -67,8 +67,11 @@ class Reference:
 
     def inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
-        with torch.device(self.device):  # torch.randn(...) lands on the device directly
-            xs = self.module.get_inputs()
+        try:
+            with torch.device(self.device):  # torch.randn(...) lands on the device directly
+                xs = self.module.get_inputs()
+        except Exception as e:
+            raise HarnessError(f"get_inputs() failed: {type(e).__name__}: {e}") from e
         if not isinstance(xs, (list, tuple)):
             raise HarnessError("get_inputs() must return a list of inputs")
         return [to_device(x, self.device) for x in xs]

@@ -22,6 +22,7 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # it hung and was killed
     INCORRECT = "incorrect"  # it ran but disagreed with the reference
     CHEAT = "cheat"  # it broke an evaluation rule (see EvalResult.cheats)
+    TASK_ERROR = "task_error"  # the task itself (harness, reference) is broken
     NOT_RUN = "not_run"  # compile-checked only (e.g. CUDA source, no GPU)
     OK = "ok"  # compiled, correct on every trial, and timed
 

@@ -18,6 +18,7 @@ Order of work for a candidate:
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +34,7 @@ from stark_lsp.evaluate.guards import (
     custom_kernel_names,
     kernel_launched,
     poison_cached_memory,
+    preload,
     profiled_kernel_names,
     source_flags,
 )
@@ -69,15 +71,16 @@ class Runner:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.is_gpu = self.device.type == "cuda"
+        preload()
         self.launches = LaunchCounter()
         self.launches.install()
-        self.guard = TamperGuard()
         self._refs: dict[tuple[Any, ...], Reference] = {}
         self._ref_timing: dict[tuple[Any, ...], tuple[Timing, Timing | None]] = {}
         self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
         self.overhead_ms = T.sync_overhead_ms(self.device) if self.is_gpu else 0.0
         if self.is_gpu:
             self._warm_profiler()
+        self.guard = TamperGuard()  # last: after torch's own lazy initialisation
 
     def hardware(self) -> dict[str, Any]:
         if not self.is_gpu:
@@ -107,6 +110,8 @@ class Runner:
             result, recycle = f.result, f.recycle
         except torch.cuda.OutOfMemoryError as e:
             result, recycle = EvalResult(Status.RUNTIME_ERROR, f"out of GPU memory: {str(e).splitlines()[0]}"), False
+        except HarnessError as e:
+            result, recycle = EvalResult(Status.TASK_ERROR, f"task error: {e}"), False
         changed = self.guard.changes()
         if changed and not any(c.kind == "tampering" for c in result.cheats):
             recycle = True
@@ -149,7 +154,7 @@ class Runner:
         try:
             ref = self._reference(spec)
         except HarnessError as e:
-            raise fail(Status.RUNTIME_ERROR, f"task error: {e}")
+            raise fail(Status.TASK_ERROR, f"task error: {e}")
 
         # 1. import / load the candidate ------------------------------------
         self.launches.reset()
@@ -201,10 +206,9 @@ class Runner:
         # 3. the custom kernel must really run ---------------------------------
         custom = custom_kernel_names(source)
         if custom:
+            ran = list(self.launches.launches)  # Triton launches, compiled or interpreted
             if self.is_gpu and opts.profile_launches:
-                ran = profiled_kernel_names(cand, clone_inputs(last_inputs))
-            else:
-                ran = list(self.launches.launches)
+                ran += profiled_kernel_names(cand, clone_inputs(last_inputs))
             if spec.kind == "cuda" and not self.is_gpu:
                 ran = custom  # never reached: CUDA candidates do not run without a GPU
             if not kernel_launched(custom, ran):
@@ -277,7 +281,7 @@ class Runner:
                 compile_report.ok = False
                 compile_report.diagnostics = compile_report.diagnostics + _triton_diagnostics(e, source)
                 compile_report.log = str(e)[-20000:]
-                raise _Fail(EvalResult(Status.COMPILE_ERROR, _first_line(str(e)), compile=compile_report,
+                raise _Fail(EvalResult(Status.COMPILE_ERROR, _triton_message(e), compile=compile_report,
                                        resources=resources, flags=flags))
             raise self._runtime_failure(e, cand_file, source, compile_report, resources, flags)
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
@@ -348,25 +352,35 @@ def _is_triton_compile_error(e: BaseException) -> bool:
     return type(e).__module__.startswith("triton.compiler") or type(e).__name__ in ("CompilationError", "CompileTimeAssertionFailure")
 
 
+def _triton_message(e: BaseException) -> str:
+    """Triton's CompilationError reads "at L:C:", the source, a caret, then the cause."""
+    text = str(e)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    cause = e.__cause__
+    detail = f"{type(cause).__name__}: {cause}" if cause is not None else (lines[-1] if len(lines) > 1 else "")
+    head = lines[0] if lines else type(e).__name__
+    return f"{type(e).__name__} {head} {detail}".strip()[:1000]
+
+
 def _triton_diagnostics(e: BaseException, source: str) -> list[Diagnostic]:
+    message = _triton_message(e)
     line = None
     src = getattr(e, "src", None)
-    node = getattr(e, "node", None)
     fn_src = getattr(src, "src", src) if src is not None else None
-    if isinstance(fn_src, str) and node is not None and getattr(node, "lineno", None):
+    m = re.search(r"^at (\d+):(\d+):", str(e), re.M)
+    if isinstance(fn_src, str) and m:
         first = next((ln for ln in fn_src.splitlines() if ln.strip().startswith("def ")), None)
         start = locate_snippet(first, source) if first else None
-        if start is not None:
-            # the JIT function's source starts at its decorator or its def
+        if start is not None:  # "at L:C" counts from the function's def line
             def_offset = next((i for i, ln in enumerate(fn_src.splitlines()) if ln.strip().startswith("def ")), 0)
-            line = start - def_offset + node.lineno - 1
-    if line is None:
-        for ln in str(e).splitlines():
+            line = start - def_offset + int(m.group(1)) - 1
+    if line is None:  # fall back to the echoed source line
+        for ln in str(e).splitlines()[1:]:
             hit = locate_snippet(ln, source) if len(ln.strip()) > 6 else None
             if hit:
                 line = hit
                 break
-    return [Diagnostic(message=_first_line(str(e).split("\n\n")[-1]) or _first_line(str(e)), line=line, severity="error")]
+    return [Diagnostic(message=message, line=line, severity="error")]
 
 
 def _load_diagnostics(cause: BaseException, cand_file: Path, source: str) -> list[Diagnostic]:

@@ -1,0 +1,65 @@
+"""Evaluator checks that need a real GPU (run by scripts/gpu_tests.sh on the device machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import Status
+from stark_lsp.tasks.spec import load_task
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "evaluator"
+OPTS = EvalOptions(trials=2, reps=30, time_budget_s=1.0, run_timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache")) as e:
+        yield e
+
+
+def test_honest_candidate_on_a_big_task(ev):
+    r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "good_big.py").read_text(), OPTS)
+    assert r.status is Status.OK, r.summary()
+    assert r.runtime.is_gpu and r.runtime.candidate.wall_median_ms is not None
+    assert 0.5 < r.runtime.speedup < 2.0  # the same computation as the reference
+
+
+def test_cheat_work_on_a_side_stream(ev):
+    r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "cheat_side_stream.py").read_text(), OPTS)
+    assert r.status is Status.CHEAT, r.summary()
+    assert any(c.kind == "side_stream" for c in r.cheats)
+
+
+def test_out_of_memory_is_a_clean_failure(ev):
+    r = ev.evaluate(load_task(DATA / "add_task.py"), (DATA / "oom.py").read_text(), OPTS)
+    assert r.status is Status.RUNTIME_ERROR and "memory" in r.message
+
+
+def test_illegal_memory_access_then_next_evaluation_works(ev):
+    task = load_task(ROOT / "samples" / "cuda" / "softmax_rows.cu")
+    r = ev.evaluate(task, (DATA / "illegal_access.cu").read_text(), OPTS)
+    assert r.status in (Status.RUNTIME_ERROR, Status.CRASHED), r.summary()
+    assert "cuda error" in r.message.lower() or r.status is Status.CRASHED
+    assert ev.evaluate(task, task.root_source(), OPTS).status is Status.OK
+
+
+def test_bad_launch_configuration_is_reported(ev):
+    task = load_task(ROOT / "samples" / "cuda" / "softmax_rows.cu")
+    r = ev.evaluate(task, (DATA / "bad_launch.cu").read_text(), OPTS)
+    assert r.status is Status.RUNTIME_ERROR
+    assert "CUDA error" in r.message and "invalid" in r.message  # CUDA 13 says "invalid argument"
+
+
+def test_cuda_and_triton_samples_pass_with_resources(ev):
+    for path in ("samples/cuda/softmax_rows.cu", "samples/triton/softmax.py"):
+        task = load_task(ROOT / path)
+        r = ev.evaluate(task, task.root_source(), OPTS)
+        assert r.status is Status.OK, (path, r.summary())
+        assert r.resources and r.resources[0].registers, path
