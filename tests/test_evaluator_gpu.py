@@ -63,3 +63,10 @@ def test_cuda_and_triton_samples_pass_with_resources(ev):
         r = ev.evaluate(task, task.root_source(), OPTS)
         assert r.status is Status.OK, (path, r.summary())
         assert r.resources and r.resources[0].registers, path
+
+
+def test_floor_counts_the_bytes_the_task_must_move(ev):
+    r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "good_big.py").read_text(), OPTS)
+    f = r.runtime.floor
+    assert f is not None and f.bytes == 3 * 8192 * 8192 * 4  # two inputs read, one output written
+    assert f.flops == 0 and f.bound == "memory"

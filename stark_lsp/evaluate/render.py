@@ -29,6 +29,11 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "") ->
         lines.append(f"  candidate:   {_t(rt.candidate)}")
         lines.append(f"  reference:   {_t(rt.reference)}")
         lines.append(f"  speedup:     {rt.speedup:.3f}x" + (f"  ({rt.note})" if rt.note else ""))
+        if rt.floor:
+            f = rt.floor
+            lines.append(f"  floor:       {f.floor_ms:.4g} ms ({f.bound}-bound: {f.bytes / 1e6:.1f} MB at {f.bandwidth_gbs:.0f} GB/s"
+                         + (f", {f.flops / 1e9:.1f} GFLOP at {f.peak_tflops:.0f} TFLOP/s {f.dtype}" if f.flops and f.peak_tflops else "")
+                         + f"); candidate at {f.gap(rt.candidate.median_ms):.2f}x the floor")
         if rt.compiled_reference and rt.speedup_vs_compiled:
             lines.append(f"  vs compile:  {rt.speedup_vs_compiled:.3f}x (torch.compile {rt.compiled_reference.median_ms:.4g} ms)")
     for res in r.resources:

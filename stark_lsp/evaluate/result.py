@@ -90,6 +90,28 @@ class Timing:
 
 
 @dataclass
+class Floor:
+    """The least time the task's work can take on this GPU (see evaluate/roofline.py)."""
+
+    bytes: int  # inputs read once + outputs written once
+    flops: int  # the reference's counted floating-point operations (matmul/conv)
+    memory_floor_ms: float  # bytes / measured copy bandwidth
+    compute_floor_ms: float  # flops / measured matrix-product rate (0 when flops is 0)
+    bandwidth_gbs: float  # measured device-to-device copy bandwidth, read + write
+    peak_tflops: float | None  # measured matrix-product rate for ``dtype``
+    dtype: str = "float32"
+    bound: str = "memory"  # which floor is larger
+
+    @property
+    def floor_ms(self) -> float:
+        return max(self.memory_floor_ms, self.compute_floor_ms)
+
+    def gap(self, runtime_ms: float) -> float:
+        """How many times the floor a runtime is (1.0 = at the hardware limit)."""
+        return runtime_ms / self.floor_ms if self.floor_ms > 0 else float("inf")
+
+
+@dataclass
 class Runtime:
     device: str  # e.g. "NVIDIA H200" or "cpu (triton interpreter)"
     is_gpu: bool
@@ -99,6 +121,7 @@ class Runtime:
     compiled_reference: Timing | None = None  # torch.compile of the reference
     speedup_vs_compiled: float | None = None
     note: str = ""  # e.g. "CPU timing under the Triton interpreter: not a GPU figure"
+    floor: Floor | None = None  # GPU only
 
 
 @dataclass
@@ -209,5 +232,6 @@ _NESTED.update(
         "Runtime.candidate": Timing,
         "Runtime.reference": Timing,
         "Runtime.compiled_reference": Timing,
+        "Runtime.floor": Floor,
     }
 )

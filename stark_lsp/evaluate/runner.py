@@ -40,12 +40,14 @@ from stark_lsp.evaluate.guards import (
 )
 from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, Reference, clone_inputs, load_candidate, load_reference
 from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.roofline import Ceilings, task_floor
 from stark_lsp.evaluate.result import (
     Cheat,
     CompileReport,
     Correctness,
     Diagnostic,
     EvalResult,
+    Floor,
     KernelResources,
     Runtime,
     Status,
@@ -77,6 +79,8 @@ class Runner:
         self._refs: dict[tuple[Any, ...], Reference] = {}
         self._ref_timing: dict[tuple[Any, ...], tuple[Timing, Timing | None]] = {}
         self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
+        self.ceilings = Ceilings(self.device) if self.is_gpu else None
+        self._floors: dict[tuple[Any, ...], Floor | None] = {}
         self.overhead_ms = T.sync_overhead_ms(self.device) if self.is_gpu else 0.0
         if self.is_gpu:
             self._warm_profiler()
@@ -249,6 +253,7 @@ class Runner:
             speedup_vs_compiled=(compiled_t.median_ms / cand_t.median_ms) if compiled_t and cand_t.median_ms > 0 else None,
             note="" if self.is_gpu else "CPU timing (Triton interpreter / eager CPU): not a GPU figure",
         )
+        runtime.floor = self._floor(ref, spec, opts, t_inputs)
         resources = resources or self._triton_resources()
         if speedup > opts.review_speedup:
             flags.append(f"speedup {speedup:.1f}x is over {opts.review_speedup:g}x: review before trusting it")
@@ -313,6 +318,19 @@ class Runner:
                 compiled_t = self._time(compiled, clone_inputs(inputs), opts)
             self._ref_timing[key] = (ref_t, compiled_t)
         return self._ref_timing[key]
+
+    def _floor(self, ref: Reference, spec: TaskSpec, opts: EvalOptions, inputs: list[Any]) -> Floor | None:
+        if self.ceilings is None:
+            return None
+        key = (spec.task_id(), opts.seed)
+        if key not in self._floors:
+            try:
+                fn = ref.reference_fn(opts.seed)
+                outs = self._run_reference(ref, opts.seed, clone_inputs(inputs))
+                self._floors[key] = task_floor(self.ceilings, fn, clone_inputs(inputs), outs)
+            except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
+                self._floors[key] = None
+        return self._floors[key]
 
     def _triton_resources(self) -> list[KernelResources]:
         """Registers, shared memory and spills of the Triton kernels compiled so far for this candidate."""

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Set up a fresh machine: a virtual environment in .venv with stark-lsp and its
+# test tools. On a machine without a GPU, torch is the CPU build and Triton
+# kernels run under the Triton interpreter. Idempotent.
+#   scripts/setup.sh            # Python side
+#   STARK_SETUP_EDITORS=1 scripts/setup.sh   # also Neovim (for the Neovim test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+# torch: keep one that is already there (a CUDA build on a GPU machine); else the CPU build.
+python -c "import torch" 2>/dev/null || python -m pip install -q torch==2.13.0
+python -m pip install -q triton -e '.[test]'
+if [ "${STARK_SETUP_RAY:-0}" = 1 ]; then python -m pip install -q -e '.[ray]'; fi
+if [ "${STARK_SETUP_EDITORS:-0}" = 1 ] && ! command -v nvim >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null || echo "setup: could not install neovim; its test will be skipped"
+  fi
+fi
+echo "setup: ok ($(python -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"

@@ -1,0 +1,104 @@
+"""How far a kernel is from the hardware: the floor set by bytes and by operations.
+
+The floor of a task is the larger of two times:
+
+* memory: the bytes it must move (every input read once, every output written
+  once) over the device-to-device copy bandwidth measured on this GPU;
+* compute: the floating-point operations of the reference (counted by
+  ``torch.utils.flop_counter``: matrix products and convolutions; elementwise
+  work counts as zero) over the matrix-product rate measured on this GPU for
+  the task's dtype.
+
+Ceilings are measured once per worker process, in the same run as the
+timings they are compared with. GPU only: on the CPU there is no floor.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import torch
+
+from stark_lsp.evaluate.result import Floor
+
+
+class Ceilings:
+    """Measured copy bandwidth and matrix-product rate of one GPU (cached)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self._bandwidth: float | None = None
+        self._peak: dict[torch.dtype, float] = {}
+
+    def bandwidth_gbs(self) -> float:
+        if self._bandwidth is None:
+            n = 1 << 28  # 1 GiB of float32 each way
+            src = torch.empty(n, dtype=torch.float32, device=self.device).normal_()
+            dst = torch.empty_like(src)
+            ms = _median_ms(lambda: dst.copy_(src), reps=10)
+            self._bandwidth = 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e9
+            del src, dst
+        return self._bandwidth
+
+    def peak_tflops(self, dtype: torch.dtype) -> float:
+        dtype = dtype if dtype in (torch.float16, torch.bfloat16, torch.float64) else torch.float32
+        if dtype not in self._peak:
+            n = 4096 if dtype == torch.float64 else 8192
+            a = torch.randn(n, n, device=self.device, dtype=dtype)
+            b = torch.randn(n, n, device=self.device, dtype=dtype)
+            ms = _median_ms(lambda: torch.matmul(a, b), reps=5)
+            self._peak[dtype] = 2 * n**3 / (ms * 1e-3) / 1e12
+            del a, b
+        return self._peak[dtype]
+
+
+def _median_ms(fn: Any, reps: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def tensor_bytes(values: list[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def main_dtype(values: list[Any]) -> torch.dtype:
+    floats = [v for v in values if isinstance(v, torch.Tensor) and v.dtype.is_floating_point]
+    if not floats:
+        return torch.float32
+    return max(floats, key=lambda v: v.numel()).dtype
+
+
+def count_flops(fn: Any, inputs: list[Any]) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        fn(*inputs)
+    return int(counter.get_total_flops())
+
+
+def task_floor(ceilings: Ceilings, fn: Any, inputs: list[Any], outputs: list[Any]) -> Floor:
+    """The floor of one call of the reference on these inputs."""
+    nbytes = tensor_bytes(inputs) + tensor_bytes(outputs)
+    try:
+        flops = count_flops(fn, inputs)
+    except Exception:  # noqa: BLE001 - an op the counter cannot trace: no compute floor
+        flops = 0
+    dtype = main_dtype(inputs)
+    bw = ceilings.bandwidth_gbs()
+    peak = ceilings.peak_tflops(dtype) if flops else 0.0
+    mem_ms = nbytes / (bw * 1e9) * 1e3
+    comp_ms = flops / (peak * 1e12) * 1e3 if peak else 0.0
+    return Floor(bytes=nbytes, flops=flops, memory_floor_ms=mem_ms, compute_floor_ms=comp_ms,
+                 bandwidth_gbs=bw, peak_tflops=peak or None, dtype=str(dtype).replace("torch.", ""),
+                 bound="compute" if comp_ms > mem_ms else "memory")
