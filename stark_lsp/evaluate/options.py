@@ -12,7 +12,7 @@ class EvalOptions:
     seed: int = 42  # trial i uses seed + i; timing uses seed + 1000
     atol: float | None = None  # None: chosen by the output's dtype
     rtol: float | None = None
-    warmup_ms: float = 25.0  # warm-up calls, discarded
+    warmup_ms: float = 50.0  # warm-up calls, discarded (also lets clocks ramp up after a compile)
     reps: int = 100  # timed repetitions, unless they would overrun ...
     time_budget_s: float = 3.0  # ... this budget per timed function (then at least 10)
     cpu_reps: int = 5  # repetitions when timing on the CPU (Triton interpreter)
