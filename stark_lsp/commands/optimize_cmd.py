@@ -30,8 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
-    p.add_argument("--workers", type=int, default=1, help="evaluator worker processes (default 1)")
-    p.add_argument("--concurrency", type=int, default=2, help="attempts in flight at once (default 2)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="evaluator worker processes (default 1); with --cluster and no GPU: CPU actors")
+    p.add_argument("--cluster", metavar="auto|ray://HOST:PORT",
+                   help="evaluate on a Ray cluster, one actor per GPU (auto: RAY_ADDRESS, else a local one; "
+                        "needs pip install 'stark-lsp[ray]')")
+    p.add_argument("--concurrency", type=int,
+                   help="attempts in flight at once (default 2; with --cluster, one more than the actors)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wall-time", type=float, help="stop starting attempts after this many seconds")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
@@ -42,6 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # the two expensive parts, separate so tests can swap them ---------------------
 def make_evaluator(args: argparse.Namespace) -> Any:
+    if getattr(args, "cluster", None):
+        from stark_lsp.cluster import make_evaluator as cluster_evaluator
+
+        return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers)
     from stark_lsp.evaluate.evaluator import Evaluator
 
     return Evaluator(workers=args.workers, device=args.device)
@@ -64,6 +73,8 @@ def best_path(task: Any, out: str | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.agents.base import AgentError
+    from stark_lsp.cluster.spec import parse_cluster
+    from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
     from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, StoreError, TreeStore
     from stark_lsp.search.lock import tree_lock
     from stark_lsp.search.policies import make_policy
@@ -79,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
+        args.cluster = parse_cluster(getattr(args, "cluster", None))
         config = SearchConfig(
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
-            n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency,
+            n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
             wall_time_s=args.wall_time, seed=args.seed,
         )
         path = store_path(args.store)
@@ -108,7 +120,13 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
               f"team {team.name}, store {path}", file=sys.stderr)
-        evaluator = make_evaluator(args)
+        try:
+            evaluator = make_evaluator(args)
+        except (ImportError, EvaluatorUnavailable) as e:
+            print(f"stark optimize: {e}", file=sys.stderr)
+            return 2
+        if args.concurrency is None and getattr(evaluator, "placement", None) is not None:
+            config.concurrency = evaluator.placement.actors + 1  # keep every actor busy while agents work
         try:
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except (SearchBusy, EvaluatorFailed) as e:

@@ -56,6 +56,13 @@ class Backend:
 
     # -- the evaluator -----------------------------------------------------------
     def make_evaluator(self, settings: Settings) -> Any:
+        if settings.cluster:
+            from stark_lsp.cluster import make_evaluator as cluster_evaluator
+
+            try:
+                return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers)
+            except ImportError as e:
+                raise BackendUnavailable(str(e)) from e
         try:
             from stark_lsp.evaluate.evaluator import Evaluator
         except ImportError as e:
@@ -63,8 +70,8 @@ class Backend:
         return Evaluator(workers=settings.workers, device=settings.device)
 
     def evaluator(self, settings: Settings) -> Any:
-        """One evaluator per (device, workers), kept warm between searches."""
-        key = (settings.device, settings.workers)
+        """One evaluator per (device, workers, cluster), kept warm between searches."""
+        key = (settings.device, settings.workers, settings.cluster)
         with self._lock:
             ev = self._evaluators.get(key)
             if ev is None:
@@ -74,7 +81,7 @@ class Backend:
     def drop_evaluator(self, settings: Settings) -> None:
         """Forget a crashed evaluator so the next search starts a fresh one."""
         with self._lock:
-            ev = self._evaluators.pop((settings.device, settings.workers), None)
+            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster), None)
         if ev is not None:
             _close(ev)
 

@@ -7,7 +7,7 @@ Keys are camelCase as an editor writes them::
     {"llm": "builtin" | "openai", "baseUrl": "...", "model": "...",
      "models": {"plan": "...", "code": "...", "debug": "..."},
      "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0,
-     "evaluation": {"device": "auto", "workers": 1}}
+     "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"}}
 
 The API key is not a setting: it is accepted from ``initializationOptions``
 (``apiKey``) or the ``stark.setApiKey`` command only, kept in memory, and never
@@ -57,6 +57,7 @@ class Settings:
     seed: int = 0
     device: str = "auto"
     workers: int = 1
+    cluster: str | None = None  # "auto" | "ray://HOST:PORT": evaluate on Ray actors (stark_lsp.cluster)
     eval_options: dict[str, Any] = field(default_factory=dict)  # EvalOptions fields
 
     def model_for(self, agent: str) -> str | None:
@@ -107,6 +108,13 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
             s = replace(s, device=str(ev["device"]))
         if "workers" in ev:
             s = replace(s, workers=_int(ev["workers"], s.workers, 1))
+        if "cluster" in ev:
+            from stark_lsp.cluster.spec import parse_cluster
+
+            try:
+                s = replace(s, cluster=parse_cluster(ev["cluster"]))
+            except ValueError as e:
+                problems.append(f"stark.evaluation.{e}")
         if isinstance(ev.get("options"), dict):
             s = replace(s, eval_options=dict(ev["options"]))
     return s, problems
