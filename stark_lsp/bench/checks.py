@@ -1,0 +1,102 @@
+"""Static checks of a task's files for ``stark bench --dry-run``: no torch, no import.
+
+They catch what would otherwise waste a whole run: a harness that does not
+parse or lacks ``get_inputs`` / ``reference`` / ``run`` / ``ENTRY``, an
+``ENTRY`` the kernel file does not define, or a ``lib.NAME(...)`` call in a
+CUDA harness with no ``extern "C"`` launcher of that name.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from stark_lsp.tasks.spec import TaskSpec
+
+_EXTERN_C = re.compile(r'extern\s+"C"\s+(?:__host__\s+)?[\w\s\*]*?\b(\w+)\s*\(')
+_EXTERN_C_BLOCK = re.compile(r'extern\s+"C"\s*\{')
+_LIB_CALL = re.compile(r"\blib\.(\w+)\s*\(")
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def string_constant(tree: ast.Module, name: str) -> str | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                return node.value.value
+    return None
+
+
+def extern_c_launchers(cu_source: str) -> set[str] | None:
+    """Names of ``extern "C"`` functions, or None when an ``extern "C" { }`` block hides them."""
+    if _EXTERN_C_BLOCK.search(cu_source):
+        return None
+    return set(_EXTERN_C.findall(cu_source))
+
+
+def _parse(path: Path, problems: list[str]) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as e:
+        problems.append(f"{path.name}:{e.lineno}: syntax error: {e.msg}")
+    except OSError as e:
+        problems.append(f"{path.name}: cannot read: {e}")
+    return None
+
+
+def check_task(task: TaskSpec) -> list[str]:
+    """What is wrong with the task's files, as messages; empty when nothing is."""
+    problems: list[str] = []
+    if task.kind == "kernelbench":
+        tree = _parse(task.path, problems)
+        if tree is not None:
+            names = top_level_names(tree)
+            for need in ("Model", "get_inputs"):
+                if need not in names:
+                    problems.append(f"{task.path.name}: defines no {need}")
+        return problems
+    assert task.harness is not None
+    h = _parse(task.harness, problems)
+    if h is None:
+        return problems
+    names = top_level_names(h)
+    if "get_inputs" not in names:
+        problems.append(f"{task.harness.name}: defines no get_inputs()")
+    if "reference" not in names and "Model" not in names:
+        problems.append(f"{task.harness.name}: defines no reference(*inputs)")
+    if task.kind == "cuda":
+        if "run" not in names:
+            problems.append(f"{task.harness.name}: defines no run(lib, *inputs)")
+        try:
+            launchers = extern_c_launchers(task.path.read_text())
+        except OSError as e:
+            return problems + [f"{task.path.name}: cannot read: {e}"]
+        if launchers is not None and not launchers:
+            problems.append(f'{task.path.name}: no extern "C" launcher')
+        elif launchers is not None:
+            for called in sorted(set(_LIB_CALL.findall(task.harness.read_text()))):
+                if called not in launchers:
+                    problems.append(f'{task.harness.name}: calls lib.{called}, but {task.path.name} has no extern "C" {called}')
+    else:  # triton
+        entry = string_constant(h, "ENTRY")
+        if entry is None and "run" not in names:
+            problems.append(f"{task.harness.name}: defines neither ENTRY = '<function>' nor run(kernel, *inputs)")
+        elif entry is not None:
+            k = h if task.harness == task.path else _parse(task.path, problems)
+            if k is not None and entry not in top_level_names(k):
+                problems.append(f"{task.path.name}: defines no entry function {entry!r} (ENTRY in {task.harness.name})")
+    return problems

@@ -1,0 +1,45 @@
+"""Number formats shared by the text table and the HTML report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def speedup(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}x" if x < 0.1 else f"{x:.2f}x"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def num(x: Any, spec: str = "g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{seconds:.1f}s"
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
+
+
+def floor_text(floor: dict[str, Any] | None) -> str:
+    """``0.52 ms (memory)``, or ``-``."""
+    if not floor or not floor.get("floor_ms"):
+        return "-"
+    return f"{floor['floor_ms']:.3g} ms ({floor.get('bound', '?')})"

@@ -1,0 +1,74 @@
+"""Progress of a bench on a terminal: a live line on a TTY, plain lines otherwise.
+
+Plain mode prints when a run starts, when one of its attempts finishes, and
+when it ends, so a log file shows everything without carriage returns.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+from typing import TextIO
+
+from stark_lsp.search.engine import Progress
+
+from . import fmt
+from .plan import RunKey
+from .record import RunRecord
+
+
+def run_line(index: int, total: int, label: str, p: Progress | None, elapsed_s: float) -> str:
+    head = f"[{index + 1}/{total}] {label}"
+    if p is None:
+        return f"{head}  starting  | {fmt.duration(elapsed_s)}"
+    best = fmt.speedup(p.best_speedup)
+    return (f"{head}  attempt {p.attempt}/{p.budget}  best {best}  correct {p.correct}  failed {p.failures}"
+            f"  | {fmt.duration(elapsed_s)}")
+
+
+def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
+    what = (f"best {fmt.speedup(r.best_speedup)} at attempt {r.best_attempt}" if r.success else "no correct kernel")
+    tail = f"  ({r.outcome}: {r.error})" if r.error else ("" if r.outcome == "done" else f"  ({r.outcome})")
+    return f"[{index + 1}/{total}] {label}  done: {what}, {r.attempts} attempts, {fmt.duration(r.wall_s)}{tail}"
+
+
+class BenchProgress:
+    def __init__(self, names: list[str], stream: TextIO | None = None, tty: bool | None = None):
+        self.names = names
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._last_attempt: int | None = None
+        self._index, self._total, self._label = 0, 1, ""
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _write(self, line: str, final: bool) -> None:
+        if self.tty:
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            self.stream.write("\r\x1b[2K" + (line if final else line[:width]) + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def start(self, index: int, total: int, key: RunKey) -> None:
+        with self._lock:
+            self._index, self._total, self._label = index, total, key.label(self.names)
+            self._last_attempt = None
+            self._write(run_line(index, total, self._label, None, self._elapsed()), final=False)
+
+    def __call__(self, index: int, total: int, key: RunKey, p: Progress) -> None:
+        with self._lock:
+            if not self.tty and p.attempt == self._last_attempt:
+                return
+            self._last_attempt = p.attempt
+            self._write(run_line(index, total, key.label(self.names), p, self._elapsed()), final=False)
+
+    def finish(self, index: int, total: int, record: RunRecord) -> None:
+        with self._lock:
+            label = f"{record.task} / {record.policy} / r{record.repeat}"
+            self._write(finished_line(index, total, label, record), final=True)

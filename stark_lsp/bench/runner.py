@@ -1,0 +1,105 @@
+"""Run a bench schedule: one evaluator and one team for the whole bench, a
+fresh tree per run, and a record after every run.
+
+A run that fails (the evaluator gives up, an agent crashes the search, the
+store breaks) becomes a record with ``outcome == "error"``; the bench goes on.
+``cancel`` (Ctrl-C) stops the run in flight at its next attempt boundary and
+starts no other; that run is recorded as ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.search.engine import Progress, Search, SearchConfig
+from stark_lsp.search.tree_store import TreeStore
+from stark_lsp.tasks.spec import TaskSpec
+
+from .plan import BenchConfig, RunKey, schedule
+from .record import CANCELLED, DONE, ERROR, RunRecord, build_record
+
+ProgressFn = Callable[[int, int, RunKey, Progress], None]  # run index, runs, run, search progress
+StartFn = Callable[[int, int, RunKey], None]
+RecordFn = Callable[[RunRecord, int, int], None]  # record, run index, runs
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "task"
+
+
+def tree_dir(out_dir: Path, task_name: str, key: RunKey) -> Path:
+    return out_dir / "trees" / safe_name(task_name) / f"{key.policy}-r{key.repeat}"
+
+
+def eval_options(config: BenchConfig) -> EvalOptions:
+    return EvalOptions(compile_baseline=config.compile_baseline, trials=config.trials)
+
+
+class BenchRunner:
+    def __init__(self, tasks: list[TaskSpec], names: list[str], config: BenchConfig, evaluator: Any, team: Any,
+                 out_dir: Path, on_record: RecordFn | None = None, on_progress: ProgressFn | None = None,
+                 on_start: StartFn | None = None, cancel: threading.Event | None = None,
+                 options: EvalOptions | None = None):
+        self.tasks, self.names, self.config = tasks, names, config
+        self.evaluator, self.team = evaluator, team
+        self.out_dir = Path(out_dir)
+        self.on_record, self.on_progress, self.on_start = on_record, on_progress, on_start
+        self.cancel = cancel or threading.Event()
+        self.options = options or eval_options(config)
+
+    def run(self, done: set[tuple[str, str, int]] | None = None) -> list[RunRecord]:
+        """Every scheduled run not in ``done`` (task key, policy, repeat); their records."""
+        keys = schedule(self.tasks, self.config)
+        records: list[RunRecord] = []
+        for i, key in enumerate(keys):
+            if self.cancel.is_set():
+                break
+            if done and (self.tasks[key.task].task_id(), key.policy, key.repeat) in done:
+                continue
+            if self.on_start:
+                self.on_start(i, len(keys), key)
+            rec = self.run_one(key, i, len(keys))
+            records.append(rec)
+            if self.on_record:
+                self.on_record(rec, i, len(keys))
+        return records
+
+    def run_one(self, key: RunKey, index: int = 0, total: int = 1) -> RunRecord:
+        task, name = self.tasks[key.task], self.names[key.task]
+        cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
+                           concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
+                           eval_options=self.options)
+        directory = tree_dir(self.out_dir, name, key)
+        if directory.exists():
+            shutil.rmtree(directory)  # a run always starts from a fresh tree
+        directory.mkdir(parents=True)
+        outcome, error = DONE, ""
+        nodes: list[Any] = []
+        t0 = time.perf_counter()
+        store = None
+        try:
+            store = TreeStore.open(directory / "tree.sqlite")
+            progress = (lambda p: self.on_progress(index, total, key, p)) if self.on_progress else None
+            Search(task, store, self.evaluator, self.team, cfg, on_progress=progress).run(self.cancel)
+        except Exception as e:  # noqa: BLE001 - one run's failure never ends the bench
+            outcome, error = ERROR, f"{type(e).__name__}: {e}"
+        wall = time.perf_counter() - t0
+        if outcome == DONE and self.cancel.is_set():
+            outcome = CANCELLED
+        try:
+            if store is not None:
+                nodes = store.nodes(task.task_id())
+        except Exception as e:  # noqa: BLE001
+            outcome, error = ERROR, error or f"cannot read the tree: {type(e).__name__}: {e}"
+        finally:
+            if store is not None:
+                store.close()
+        return build_record(nodes, task=name, task_key=task.task_id(), kind=task.kind, policy=key.policy,
+                            repeat=key.repeat, seed=key.seed, budget=self.config.budget, wall_s=wall,
+                            outcome=outcome, error=error)

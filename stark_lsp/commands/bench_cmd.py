@@ -1,0 +1,251 @@
+"""``stark bench PATH...``: every task under every policy, the same budget and seeds; JSON, HTML and a table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+NAME = "bench"
+HELP = "benchmark the search policies on a set of tasks (samples, a KernelBench folder): success, fast_p, speedups"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="task files or directories (walked; every file load_task accepts is a task)")
+    p.add_argument("--policies", default="stark,sampling,reflexion,greedy",
+                   help="comma-separated policies (default: all four)")
+    p.add_argument("--budget", type=int, default=30, help="attempts per run (default 30)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per task and policy; repeat r uses seed S+r (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="the base seed S (default 0)")
+    p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
+                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
+    p.add_argument("--model", help="model name for --llm openai")
+    p.add_argument("--base-url", help="endpoint for --llm openai")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
+                   help="cpu: the Triton interpreter and eager CPU (CI); auto: the GPU when there is one")
+    p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
+                   help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
+    p.add_argument("--concurrency", type=int, default=2, help="attempts in flight per run (default 2)")
+    p.add_argument("--workers", type=int, default=1, help="evaluator worker processes (default 1)")
+    p.add_argument("--wall-time", type=float, help="per run: stop starting attempts after this many seconds")
+    p.add_argument("--trials", type=int, default=5, help="correctness trials per evaluation (default 5)")
+    p.add_argument("--no-compile-baseline", action="store_true",
+                   help="do not time torch.compile of the references (GPU only anyway)")
+    p.add_argument("--out", help="output directory (default bench-results/<date-time>)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the bench in --out: keep its finished runs, do the rest")
+    p.add_argument("--dry-run", action="store_true",
+                   help="load the tasks, check their files, print the plan; evaluate nothing")
+
+
+# the two expensive parts, separate so tests can swap them ---------------------
+def make_evaluator(args: argparse.Namespace) -> Any:
+    from stark_lsp.evaluate.evaluator import Evaluator
+
+    return Evaluator(workers=args.workers, device=args.device)
+
+
+def make_team(args: argparse.Namespace) -> Any:
+    from stark_lsp.agents.team import make_team as factory
+
+    kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
+    if args.llm == "openai":
+        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY")
+    return factory(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _err(msg: str) -> None:
+    print(f"stark bench: {msg}", file=sys.stderr)
+
+
+def use_small_shapes(shapes: str, device: str) -> bool:
+    if shapes != "auto":
+        return shapes == "small"
+    if device == "cpu":
+        return True
+    from stark_lsp.evaluate.evaluator import gpu_present
+
+    return device == "auto" and not gpu_present()
+
+
+def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]], skipped: list[Any],
+               config: Any, runs: int, out: Path) -> None:
+    print(f"{len(tasks)} task(s):")
+    for i, (t, n) in enumerate(zip(tasks, names)):
+        extra = f"  harness {t.harness}" if t.harness and t.harness != t.path else ""
+        state = "ok" if not problems.get(i) else "PROBLEM: " + "; ".join(problems[i])
+        print(f"  {n:28s} {t.kind:11s} {t.path}{extra}  [{state}]")
+    loud = [s for s in skipped if not s.quiet]
+    if loud:
+        print(f"skipped {len(loud)} file(s):")
+        for s in loud:
+            print(f"  {s.path}: {s.reason}")
+    quiet = len(skipped) - len(loud)
+    if quiet:
+        print(f"(and {quiet} harness or helper file(s))")
+    seeds = f"{config.seed}" if config.repeat == 1 else f"{config.seed}..{config.seed + config.repeat - 1}"
+    print(f"policies {', '.join(config.policies)}; budget {config.budget}; repeat {config.repeat} (seeds {seeds}); "
+          f"team {config.llm}; device {config.device}; shapes {'small' if config.small else 'full'}")
+    print(f"{runs} run(s), at most {runs * config.budget} attempts; output {out}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stark_lsp.bench.checks import check_task
+    from stark_lsp.bench.discover import Skipped, discover, short_names
+    from stark_lsp.bench.plan import BenchConfig, parse_policies, schedule
+    from stark_lsp.search.policies import POLICY_NAMES
+
+    try:
+        policies = parse_policies(args.policies, POLICY_NAMES)
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    if args.budget < 1 or args.repeat < 1 or args.trials < 1:
+        _err("--budget, --repeat and --trials must be at least 1")
+        return 2
+    found = discover(args.paths)
+    tasks = found.tasks
+    names = short_names(tasks)
+    problems = {i: check_task(t) for i, t in enumerate(tasks)}
+    small = use_small_shapes(args.shapes, args.device)
+    config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
+                         model=args.model, base_url=args.base_url, device=args.device, small=small,
+                         concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
+                         compile_baseline=not args.no_compile_baseline, trials=args.trials)
+    out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
+    if args.dry_run:
+        print_plan(tasks, names, problems, found.skipped, config, len(schedule(tasks, config)), out)
+        return 0 if tasks and not any(problems.values()) else 1
+    skipped = list(found.skipped)
+    keep = [i for i in range(len(tasks)) if not problems[i]]
+    for i in range(len(tasks)):
+        if problems[i]:
+            skipped.append(Skipped(str(tasks[i].path), "; ".join(problems[i])))
+            _err(f"skipping {names[i]}: {'; '.join(problems[i])}")
+    tasks, names = [tasks[i] for i in keep], [names[i] for i in keep]
+    if not tasks:
+        _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped if not s.quiet))
+        return 2
+    if small:
+        os.environ["STARK_SMALL"] = "1"  # the evaluator's workers inherit it
+    elif args.shapes == "full":
+        os.environ.pop("STARK_SMALL", None)
+    return _bench(args, config, tasks, names, skipped, out)
+
+
+def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[str], skipped: list[Any],
+           out: Path) -> int:
+    from dataclasses import asdict
+
+    from stark_lsp.agents.base import AgentError
+    from stark_lsp.bench import report_json
+    from stark_lsp.bench.plan import schedule
+    from stark_lsp.bench.progress import BenchProgress
+    from stark_lsp.bench.report_html import render_html
+    from stark_lsp.bench.runner import BenchRunner
+    from stark_lsp.bench.table import ceilings_line, policy_table, task_table
+
+    json_path, html_path, jsonl_path = out / "bench.json", out / "bench.html", out / "runs.jsonl"
+    records: list[Any] = []
+    if args.resume and json_path.exists():
+        try:
+            old, old_records = report_json.load_runs(json_path)
+        except (ValueError, OSError) as e:
+            _err(f"cannot resume: {e}")
+            return 2
+        if (old["config"]["budget"], old["config"]["seed"]) != (config.budget, config.seed):
+            _err(f"cannot resume: {json_path} was made with budget {old['config']['budget']} and seed "
+                 f"{old['config']['seed']}")
+            return 2
+        keys = {t.task_id() for t in tasks}
+        records = [r for r in old_records if r.outcome == "done" and r.task_key in keys and r.policy in config.policies
+                   and r.repeat < config.repeat]
+        print(f"stark bench: resuming {out}: {len(records)} finished run(s) kept", file=sys.stderr)
+    elif json_path.exists():
+        _err(f"{json_path} exists: use --resume to continue it, or another --out")
+        return 2
+    try:
+        team = make_team(args)
+    except (ImportError, AgentError, ValueError) as e:
+        _err(f"no agent team: {e}")
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    planned = len(schedule(tasks, config))
+    print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
+          f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
+    evaluator = make_evaluator(args)
+    header: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,
+        "tasks": [{"name": n, "key": t.task_id(), **t.to_dict()} for n, t in zip(names, tasks)],
+        "skipped": [asdict(s) for s in skipped], "hardware": "",
+    }
+
+    def write(complete: bool) -> None:
+        doc = report_json.build_document(header, records, complete)
+        report_json.write_document(json_path, doc)
+        report_json.write_atomic(html_path, render_html(doc))
+
+    progress = BenchProgress(names)
+
+    def on_record(rec: Any, index: int, total: int) -> None:
+        records.append(rec)
+        report_json.append_run(jsonl_path, rec)
+        try:
+            write(complete=False)
+        except Exception as e:  # noqa: BLE001 - a report that cannot be written must not stop the bench
+            _err(f"cannot write the report: {type(e).__name__}: {e}")
+        progress.finish(index, total, rec)
+
+    cancel = threading.Event()
+    previous = _on_interrupt(cancel)
+    done = {(r.task_key, r.policy, r.repeat) for r in records}
+    try:
+        try:
+            header["hardware"] = str(evaluator.hardware())
+        except Exception as e:  # noqa: BLE001
+            header["hardware"] = f"unknown ({e})"
+        print(f"stark bench: device {header['hardware']}", file=sys.stderr)
+        write(complete=False)
+        runner = BenchRunner(tasks, names, config, evaluator, team, out, on_record=on_record,
+                             on_progress=progress, on_start=progress.start, cancel=cancel)
+        runner.run(done=done)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        close = getattr(evaluator, "close", None)
+        if close:
+            close()
+    complete = not cancel.is_set() and len(records) == planned
+    write(complete=complete)
+    doc = report_json.build_document(header, records, complete)
+    print()
+    print(policy_table(doc["summary"]["policies"]))
+    print()
+    print(task_table(doc["summary"]["tasks"]))
+    print()
+    print(ceilings_line(doc["summary"]["ceilings"]))
+    print(f"wrote {json_path}, {html_path}")
+    if cancel.is_set():
+        return 130
+    return 1 if any(r.outcome != "done" for r in records) else 0
+
+
+def _on_interrupt(cancel: threading.Event) -> Any:
+    """First Ctrl-C: finish the run in flight (its attempts in flight) and stop; second: abort."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if cancel.is_set():
+            print("\nstark bench: aborted (bench.json has the runs that finished)", file=sys.stderr)
+            os._exit(130)
+        cancel.set()
+        print("\nstark bench: stopping after the attempts in flight (Ctrl-C again to abort)", file=sys.stderr)
+
+    return signal.signal(signal.SIGINT, handler)
