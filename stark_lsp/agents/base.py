@@ -74,6 +74,7 @@ class AgentContext:
     rendered: str  # items rendered as prompt text
     hardware: str = ""  # e.g. "NVIDIA H200, 132 SMs" or "CPU (Triton interpreter)"
     seed: int = 0  # per-attempt seed: deterministic agents use it
+    seen: frozenset[str] = frozenset()  # source_digest() of every candidate source in the tree (in flight too)
 
 
 @dataclass

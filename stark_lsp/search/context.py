@@ -21,7 +21,8 @@ from stark_lsp.agents.base import AgentContext, ContextItem
 from stark_lsp.evaluate.result import EvalResult
 from stark_lsp.tasks.spec import TaskSpec
 
-from .node import Node
+from .digest import source_digest
+from .node import ABANDONED, Node
 from .policies.common import TreeView, leaderboard
 
 AGENTS = ("plan", "code", "debug")
@@ -179,6 +180,12 @@ def render_item(item: ContextItem, language: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seen_digests(nodes: Iterable[Node]) -> frozenset[str]:
+    """``source_digest`` of every candidate source in the tree: evaluated,
+    failed and in-flight nodes (abandoned ones were never judged)."""
+    return frozenset(source_digest(n.source) for n in nodes if n.source and n.status != ABANDONED)
+
+
 def build_context(
     agent: str,
     task: TaskSpec,
@@ -223,4 +230,5 @@ def build_context(
         rendered=rendered,
         hardware=hardware,
         seed=seed,
+        seen=seen_digests(nodes),
     )

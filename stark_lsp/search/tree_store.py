@@ -16,7 +16,6 @@ Schema (version 1; ``schema_version`` holds the number):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
@@ -30,6 +29,7 @@ from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
+from .digest import source_digest
 from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
 
 SCHEMA_VERSION = 1
@@ -90,7 +90,7 @@ class StoreError(RuntimeError):
 
 
 def source_hash(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()
+    return source_digest(source)
 
 
 def find_workspace(start: Path | None = None) -> Path:
