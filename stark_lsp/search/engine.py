@@ -22,10 +22,14 @@ from stark_lsp.evaluate.result import EvalResult
 from stark_lsp.tasks.spec import TaskSpec
 
 from .context import build_context
+from .digest import source_digest
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, make_policy
 from .tree_store import TreeStore, source_hash
+
+
+RACE_RETRIES = 3  # agents asked again when a concurrent attempt made the same source meanwhile
 
 
 @dataclass
@@ -100,6 +104,7 @@ class Search:
         self._hardware = ""
         self._cancel = threading.Event()
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
+        self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
 
     # -- bookkeeping -------------------------------------------------------
     def _record(self, node: Node) -> Node:
@@ -260,45 +265,80 @@ class Search:
     def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
         self._update(node_id, status=ABANDONED, exchanges=exchanges, error="cancelled")
 
-    def _expand(self, node_id: int, sel: Selection) -> None:
+    def _propose(self, node_id: int, parent: Node, sel: Selection, exchanges: list[Exchange],
+                 stage: list[str]) -> tuple[str, frozenset[str]] | None:
+        """One round of agents: (source, the ``seen`` they were given), or
+        None when cancelled between Plan and Code. Appends to ``exchanges``,
+        keeps the current stage in ``stage[0]``; raises what the agents raise."""
         node = self._nodes[node_id]
+        if sel.action == ROUTE_DEBUG:
+            stage[0] = "debug"
+            ctx = self._context("debug", parent.id, node.seed)
+            fix = self.team.debugger.debug(ctx)
+            exchanges += fix.exchanges
+            if not fix.source.strip():
+                raise AgentError("the Debug agent returned an empty source")
+            self._update(node_id, summary=fix.summary, exchanges=exchanges)
+            return fix.source, ctx.seen
+        stage[0] = "plan"
+        ctx = self._context("plan", parent.id, node.seed)
+        plan = self.team.planner.plan(ctx)
+        exchanges += plan.exchanges
+        self._update(node_id, plan=plan.marked_source, summary=plan.summary, exchanges=exchanges)
+        self.markers.check_plan(parent.source, plan.marked_source)
+        if self._cancel.is_set():
+            return None
+        stage[0] = "code"
+        code = self.team.coder.code(self._context("code", parent.id, node.seed), plan.marked_source)
+        exchanges += code.exchanges
+        source = self.markers.apply_replacements(plan.marked_source, code.replacements)
+        return source, ctx.seen
+
+    def _claim(self, node_id: int, source: str, seen: frozenset[str], exchanges: list[Exchange], last: bool) -> bool:
+        """Record the candidate source unless another attempt made the same
+        source while these agents worked (it was not in the ``seen`` they
+        were given: a race, not the agents' choice); then False, so the
+        agents try again with the tree as it is now. Atomic across attempts."""
+        digest = source_digest(source)
+        with self._claim_lock:
+            raced = not last and digest not in seen and any(
+                n.source == source for n in self._snapshot() if n.id != node_id and n.status != ABANDONED)
+            if not raced:
+                self._update(node_id, source=source, exchanges=exchanges)
+        return not raced
+
+    def _expand(self, node_id: int, sel: Selection) -> None:
         parent = self._nodes[sel.node_id]
         exchanges: list[Exchange] = []
-        stage = "debug" if sel.action == ROUTE_DEBUG else "plan"
+        box = ["debug" if sel.action == ROUTE_DEBUG else "plan"]  # the stage, for error messages
+        source: str | None = None
         try:
-            if self._cancel.is_set():
-                return self._abandon(node_id, exchanges)
-            if stage == "debug":
-                fix = self.team.debugger.debug(self._context("debug", parent.id, node.seed))
-                exchanges += fix.exchanges
-                if not fix.source.strip():
-                    raise AgentError("the Debug agent returned an empty source")
-                source = fix.source
-                node = self._update(node_id, summary=fix.summary, source=source, exchanges=exchanges)
-            else:
-                plan = self.team.planner.plan(self._context("plan", parent.id, node.seed))
-                exchanges += plan.exchanges
-                node = self._update(node_id, plan=plan.marked_source, summary=plan.summary, exchanges=exchanges)
-                self.markers.check_plan(parent.source, plan.marked_source)
+            for round_ in range(1 + RACE_RETRIES):
                 if self._cancel.is_set():
                     return self._abandon(node_id, exchanges)
-                stage = "code"
-                code = self.team.coder.code(self._context("code", parent.id, node.seed), plan.marked_source)
-                exchanges += code.exchanges
-                source = self.markers.apply_replacements(plan.marked_source, code.replacements)
-                node = self._update(node_id, source=source, exchanges=exchanges)
+                got = self._propose(node_id, parent, sel, exchanges, box)
+                if got is None:  # cancelled between Plan and Code
+                    return self._abandon(node_id, exchanges)
+                source, seen = got
+                if self._claim(node_id, source, seen, exchanges, last=round_ == RACE_RETRIES):
+                    break
         except AgentError as e:
+            stage = box[0]
             if e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
             self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent: {e}", exchanges=exchanges)
             return
         except self.markers.MarkerError as e:
+            stage = box[0]
             self._update(node_id, status=AGENT_ERROR, error=f"{stage} broke the marker rules: {e}", exchanges=exchanges)
             return
         except Exception as e:  # a bug in an agent: recorded, the search goes on
+            stage = box[0]
             self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent raised {type(e).__name__}: {e}",
                          exchanges=exchanges)
             return
+        assert source is not None
+        node = self._nodes[node_id]
         if self._cancel.is_set():
             return self._abandon(node_id, exchanges)
         key = source_hash(source)

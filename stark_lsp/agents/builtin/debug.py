@@ -10,8 +10,11 @@ From the failed node's summary and diagnostics it recognizes:
   furthest from the root (role "root" in the context) goes back to the root's
   value.
 
-Compile errors it does not recognize, and failures with nothing to revert,
-raise AgentError.
+Each kind of failure gives an ordered list of moves; the first whose repaired
+source is not in ``ctx.seen`` (the tree) is taken. Compile errors it does not
+recognize, and failures with nothing to revert, raise AgentError; so does a
+failure whose every move gives a source the tree already holds
+(``NOTHING_NEW``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, stat
 from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.tunable import Tunable, Value
 from stark_lsp.agents.builtin.tunables import find_tunables, set_value
+from stark_lsp.search.digest import NOTHING_NEW, source_digest
 
 RESOURCES = re.compile(
     r"too many resources requested|out of resources?:? ?registers|launch ?out ?of ?resources|"
@@ -42,15 +46,18 @@ def _root_source(ctx: AgentContext) -> str | None:
     return None
 
 
+Move = tuple[Tunable, Value]
+
+
 class BuiltinDebugger:
     def debug(self, ctx: AgentContext) -> DebugResult:
         lang = ctx.task.language
         text = f"{ctx.node_summary}\n{ctx.node_diagnostics}"
         tunables = find_tunables(ctx.node_source, lang)
         if RESOURCES.search(text):
-            return self._shrink(ctx, tunables, "too many resources for the launch", self._fewer_threads)
+            return self._shrink(ctx, self._fewer_threads(tunables), "too many resources for the launch")
         if SHARED.search(text):
-            return self._shrink(ctx, tunables, "shared memory over the limit", self._less_shared)
+            return self._shrink(ctx, self._less_shared(tunables), "shared memory over the limit")
         head = status_part(ctx.node_summary)
         if COMPILE.search(head) and not REVERTIBLE.search(head):
             first = next((l.strip() for l in ctx.node_diagnostics.splitlines() if l.strip()), ctx.node_summary)
@@ -58,43 +65,38 @@ class BuiltinDebugger:
         return self._revert(ctx, tunables)
 
     # -- moves ---------------------------------------------------------------
-    def _shrink(self, ctx: AgentContext, tunables: list[Tunable], why: str, pick) -> DebugResult:
-        move = pick(tunables)
-        if move is None:
+    def _shrink(self, ctx: AgentContext, moves: list[Move], why: str) -> DebugResult:
+        if not moves:
             raise AgentError(f"the built-in team found no tunable to shrink for: {why}")
-        t, v = move
-        return self._result(ctx, t, v, why)
+        return self._first_new(ctx, moves, why)
 
     @staticmethod
-    def _smaller(t: Tunable, key=None) -> Value | None:
+    def _smaller(t: Tunable, key=None) -> list[Value]:
+        """Values below the current one, the gentlest step down first."""
         cur = log_value(t.value)
         smaller = [v for v in t.candidates if isinstance(v, (int, tuple)) and not isinstance(v, bool)
                    and log_value(v) is not None and cur is not None and log_value(v) < cur]
-        if not smaller:
-            return None
-        return max(smaller, key=key or log_value)  # the gentlest step down
+        return sorted(smaller, key=key or log_value, reverse=True)
 
-    def _fewer_threads(self, tunables: list[Tunable]):
+    def _fewer_threads(self, tunables: list[Tunable]) -> list[Move]:
+        moves: list[Move] = []
         for kinds in (("num_warps",), ("define", "const", "launch_block", "dim3"), ("block_const",)):
             pool = [t for t in tunables if t.kind in kinds and (t.role in ("threads", "warps", "block"))]
             pool.sort(key=lambda t: -(t.threads(t.value) or log_value(t.value) or 0))
             for t in pool:
-                v = self._smaller(t, key=lambda x, t=t: (t.threads(x) or 0, log_value(x)))
-                if v is not None:
-                    return t, v
-        return None
+                moves += [(t, v) for v in self._smaller(t, key=lambda x, t=t: (t.threads(x) or 0, log_value(x)))]
+        return moves
 
-    def _less_shared(self, tunables: list[Tunable]):
+    def _less_shared(self, tunables: list[Tunable]) -> list[Move]:
+        moves: list[Move] = []
         for t in tunables:
             if t.kind == "num_stages" and isinstance(t.value, int) and t.value > 1:
-                return t, max(1, t.value - 1)
+                moves += [(t, v) for v in range(t.value - 1, 0, -1)]
         pool = [t for t in tunables if t.kind in ("block_const", "define", "const") and t.role in ("block", "threads", "factor")]
         pool.sort(key=lambda t: -(log_value(t.value) or 0))
         for t in pool:
-            v = self._smaller(t)
-            if v is not None:
-                return t, v
-        return None
+            moves += [(t, v) for v in self._smaller(t)]
+        return moves
 
     def _revert(self, ctx: AgentContext, tunables: list[Tunable]) -> DebugResult:
         root = _root_source(ctx)
@@ -103,19 +105,28 @@ class BuiltinDebugger:
         lang = ctx.task.language
         root_cfg = config_of(find_tunables(root, lang))
         node_cfg = config_of(tunables)
-        best: tuple[float, Tunable, Value] | None = None
-        for (key, value), t in zip(node_cfg.items(), tunables):
+        moves: list[tuple[float, int, Tunable, Value]] = []
+        for i, ((key, value), t) in enumerate(zip(node_cfg.items(), tunables)):
             if key not in root_cfg or root_cfg[key] == value:
                 continue
             a, b = log_value(value), log_value(root_cfg[key])
             dist = abs(a - b) if a is not None and b is not None else 1.0
-            if best is None or dist > best[0]:
-                best = (dist, t, root_cfg[key])
-        if best is None:
+            moves.append((dist, i, t, root_cfg[key]))
+        if not moves:
             reason = ctx.node_summary.strip() or "the failure"
             raise AgentError(f"the built-in team cannot repair {reason[:200]!r}: no tunable differs from the root")
-        _, t, v = best
-        return self._result(ctx, t, v, "back to the root's value after: " + (status_part(ctx.node_summary).strip() or "a failure"))
+        moves.sort(key=lambda m: (-m[0], m[1]))  # furthest from the root first; the earliest on a tie
+        why = "back to the root's value after: " + (status_part(ctx.node_summary).strip() or "a failure")
+        return self._first_new(ctx, [(t, v) for _, _, t, v in moves], why)
+
+    def _first_new(self, ctx: AgentContext, moves: list[Move], why: str) -> DebugResult:
+        """The first move whose repaired source is not already in the tree."""
+        for t, v in moves:
+            result = self._result(ctx, t, v, why)
+            if source_digest(result.source) not in ctx.seen:
+                return result
+        raise AgentError(f"{NOTHING_NEW}: all {len(moves)} repair(s) of the built-in team for {why!r} give a "
+                         f"source already in the tree")
 
     @staticmethod
     def _result(ctx: AgentContext, t: Tunable, v: Value, why: str) -> DebugResult:

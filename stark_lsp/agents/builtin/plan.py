@@ -7,6 +7,11 @@ a value a child already set. Each option is scored by the rules of thumb in
 ``priors``, by the direction that did better in the context, against values
 that failed, plus a little seeded noise; with probability ``explore`` a
 uniformly random option is taken instead. Deterministic under ``ctx.seed``.
+
+With ``ctx.seen`` (digests of every source in the tree) it carries out each
+option the way the built-in Code agent will and skips those whose source the
+tree already holds, taking the next-best option; with none left it raises
+``AgentError(NOTHING_NEW)`` so the policy moves on to another node.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import random
 import re
 
 from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
+from stark_lsp.agents.builtin.code import BuiltinCoder
 from stark_lsp.agents.builtin.history import (
     config_of,
     failed_values,
@@ -28,7 +34,8 @@ from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.priors import prior
 from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
-from stark_lsp.markers.syntax import insert_marker, parse_markers
+from stark_lsp.markers.syntax import MarkerError, apply_replacements, insert_marker, parse_markers
+from stark_lsp.search.digest import NOTHING_NEW, source_digest
 
 MAX_LOG_STEP = 4.0  # at most x16 or /16 in one move
 
@@ -90,18 +97,50 @@ class BuiltinPlanner:
                 out.append((score, t, v))
         return out
 
-    def plan(self, ctx: AgentContext) -> PlanResult:
+    def ranked(self, ctx: AgentContext) -> list[tuple[Tunable, Value]]:
+        """Every option, best first: the seeded choice (a random option with
+        probability ``explore``, else the best noisy score), then the rest by
+        noisy score. With nothing seen, the first is what ``plan`` returns."""
         options = self.options(ctx)
         if not options:
-            raise AgentError("the built-in team has nothing left to try on this node: every tunable value it knows was tried")
+            return []
         rng = random.Random(ctx.seed)
+        first: int | None = None
         if rng.random() < self.explore:
-            _, t, v = options[rng.randrange(len(options))]
+            first = rng.randrange(len(options))
+            order = sorted(range(len(options)), key=lambda i: -options[i][0])
         else:
             noisy = [(s + rng.gauss(0.0, self.noise), i) for i, (s, _, _) in enumerate(options)]
-            _, i = max(noisy)
-            _, t, v = options[i]
-        return self.mark(ctx, t, v)
+            order = [i for _, i in sorted(noisy, reverse=True)]
+        if first is not None:
+            order = [first] + [i for i in order if i != first]
+        return [(options[i][1], options[i][2]) for i in order]
+
+    def plan(self, ctx: AgentContext) -> PlanResult:
+        ranked = self.ranked(ctx)
+        if not ranked:
+            raise AgentError(f"{NOTHING_NEW} (the built-in team has nothing left to try: every tunable value it "
+                             f"knows was tried)")
+        if not ctx.seen:
+            return self.mark(ctx, *ranked[0])
+        skipped = 0
+        for t, v in ranked:
+            result = self.mark(ctx, t, v)
+            source = self.implemented(ctx, result.marked_source)
+            if source is not None and source_digest(source) not in ctx.seen:
+                return result
+            skipped += 1
+        raise AgentError(f"{NOTHING_NEW}: all {skipped} option(s) of the built-in team give a source already in the tree")
+
+    @staticmethod
+    def implemented(ctx: AgentContext, marked_source: str) -> str | None:
+        """The source the built-in Code agent would make of this plan (it is
+        deterministic), or None if it would refuse."""
+        try:
+            code = BuiltinCoder().code(ctx, marked_source)
+            return apply_replacements(marked_source, code.replacements)
+        except (AgentError, MarkerError):
+            return None
 
     def mark(self, ctx: AgentContext, t: Tunable, v: Value) -> PlanResult:
         instruction = format_instruction(t, v)

@@ -1,7 +1,8 @@
 """Search policies, selectable by name: which node to expand next, and how.
 
-Each policy is pure: ``select(nodes, rng) -> Selection | None`` (None only
-while the root has no verdict). See docs/SEARCH.md.
+Each policy is pure: ``select(nodes, rng) -> Selection | None`` (None while
+the root has no verdict, or when every node it could choose is exhausted:
+an agent said ``NOTHING_NEW`` from it). See docs/SEARCH.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from ..node import ABANDONED, Node
+from ..digest import NOTHING_NEW
+from ..node import ABANDONED, AGENT_ERROR, Node
 
 PLAN = "plan"  # Plan agent, then Code agent
 DEBUG = "debug"  # Debug agent
@@ -64,6 +65,16 @@ class TreeView:
         """More than ``n_child`` children and every one of them failed."""
         kids = [k for k in self.children(node.id) if not k.in_flight]
         return len(kids) > n_child and all(k.unsuccessful for k in kids)
+
+    def exhausted(self, node: Node) -> bool:
+        """An agent said it has nothing new to try from this node (every move
+        it knows gives a source the tree holds): choosing it again wastes an
+        attempt. The tree only grows, so this stays true."""
+        return any(k.status == AGENT_ERROR and NOTHING_NEW in k.error for k in self.children(node.id))
+
+    def fresh(self) -> list[Node]:
+        """``candidates()`` without the exhausted nodes."""
+        return [n for n in self.candidates() if not self.exhausted(n)]
 
     def root_full(self, n_root: int) -> bool:
         return self.root is not None and len(self.children(self.root.id)) >= n_root

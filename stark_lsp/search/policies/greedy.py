@@ -18,7 +18,9 @@ class GreedyPolicy:
         view = TreeView(nodes)
         if view.root is None or not view.root.evaluated:
             return None
-        cands = view.candidates()
+        cands = view.fresh()  # exhausted nodes left out
+        if not cands:
+            return None
         best = best_correct(cands)
         if best is not None:
             return select_node(best, f"greedy: the best node ({best.speedup:.2f}x)")

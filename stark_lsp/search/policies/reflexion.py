@@ -18,5 +18,5 @@ class ReflexionPolicy:
         view = TreeView(nodes)
         if view.root is None or not view.root.evaluated:
             return None
-        last = newest(n for n in view.nodes.values() if n.evaluated)
-        return select_node(last, "reflexion: the last attempt")
+        last = newest(n for n in view.nodes.values() if n.evaluated and not view.exhausted(n))
+        return select_node(last, "reflexion: the last attempt") if last is not None else None

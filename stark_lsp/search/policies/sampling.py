@@ -18,4 +18,6 @@ class SamplingPolicy:
         view = TreeView(nodes)
         if view.root is None or not view.root.evaluated:
             return None
+        if view.exhausted(view.root):
+            return None
         return select_node(view.root, "best-of-N: the root")

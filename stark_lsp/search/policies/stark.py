@@ -4,6 +4,7 @@
 * A node with more than ``n_child`` children, all failed, is pruned.
 * With probability ``epsilon``: explore, uniformly among expandable leaves.
 * Otherwise: exploit, the best expandable node by speedup.
+* A node an agent found exhausted (``NOTHING_NEW``) is never chosen again.
 * When no node is expandable: fall back to the best correct node (or the
   root), ignoring the limits, and say so.
 """
@@ -29,7 +30,7 @@ class StarkPolicy:
             return False
         if node is view.root and view.root_full(self.n_root):
             return False
-        return not view.pruned(node, self.n_child)
+        return not view.pruned(node, self.n_child) and not view.exhausted(node)
 
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
         view = TreeView(nodes)
@@ -52,10 +53,11 @@ class StarkPolicy:
 
 
 def fallback(view: TreeView) -> Selection | None:
-    """Every node is pruned or full: the best correct node, else the root."""
-    best = best_correct(view.candidates())
+    """Every node is pruned or full: the best correct node, else the root;
+    exhausted nodes never (None when every node is exhausted)."""
+    best = best_correct(view.fresh())
     if best is not None:
         return select_node(best, "every node is pruned or full: falling back to the best node", True)
-    if view.root is not None and view.root.evaluated:
+    if view.root is not None and view.root.evaluated and not view.exhausted(view.root):
         return select_node(view.root, "every node is pruned or full: falling back to the root", True)
     return None
