@@ -32,6 +32,7 @@ class RunRecord:
     budget: int
     outcome: str = DONE
     error: str = ""
+    note: str = ""  # e.g. why the torch.compile baseline is missing
     root_status: str | None = None
     root_speedup: float | None = None
     reference_ms: float | None = None

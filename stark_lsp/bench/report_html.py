@@ -88,10 +88,11 @@ def render_html(doc: dict[str, Any]) -> str:
         curves = {p: metrics.curve([r for r in mine if r.policy == p], int(cfg["budget"])) for p in policies}
         out.append(svg.line_chart(curves, title=t, width=340, height=220))
     out.append("</div>")
-    errors = [r for r in records if r.error]
-    if errors:
-        out.append("<h2>Runs that failed</h2>")
-        out.append(_table(["task", "policy", "repeat", "error"], [[r.task, r.policy, str(r.repeat), r.error[:300]] for r in errors]))
+    notes = [r for r in records if r.error or r.note]
+    if notes:
+        out.append("<h2>Errors and notes</h2>")
+        out.append(_table(["task", "policy", "repeat", "outcome", "error / note"],
+                          [[r.task, r.policy, str(r.repeat), r.outcome, (r.error or r.note)[:300]] for r in notes]))
     skipped = [s for s in doc.get("skipped", []) if not s.get("quiet")]
     if skipped:
         out.append("<h2>Skipped files</h2>")

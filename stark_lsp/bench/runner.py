@@ -13,6 +13,7 @@ import re
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,6 +53,7 @@ class BenchRunner:
         self.on_record, self.on_progress, self.on_start = on_record, on_progress, on_start
         self.cancel = cancel or threading.Event()
         self.options = options or eval_options(config)
+        self._task_options: dict[int, tuple[EvalOptions, str]] = {}
 
     def run(self, done: set[tuple[str, str, int]] | None = None) -> list[RunRecord]:
         """Every scheduled run not in ``done`` (task key, policy, repeat); their records."""
@@ -64,17 +66,38 @@ class BenchRunner:
                 continue
             if self.on_start:
                 self.on_start(i, len(keys), key)
-            rec = self.run_one(key, i, len(keys))
+            try:
+                rec = self.run_one(key, i, len(keys))
+            except Exception as e:  # noqa: BLE001 - even a bug here must not end the bench
+                task = self.tasks[key.task]
+                rec = RunRecord(task=self.names[key.task], task_key=task.task_id(), kind=task.kind, policy=key.policy,
+                                repeat=key.repeat, seed=key.seed, budget=self.config.budget, outcome=ERROR,
+                                error=f"{type(e).__name__}: {e}")
             records.append(rec)
             if self.on_record:
                 self.on_record(rec, i, len(keys))
         return records
 
+    def options_for(self, index: int) -> tuple[EvalOptions, str]:
+        """The task's evaluation options, and a note. With the torch.compile baseline on a GPU, the
+        root is first evaluated once: if timing the compiled reference breaks the evaluation, the
+        task goes on without the baseline (the note says why) rather than failing every candidate."""
+        if index not in self._task_options:
+            opts, note = self.options, ""
+            if opts.compile_baseline and _is_gpu(self.evaluator):
+                task = self.tasks[index]
+                with_baseline = _evaluator_error(self.evaluator, task, replace(opts, trials=1))
+                if with_baseline and not _evaluator_error(self.evaluator, task, replace(opts, trials=1, compile_baseline=False)):
+                    opts, note = replace(opts, compile_baseline=False), f"no torch.compile baseline: {with_baseline}"
+            self._task_options[index] = (opts, note)
+        return self._task_options[index]
+
     def run_one(self, key: RunKey, index: int = 0, total: int = 1) -> RunRecord:
         task, name = self.tasks[key.task], self.names[key.task]
+        options, note = self.options_for(key.task)
         cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
-                           eval_options=self.options)
+                           eval_options=options)
         directory = tree_dir(self.out_dir, name, key)
         if directory.exists():
             shutil.rmtree(directory)  # a run always starts from a fresh tree
@@ -100,6 +123,25 @@ class BenchRunner:
         finally:
             if store is not None:
                 store.close()
-        return build_record(nodes, task=name, task_key=task.task_id(), kind=task.kind, policy=key.policy,
-                            repeat=key.repeat, seed=key.seed, budget=self.config.budget, wall_s=wall,
-                            outcome=outcome, error=error)
+        rec = build_record(nodes, task=name, task_key=task.task_id(), kind=task.kind, policy=key.policy,
+                           repeat=key.repeat, seed=key.seed, budget=self.config.budget, wall_s=wall,
+                           outcome=outcome, error=error)
+        rec.note = note
+        return rec
+
+
+def _is_gpu(evaluator: Any) -> bool:
+    info = getattr(evaluator, "hardware_info", None)
+    try:
+        return bool(info and info().get("is_gpu"))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _evaluator_error(evaluator: Any, task: TaskSpec, options: EvalOptions) -> str:
+    """The evaluator's own error on the task's root under these options, or ''."""
+    try:
+        r = evaluator.evaluate(task, task.root_source(), options)
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+    return r.message if r.status.value == "runtime_error" and r.message.startswith("evaluator error") else ""

@@ -1,0 +1,194 @@
+"""``stark bench`` end to end: the dry run, a failing task that does not stop
+the bench, incremental reports and --resume (fake evaluator and team), and a
+tiny real bench on the CPU (Triton interpreter, the built-in team)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fakes import FakeEvaluator, FakeTeam, fake_source
+
+from stark_lsp.cli import main
+from stark_lsp.commands import bench_cmd
+
+ROOT = Path(__file__).resolve().parents[1]
+BODY = "ENTRY = 'entry'\n\n\ndef reference():\n    pass\n\n\ndef entry():\n    pass\n\n\n"
+
+
+def fake_task(directory: Path, name: str, speed: float = 1.0) -> Path:
+    p = directory / f"{name}.py"
+    p.write_text(fake_source(speed, body=BODY))
+    return p
+
+
+class FlakyEvaluator(FakeEvaluator):
+    """Fails like a broken evaluator on any task whose file name contains 'broken'."""
+
+    def evaluate(self, task, source, options=None):
+        if "broken" in task.path.name:
+            raise OSError("the evaluation worker died")
+        return super().evaluate(task, source, options)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    evaluators = []
+
+    def make(args):
+        evaluators.append(FlakyEvaluator())
+        return evaluators[-1]
+
+    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
+    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    return evaluators
+
+
+def test_dry_run_prints_the_plan_and_evaluates_nothing(fakes, capsys, tmp_path):
+    code = main(["bench", str(ROOT / "samples"), "--policies", "stark,greedy", "--budget", "3", "--repeat", "2",
+                 "--dry-run", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert fakes == [] and not (tmp_path / "out").exists()
+    assert "17 task(s):" in out and "triton/matmul" in out and "cuda/layernorm" in out
+    assert "relu_inline_new.py: relu_inline_new.py: not a task" in out
+    assert "68 run(s), at most 204 attempts" in out and "seeds 0..1" in out
+
+
+def test_dry_run_fails_on_a_broken_harness(fakes, capsys, tmp_path):
+    py = fake_task(tmp_path, "k")
+    py.write_text(py.read_text().replace("def reference", "def not_reference"))
+    assert main(["bench", str(py), "--dry-run"]) == 1
+    assert "PROBLEM: k.py: defines no reference(*inputs)" in capsys.readouterr().out
+
+
+def test_bad_arguments_are_refused(fakes, capsys, tmp_path):
+    assert main(["bench", str(tmp_path), "--policies", "stark,bogus"]) == 2
+    assert "unknown policy bogus" in capsys.readouterr().err
+    assert main(["bench", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "no tasks" in capsys.readouterr().err
+
+
+def test_a_failing_task_never_stops_the_bench(fakes, capsys, tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    fake_task(tasks, "a_broken")
+    fake_task(tasks, "b_fine")
+    out = tmp_path / "out"
+    code = main(["bench", str(tasks), "--policies", "stark,sampling", "--budget", "4", "--repeat", "2", "--out", str(out)])
+    assert code == 1  # some runs failed; all were made
+    assert len(fakes) == 1  # one evaluator for the whole bench
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["complete"] is True and len(doc["runs"]) == 8
+    broken = [r for r in doc["runs"] if r["task"] == "a_broken"]
+    assert {r["outcome"] for r in broken} == {"error"} and "worker died" in broken[0]["error"]
+    fine = [r for r in doc["runs"] if r["task"] == "b_fine"]
+    assert all(r["outcome"] == "done" and r["attempts"] == 4 for r in fine)
+    assert [(r["policy"], r["seed"]) for r in fine] == [("stark", 0), ("sampling", 0), ("stark", 1), ("sampling", 1)]
+    assert all(r["prompt_tokens"] > 0 and len(r["curve"]) == 5 for r in fine)
+    assert doc["summary"]["policies"]["stark"]["runs"] == 4 and doc["summary"]["policies"]["stark"]["errors"] == 2
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 8
+    assert "<svg" in (out / "bench.html").read_text()
+    printed = capsys.readouterr().out
+    assert "geomean x eager" in printed and "b_fine" in printed
+
+
+def test_reports_are_written_after_every_run_and_resume_keeps_them(fakes, monkeypatch, capsys, tmp_path):
+    from stark_lsp.bench import runner
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    fake_task(tasks, "a")
+    fake_task(tasks, "b")
+    out = tmp_path / "out"
+    seen = []
+    real_run_one = runner.BenchRunner.run_one
+
+    def run_one(self, key, index=0, total=1):
+        if index == 2:  # the bench is killed during its third run
+            seen.append(json.loads((out / "bench.json").read_text()))
+            raise KeyboardInterrupt
+        return real_run_one(self, key, index, total)
+
+    monkeypatch.setattr(runner.BenchRunner, "run_one", run_one)
+    args = ["bench", str(tasks), "--policies", "stark,greedy", "--budget", "2", "--out", str(out)]
+    assert main(args) == 130
+    assert len(seen) == 1 and len(seen[0]["runs"]) == 2 and seen[0]["complete"] is False
+    assert json.loads((out / "bench.json").read_text())["complete"] is False
+
+    monkeypatch.setattr(runner.BenchRunner, "run_one", real_run_one)
+    assert main(args) == 2  # the output exists: refuse to overwrite it
+    assert "--resume" in capsys.readouterr().err
+    assert main(args + ["--resume"]) == 0
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["complete"] is True and len(doc["runs"]) == 4
+    assert [(r["task"], r["policy"]) for r in doc["runs"]] == [("a", "stark"), ("a", "greedy"), ("b", "stark"), ("b", "greedy")]
+    assert fakes[-1].calls == 2 * 3  # only the two missing runs were evaluated (root + 2 attempts each)
+
+
+@pytest.mark.timeout(900)
+def test_tiny_real_bench_on_the_cpu(tmp_path, capsys):
+    """2 small Triton tasks x 2 policies x budget 2 with the real evaluator and the built-in team."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for f in ("swish_add.py", "swish_add.harness.py", "row_softmax.py", "row_softmax.harness.py"):
+        shutil.copy(ROOT / "samples" / "mistuned" / f, tasks / f)
+    out = tmp_path / "out"
+    code = main(["bench", str(tasks), "--policies", "stark,greedy", "--budget", "2", "--device", "cpu",
+                 "--trials", "2", "--concurrency", "1", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["complete"] is True and doc["config"]["small"] is True
+    assert "interpreter" in doc["hardware"]
+    runs = doc["runs"]
+    assert len(runs) == 4 and {r["task"] for r in runs} == {"swish_add", "row_softmax"}
+    for r in runs:
+        assert r["outcome"] == "done" and r["root_status"] == "ok" and r["attempts"] == 2
+        assert r["is_gpu"] is False and r["floor"] is None and r["compiled_ms"] is None
+        assert r["reference_ms"] > 0 and r["candidates_per_min"] > 0 and len(r["curve"]) == 3
+        if r["success"]:  # the built-in team only changes tunables: a correct kernel with a speedup
+            assert 1 <= r["best_attempt"] <= 2 and r["best_speedup"] > 0 and r["best_summary"].startswith("set ")
+    # the summary follows from the runs
+    for policy in ("stark", "greedy"):
+        mine = [r for r in runs if r["policy"] == policy]
+        s = doc["summary"]["policies"][policy]
+        assert s["runs"] == 2 and s["success_rate"] == sum(r["success"] for r in mine) / 2
+        assert s["fast_0"] == s["success_rate"]
+        assert s["fast_1"] == sum(1 for r in mine if r["success"] and r["best_speedup"] > 1) / 2
+    html = (out / "bench.html").read_text()
+    assert html.count("<svg") == 4 and "swish_add" in html and "CPU run" in html
+    assert "row_softmax" in printed and "stark" in printed
+    assert (out / "trees" / "swish_add" / "stark-r0" / "tree.sqlite").exists()
+
+
+def test_a_task_whose_compiled_reference_breaks_runs_without_the_baseline(tmp_path):
+    from stark_lsp.bench.plan import BenchConfig
+    from stark_lsp.bench.runner import BenchRunner
+    from stark_lsp.evaluate.result import EvalResult, Status
+    from stark_lsp.tasks.spec import load_task
+
+    class NoCompile(FakeEvaluator):
+        options = []
+
+        def hardware_info(self):
+            return {"is_gpu": True}
+
+        def evaluate(self, task, source, options=None):
+            self.options.append(options.compile_baseline)
+            if options.compile_baseline and "nocompile" in task.path.name:
+                return EvalResult(Status.RUNTIME_ERROR, "evaluator error: BackendCompilerFailed: inductor")
+            return super().evaluate(task, source, options)
+
+    tasks = [load_task(fake_task(tmp_path, "nocompile")), load_task(fake_task(tmp_path, "fine"))]
+    ev = NoCompile()
+    runner = BenchRunner(tasks, ["nocompile", "fine"], BenchConfig(policies=["greedy"], budget=2), ev, FakeTeam(),
+                         tmp_path / "out")
+    records = runner.run()
+    assert [r.outcome for r in records] == ["done", "done"]
+    assert records[0].success and "BackendCompilerFailed" in records[0].note
+    assert records[1].success and records[1].note == ""
+    # nocompile: probe with, probe without, then root + 2 attempts without; fine: probe, then 3 with
+    assert ev.options == [True, False, False, False, False, True, True, True, True]
