@@ -73,7 +73,7 @@ def legend(names: list[str], x: float, y: float) -> list[str]:
 def bar_chart(groups: list[str], series: list[str], values: dict[tuple[str, str], float | None],
               title: str = "", height: int = 300) -> str:
     """One cluster per group (task), one bar per series (policy); a missing value draws a small x."""
-    left, right_pad, top, bottom_pad = 56, 16, 40, 90
+    left, right_pad, top, bottom_pad = 56, 90, 40, 110  # room for the slanted task names
     bar_w = 12
     cluster = bar_w * len(series) + 14
     width = max(left + 8 * len(title) + right_pad, 110 * len(series) + left, left + right_pad + cluster * len(groups))
