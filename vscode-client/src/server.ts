@@ -15,6 +15,7 @@ import { ApiKeyStore } from './apiKey';
 import { chooseInterpreter, describeChoice, serverCommand } from './interpreter';
 import { activePythonFromExtension } from './pythonExtension';
 import { readSettings, toInitializationOptions } from './settings';
+import { relativeToBaseline } from './tree/relative';
 import { TREE_CHANGED_NOTIFICATION, TREE_REQUEST, type SearchTree, type TreeParams } from './tree/types';
 
 export const DOCUMENT_SELECTOR = [
@@ -128,7 +129,7 @@ export class ServerManager implements vscode.Disposable {
 
   async tree(params: TreeParams): Promise<SearchTree> {
     const c = await this.ready();
-    return c.sendRequest<SearchTree>(TREE_REQUEST, params);
+    return relativeToBaseline(await c.sendRequest<SearchTree>(TREE_REQUEST, params));
   }
 
   async sendApiKey(key: string): Promise<void> {

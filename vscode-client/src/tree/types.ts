@@ -5,7 +5,10 @@ export interface TreeNode {
   parent: number | null;
   kind: string; // root | plan | code | debug | ...
   status: string; // e.g. success | failed | running
+  /** Against the user's kernel once the client has read it (see relative.ts); the server sends it against the reference. */
   speedup: number | null;
+  /** The server's figure, against the eager PyTorch reference. */
+  speedup_vs_reference?: number | null;
   runtime_ms: number | null;
   summary: string;
   source: string;
