@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
     p.add_argument("--fresh", action="store_true", help="delete this task's tree first and start over")
     p.add_argument("--out", help="where to write the best kernel (default: <stem>.best<suffix> beside the task)")
+    p.add_argument("--profile-top", type=int, default=0, metavar="K",
+                   help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
+                        "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         config = SearchConfig(
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
-            wall_time_s=args.wall_time, seed=args.seed,
+            wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
         )
         path = store_path(args.store)
         store = TreeStore.open(path)

@@ -6,7 +6,8 @@
 * Debug: the node, the root, its siblings.
 
 Each item shows code (in full for the node and the root, else a unified diff
-against its parent), an outcome line, trimmed diagnostics and a profile line.
+against its parent), an outcome line, trimmed diagnostics and a profile line
+(resources, the runtime against the hardware floor, Nsight Compute figures).
 The window is trimmed to a token budget (tokens ~ chars / 4): the node and the
 root always stay; the others are kept best first (correct, by speedup), then
 most recent first, while they fit. Pure: no store, no threads.
@@ -91,7 +92,7 @@ def diagnostics_text(node: Node) -> str:
 
 def resource_profile(node: Node) -> str:
     """Registers, shared memory and spills per kernel, from the EvalResult.
-    The hook for Nsight Compute figures: pass another ``profiler``."""
+    ``node_profile`` adds the floor and the ncu figures."""
     r: EvalResult | None = node.result
     if r is None or not r.resources:
         return ""
@@ -108,6 +109,48 @@ def resource_profile(node: Node) -> str:
             bits.append(f"{k.stack_bytes} B stack")
         parts.append(f"{k.kernel}: {', '.join(bits) or 'no figures'}")
     return "; ".join(parts)
+
+
+def floor_text(node: Node) -> str:
+    """How far a correct node's runtime is above the hardware floor
+    (``Runtime.floor``, GPU only): ``3.1x above the memory floor (0.12 ms,
+    memory-bound)``; '' without a floor."""
+    r = node.result
+    rt = r.runtime if r is not None and node.correct else None
+    fl = getattr(rt, "floor", None) if rt is not None else None
+    if fl is None:
+        return ""
+    get = fl.get if isinstance(fl, dict) else (lambda k, d=None: getattr(fl, k, d))
+    try:
+        floor_ms = max(float(get("memory_floor_ms") or 0.0), float(get("compute_floor_ms") or 0.0))
+        ms = float(rt.candidate.median_ms)
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    if floor_ms <= 0 or ms <= 0:
+        return ""
+    bound = str(get("bound") or "memory")
+    return f"{ms / floor_ms:.1f}x above the {bound} floor ({floor_ms:.3g} ms, {bound}-bound)"
+
+
+def ncu_text(node: Node) -> str:
+    """The node's Nsight Compute figures (``Node.profile``); '' when it was
+    not profiled or the profile was unavailable."""
+    from stark_lsp.profile.report import ProfileReport
+
+    try:
+        report = ProfileReport.from_dict(node.profile)
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return report.summary() if report is not None and report.ok else ""
+
+
+def node_profile(node: Node) -> str:
+    """The profile line the search shows agents: the evaluator's resource
+    report, the runtime against the hardware floor, and the ncu figures, each
+    where known: ``k: 32 regs, 0 B smem, spills 0 st / 0 ld | 3.1x above the
+    memory floor (0.12 ms, memory-bound) | ncu: dram 41% of peak, sm 12%,
+    occupancy 48%, stalls: long_scoreboard 63%, barrier 12%``."""
+    return " | ".join(p for p in (resource_profile(node), floor_text(node), ncu_text(node)) if p)
 
 
 def _summary(node: Node) -> str:
@@ -196,7 +239,7 @@ def build_context(
     token_budget: int = 12000,
     hardware: str = "",
     seed: int = 0,
-    profiler: Profiler = resource_profile,
+    profiler: Profiler = node_profile,
 ) -> AgentContext:
     nodes = list(nodes)
     by_id = {n.id: n for n in nodes}

@@ -3,7 +3,9 @@
 The decisions (``policies``, ``context``) are pure; this module adds the
 threads, the store and the evaluator. Selection and node creation happen on
 the thread that called ``run``; the agents and the evaluator run on a pool of
-``concurrency`` workers, so agent calls overlap with evaluations.
+``concurrency`` workers, so agent calls overlap with evaluations. With
+``profile_top`` > 0 one more thread profiles (ncu) the leading correct nodes,
+one at a time, and stores the reports on the nodes; the Plan agent sees them.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import random
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from stark_lsp.agents.base import AgentError, Exchange, Team
 from stark_lsp.evaluate.options import EvalOptions
@@ -25,7 +28,7 @@ from .context import build_context
 from .digest import source_digest
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
-from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, make_policy
+from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .tree_store import TreeStore, source_hash
 
 
@@ -45,6 +48,8 @@ class SearchConfig:
     seed: int = 0
     context_tokens: int = 12000
     eval_options: EvalOptions = field(default_factory=EvalOptions)
+    profile_top: int = 0  # profile (ncu) the top-K correct nodes in the background; 0: off
+    profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
 
 
 @dataclass
@@ -64,6 +69,69 @@ class Progress:
 class EvaluatorFailed(RuntimeError):
     """The evaluator itself raised (not a bad candidate: a broken evaluator).
     The search stops; the node is abandoned and redone on resume."""
+
+
+class GpuGate:
+    """Evaluations share the GPU; a profiler takes it alone. A waiting
+    profiler keeps new evaluations out until it has had its turn."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._exclusive or self._shared:
+                self._cond.wait()
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class AnyEvent:
+    """Set when any of the events is set (read-only)."""
+
+    def __init__(self, *events: threading.Event):
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+def default_profiler(evaluator: Any) -> tuple[Any, str]:
+    """(an NcuProfiler sharing the evaluator's cache and CUDA builder, '') or
+    (None, why profiling cannot work here)."""
+    from stark_lsp.evaluate.evaluator import gpu_present
+    from stark_lsp.profile.ncu import NcuProfiler, find_ncu
+
+    if find_ncu() is None:
+        return None, "ncu not found (PATH, $NCU, /opt/nvidia/nsight-compute/*/ncu, /usr/local/cuda/bin/ncu)"
+    if not gpu_present():
+        return None, "no GPU on this machine"
+    builder = getattr(evaluator, "builder", None)
+    return NcuProfiler(cache_dir=getattr(evaluator, "cache_dir", None), builder=builder if callable(builder) else None), ""
 
 
 def _default_markers() -> ModuleType:
@@ -87,6 +155,7 @@ class Search:
         on_progress: Callable[[Progress], None] | None = None,
         on_node: Callable[[Node], None] | None = None,
         markers: ModuleType | None = None,
+        profiler: Any = None,
     ):
         self.task = task
         self.task_id = task.task_id()
@@ -105,6 +174,15 @@ class Search:
         self._cancel = threading.Event()
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
         self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
+        # background profiling (config.profile_top > 0): ``profiler.profile(task, source, cancel)``
+        # returns a ProfileReport (stark_lsp.profile); None: an NcuProfiler made in run()
+        self.profiler = profiler
+        self._profiling = False
+        self._gate = GpuGate()
+        self._prof_pool: ThreadPoolExecutor | None = None
+        self._prof_future: Future | None = None
+        self._prof_tried: set[int] = set()
+        self._prof_stop = threading.Event()  # stops the profile in flight (the search stopped)
 
     # -- bookkeeping -------------------------------------------------------
     def _record(self, node: Node) -> Node:
@@ -172,8 +250,82 @@ class Search:
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else ""
             root = self._ensure_root(note)
             if root is not None:
+                self._start_profiling()
                 self._loop(time.monotonic())
         return self.store.best(self.task_id)
+
+    # -- background profiling -----------------------------------------------------
+    def _start_profiling(self) -> None:
+        if self.config.profile_top <= 0:
+            return
+        why = ""
+        if self.profiler is None:
+            self.profiler, why = default_profiler(self.evaluator)
+        if not why:
+            available = getattr(self.profiler, "available", None)
+            why = available() if callable(available) else ""
+        if why:
+            self._emit(message=f"profiling off: {why}")
+            return
+        self._profiling = True
+        self._prof_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stark-profile")
+
+    def _collect_profile(self, block: bool) -> bool:
+        """Emit the result of the profile in flight once it is done (waiting
+        for it when ``block``); True when none is in flight any more."""
+        fut = self._prof_future
+        if fut is None:
+            return True
+        if not block and not fut.done():
+            return False
+        wait([fut])
+        self._prof_future = None
+        try:
+            msg = fut.result()
+        except Exception as e:  # a bug in the profiler: the search goes on without it
+            msg = f"profiling failed: {type(e).__name__}: {e}"
+        if msg:
+            self._emit(message=msg)
+        return True
+
+    def _maybe_profile(self) -> None:
+        """On the loop thread: collect a finished profile; start the next one
+        (at most one at a time) for the best of the top ``profile_top``
+        correct nodes that has none yet. Never waits."""
+        if not self._profiling or not self._collect_profile(block=False):
+            return
+        if self._cancel.is_set() or self._prof_pool is None:
+            return
+        top = leaderboard(self._snapshot(), self.config.profile_top)
+        todo = [n for n in top if n.profile is None and n.id not in self._prof_tried]
+        if todo:
+            self._prof_tried.add(todo[0].id)
+            self._prof_future = self._prof_pool.submit(self._profile, todo[0].id)
+
+    def _profile(self, node_id: int) -> str:
+        """On the profiling thread: profile one node, store the report."""
+        node = self._nodes[node_id]
+        stop = AnyEvent(self._cancel, self._prof_stop)
+        if self.config.profile_exclusive:
+            with self._gate.exclusive():
+                report = self.profiler.profile(self.task, node.source, stop)
+        else:
+            report = self.profiler.profile(self.task, node.source, stop)
+        if stop.is_set() and not report.ok:
+            return ""  # cut short: profiled again on resume
+        self._update(node_id, profile=report.to_dict())
+        return f"#{node_id} profiled: {report.summary()}"
+
+    def _stop_profiling(self, wait_for_it: bool) -> None:
+        """Let the profile in flight finish and record it (``wait_for_it``), or
+        stop it; start no other."""
+        if self._prof_pool is None:
+            return
+        if not wait_for_it:
+            self._prof_stop.set()
+        self._collect_profile(block=True)
+        self._prof_pool.shutdown(wait=True)
+        self._prof_pool = None
 
     def _ensure_root(self, note: str) -> Node | None:
         root = self.store.root(self.task_id)
@@ -215,6 +367,7 @@ class Search:
         pool = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="stark-search")
         try:
             while True:
+                self._maybe_profile()
                 stop = self._stop_reason(started) if error is None else "stopped by an error"
                 while not stop and len(inflight) < max(1, cfg.concurrency) and self._finished() + len(inflight) < cfg.budget:
                     attempt = self._next_attempt()
@@ -239,11 +392,13 @@ class Search:
                             self._update(nid, status=ABANDONED, error=f"search stopped: {e}")
                     n = self._nodes[nid]
                     self._emit(message=f"#{n.id} attempt {n.attempt}: {n.outcome()}")
+            self._stop_profiling(wait_for_it=error is None)  # the one in flight, if any: no new one
         except BaseException:  # e.g. KeyboardInterrupt: in-flight attempts stop at their next stage
             self._cancel.set()
             raise
         finally:
             pool.shutdown(wait=True)
+            self._stop_profiling(wait_for_it=False)
         self._emit(done=True, message=message)
         if error is not None:
             raise error
@@ -363,7 +518,8 @@ class Search:
 
     def _evaluate(self, node: Node) -> None:
         try:
-            result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
+            with self._gate.shared():  # waits while ncu runs (profile_exclusive)
+                result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e

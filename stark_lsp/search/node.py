@@ -49,6 +49,7 @@ class Node:
     seed: int = 0  # the per-attempt seed given to the agents
     created: float = 0.0
     updated: float = 0.0
+    profile: dict | None = None  # a stark_lsp.profile ProfileReport as a dict (ncu figures), when profiled
 
     # -- derived -----------------------------------------------------------
     @property

@@ -5,13 +5,17 @@
 transaction, so a search killed at any moment leaves a consistent file, and
 other processes (the editor) can read it while a search writes.
 
-Schema (version 1; ``schema_version`` holds the number):
+Schema (version 2; ``schema_version`` holds the number):
 
 * ``trees(task_id PK, spec_json, created)``
 * ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
   source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
   exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
-  updated)``
+  updated, profile_json)``
+
+Version 1 had no ``profile_json``: opening a version-1 file for writing adds
+the column (NULL everywhere) and sets the version to 2; opened read-only it is
+read as it is, every profile None.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from stark_lsp.tasks.spec import TaskSpec
 from .digest import source_digest
 from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no profile_json column (migrated on a writable open)
 DB_NAME = "tree.sqlite"
 STORE_DIR = ".stark"
 
@@ -65,7 +70,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     cost_usd REAL NOT NULL DEFAULT 0,
     seed INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    profile_json TEXT
 );
 CREATE INDEX IF NOT EXISTS nodes_task ON nodes(task_id, id);
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
@@ -74,11 +80,11 @@ CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(task_id, source_hash);
 
 _COLUMNS = (
     "id task_id parent_id kind status attempt plan summary source result_json speedup "
-    "runtime_ms error duplicate_of exchanges_json seed created updated"
+    "runtime_ms error duplicate_of exchanges_json seed created updated profile_json"
 ).split()
 _UPDATABLE = {
     "status", "attempt", "plan", "summary", "source", "result", "speedup",
-    "runtime_ms", "error", "duplicate_of", "exchanges", "seed",
+    "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile",
 }
 
 # things that look like API keys never reach the file
@@ -150,6 +156,7 @@ class TreeStore:
         self._lock = threading.RLock()
         self.path = path
         self.readonly = readonly
+        self._cols = ", ".join(_COLUMNS)
 
     # -- opening -----------------------------------------------------------
     @classmethod
@@ -173,7 +180,8 @@ class TreeStore:
         c.execute("PRAGMA busy_timeout = 30000")
         c.execute("PRAGMA foreign_keys = ON")
         if self.readonly:
-            self._check_version()
+            self._check_version(READABLE_VERSIONS)
+            self._select_columns()
             return
         c.execute("PRAGMA journal_mode = WAL")
         c.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across process crashes
@@ -184,15 +192,30 @@ class TreeStore:
             row = cur.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 cur.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
-        self._check_version()
+            elif row[0] == 1:  # version 1 -> 2: the profile column
+                if "profile_json" not in self._node_columns(cur):
+                    cur.execute("ALTER TABLE nodes ADD COLUMN profile_json TEXT")
+                cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+        self._check_version((SCHEMA_VERSION,))
+        self._select_columns()
 
-    def _check_version(self) -> None:
+    @staticmethod
+    def _node_columns(cur: sqlite3.Cursor | sqlite3.Connection) -> set[str]:
+        return {r[1] for r in cur.execute("PRAGMA table_info(nodes)").fetchall()}
+
+    def _select_columns(self) -> None:
+        """The SELECT list for nodes: a version-1 file (read-only) has no
+        profile_json, read as NULL."""
+        have = self._node_columns(self._conn)
+        self._cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
+
+    def _check_version(self, accepted: tuple[int, ...]) -> None:
         row = self._conn.execute("SELECT version FROM schema_version").fetchone()
         version = row[0] if row else None
-        if version != SCHEMA_VERSION:
+        if version not in accepted:
             raise StoreError(
                 f"{self.path}: tree store schema version {version}, this stark_lsp reads version "
-                f"{SCHEMA_VERSION}"
+                f"{' or '.join(map(str, accepted))}"
             )
 
     def close(self) -> None:
@@ -284,7 +307,8 @@ class TreeStore:
     def update_node(self, node_id: int, **fields: Any) -> Node:
         """Set some of: status, attempt, plan, summary, source, result
         (an EvalResult), speedup, runtime_ms, error, duplicate_of, exchanges
-        (a list of Exchange, replacing the stored ones), seed."""
+        (a list of Exchange, replacing the stored ones), seed, profile (a
+        JSON-able dict: a ``ProfileReport.to_dict()``)."""
         with self._tx() as cur:
             self._update(cur, node_id, fields, time.time())
         return self.get(node_id)
@@ -301,6 +325,8 @@ class TreeStore:
                 cols["status"] = v
             elif k == "result":
                 cols["result_json"] = v.to_json() if v is not None else None
+            elif k == "profile":
+                cols["profile_json"] = json.dumps(v) if v is not None else None
             elif k == "exchanges":
                 cols["exchanges_json"] = _exchanges_json(v)
                 u = sum((e.usage for e in v), Usage())
@@ -320,22 +346,22 @@ class TreeStore:
             raise StoreError(f"no node #{node_id}")
 
     def get(self, node_id: int) -> Node:
-        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE id = ?", (node_id,))
+        rows = self._query(f"SELECT {self._cols} FROM nodes WHERE id = ?", (node_id,))
         if not rows:
             raise StoreError(f"no node #{node_id}")
         return _node(rows[0])
 
     def nodes(self, task_id: str) -> list[Node]:
-        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? ORDER BY id", (task_id,))
+        rows = self._query(f"SELECT {self._cols} FROM nodes WHERE task_id = ? ORDER BY id", (task_id,))
         return [_node(r) for r in rows]
 
     def children(self, node_id: int) -> list[Node]:
-        rows = self._query(f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE parent_id = ? ORDER BY id", (node_id,))
+        rows = self._query(f"SELECT {self._cols} FROM nodes WHERE parent_id = ? ORDER BY id", (node_id,))
         return [_node(r) for r in rows]
 
     def root(self, task_id: str) -> Node | None:
         rows = self._query(
-            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND parent_id IS NULL ORDER BY id LIMIT 1",
+            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND parent_id IS NULL ORDER BY id LIMIT 1",
             (task_id,),
         )
         return _node(rows[0]) if rows else None
@@ -343,7 +369,7 @@ class TreeStore:
     def best(self, task_id: str) -> Node | None:
         """The correct node with the highest speedup (the earliest on a tie)."""
         rows = self._query(
-            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
+            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
             " ORDER BY speedup DESC, id ASC LIMIT 1",
             (task_id, Status.OK.value),
         )
@@ -353,7 +379,7 @@ class TreeStore:
         """The earliest evaluated node of this tree with exactly this source."""
         marks = ", ".join("?" for _ in EVAL_STATUSES)
         rows = self._query(
-            f"SELECT {', '.join(_COLUMNS)} FROM nodes WHERE task_id = ? AND source_hash = ? AND status IN ({marks})"
+            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND source_hash = ? AND status IN ({marks})"
             " AND result_json IS NOT NULL ORDER BY id LIMIT 1",
             (task_id, source_hash(source), *EVAL_STATUSES),
         )
@@ -399,4 +425,5 @@ def _node(r: sqlite3.Row) -> Node:
         seed=r["seed"],
         created=r["created"],
         updated=r["updated"],
+        profile=json.loads(r["profile_json"]) if r["profile_json"] else None,
     )
