@@ -82,6 +82,7 @@ class Runner:
         self.ceilings = Ceilings(self.device) if self.is_gpu else None
         self._floors: dict[tuple[Any, ...], Floor | None] = {}
         self._buffers: dict[str, list[Any]] = {}
+        self._compile_errors: dict[tuple[Any, ...], str] = {}
         self.overhead_ms = T.sync_overhead_ms(self.device) if self.is_gpu else 0.0
         if self.is_gpu:
             self._warm_profiler()
@@ -255,6 +256,8 @@ class Runner:
             note="" if self.is_gpu else "CPU timing (Triton interpreter / eager CPU): not a GPU figure",
         )
         runtime.floor = self._floor(ref, spec, opts, t_inputs)
+        if opts.compile_baseline and compiled_t is None and self._compile_errors:
+            runtime.note = (runtime.note + "; " if runtime.note else "") + next(iter(self._compile_errors.values()))
         resources = resources or self._triton_resources()
         if speedup > opts.review_speedup:
             flags.append(f"speedup {speedup:.1f}x is over {opts.review_speedup:g}x: review before trusting it")
@@ -315,8 +318,11 @@ class Runner:
             ref_t = self._time(fn, clone_inputs(inputs), opts)
             compiled_t = None
             if opts.compile_baseline and self.is_gpu:
-                compiled = torch.compile(fn)
-                compiled_t = self._time(compiled, clone_inputs(inputs), opts)
+                try:
+                    compiled = torch.compile(fn)
+                    compiled_t = self._time(compiled, clone_inputs(inputs), opts)
+                except Exception as e:  # noqa: BLE001 - a missing baseline never fails a candidate
+                    self._compile_errors[key] = f"torch.compile baseline unavailable: {type(e).__name__}: {_first_line(str(e))}"
             self._ref_timing[key] = (ref_t, compiled_t)
         return self._ref_timing[key]
 
