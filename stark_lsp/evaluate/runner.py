@@ -256,8 +256,9 @@ class Runner:
             note="" if self.is_gpu else "CPU timing (Triton interpreter / eager CPU): not a GPU figure",
         )
         runtime.floor = self._floor(ref, spec, opts, t_inputs)
-        if opts.compile_baseline and compiled_t is None and self._compile_errors:
-            runtime.note = (runtime.note + "; " if runtime.note else "") + next(iter(self._compile_errors.values()))
+        why = self._compile_errors.get(self._ref_key(spec, opts))
+        if why:
+            runtime.note = (runtime.note + "; " if runtime.note else "") + why
         resources = resources or self._triton_resources()
         if speedup > opts.review_speedup:
             flags.append(f"speedup {speedup:.1f}x is over {opts.review_speedup:g}x: review before trusting it")
@@ -312,7 +313,7 @@ class Runner:
         return T.time_cpu(fn, inputs, reps=opts.cpu_reps)
 
     def _time_reference(self, ref: Reference, spec: TaskSpec, opts: EvalOptions, inputs: list[Any]) -> tuple[Timing, Timing | None]:
-        key = (spec.task_id(), opts.seed, opts.reps, opts.flush_l2, opts.compile_baseline, opts.cpu_reps)
+        key = self._ref_key(spec, opts)
         if key not in self._ref_timing:
             fn = ref.reference_fn(opts.seed)
             ref_t = self._time(fn, clone_inputs(inputs), opts)
@@ -325,6 +326,10 @@ class Runner:
                     self._compile_errors[key] = f"torch.compile baseline unavailable: {type(e).__name__}: {_first_line(str(e))}"
             self._ref_timing[key] = (ref_t, compiled_t)
         return self._ref_timing[key]
+
+    @staticmethod
+    def _ref_key(spec: TaskSpec, opts: EvalOptions) -> tuple[Any, ...]:
+        return (spec.task_id(), opts.seed, opts.reps, opts.flush_l2, opts.compile_baseline, opts.cpu_reps)
 
     def _timing_buffers(self, spec: TaskSpec, values: list[Any]) -> list[Any]:
         """The candidate's timing inputs, in buffers kept per task: every candidate is
