@@ -278,3 +278,16 @@ def test_run_once_directly_on_the_cpu(tmp_path):
     out = subprocess.run([sys.executable, "-m", "stark_lsp.profile.run_once", str(job)], env=env, capture_output=True,
                          text=True, timeout=110)
     assert out.returncode == 3 and out.stderr.strip().splitlines()[-1].startswith("profile unavailable: ")
+
+
+def test_the_gpu_check_says_what_is_missing(tmp_path, monkeypatch, capsys):
+    from stark_lsp.profile import check
+
+    monkeypatch.delenv("NCU", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(N, "NCU_CANDIDATES", ())
+    monkeypatch.chdir(ROOT)
+    assert check.main(["--out", str(tmp_path / "out")]) == 1
+    text = capsys.readouterr().out
+    assert "ncu: NOT FOUND" in text and text.count("FAILED: profile unavailable: ncu not found") == 2
+    assert "0/2 profiled" in text

@@ -276,6 +276,24 @@ def failure_reason(output: str, returncode: int) -> str:
 
 
 # -- running ----------------------------------------------------------------------
+def cuda_arch() -> str:
+    """$STARK_CUDA_ARCH, else the first GPU's compute capability from
+    nvidia-smi (``sm_90`` for an H100/H200), else sm_90."""
+    arch = os.environ.get("STARK_CUDA_ARCH")
+    if arch:
+        return arch
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=30).stdout.split()
+            if out and re.fullmatch(r"\d+\.\d+", out[0]):
+                return "sm_" + out[0].replace(".", "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "sm_90"
+
+
 class NcuProfiler:
     """Profiles candidates of a task with ncu, one process per candidate, in a
     scrubbed environment (``stark_lsp.evaluate.sandbox.scrubbed_env``) with a
@@ -301,6 +319,8 @@ class NcuProfiler:
         self.env = dict(env or {})
         self.python = python or sys.executable
         self._lock = threading.Lock()
+        self.last_stdout = ""  # of the last ncu run (its CSV), for checks and bug reports
+        self.last_stderr = ""
 
     def tool(self) -> str | None:
         return self.ncu or find_ncu()
@@ -316,7 +336,7 @@ class NcuProfiler:
             if self.builder is not None and not hasattr(self.builder, "build"):
                 self.builder = self.builder()  # a factory, e.g. Evaluator.builder
             if self.builder is None:
-                self.builder = CudaBuilder(self.cache_dir, arch=os.environ.get("STARK_CUDA_ARCH", "sm_90"))
+                self.builder = CudaBuilder(self.cache_dir, arch=cuda_arch())
         try:
             flags = source_flags(source)
         except Exception:  # noqa: BLE001 - the evaluator reported this already
@@ -329,6 +349,7 @@ class NcuProfiler:
 
     def profile(self, task: Any, source: str, cancel: threading.Event | None = None) -> ProfileReport:
         t0 = time.perf_counter()
+        self.last_stdout = self.last_stderr = ""
         ncu = self.tool()
         if not ncu:
             return ProfileReport.unavailable(self.available())
@@ -356,6 +377,7 @@ class NcuProfiler:
         for _ in range(2):
             cmd = ncu_command(ncu, job, kernels, launch_count=self.launch_count, metrics=metrics, python=self.python)
             rc, stdout, stderr = self._run(cmd, work, cancel)
+            self.last_stdout, self.last_stderr = stdout, stderr
             shown = shlex.join(cmd)
             if rc is None:
                 return ProfileReport.unavailable(stdout, command=shown, seconds=time.perf_counter() - t0)
