@@ -257,3 +257,25 @@ def test_server_setting_cluster(monkeypatch):
     monkeypatch.setattr(stark_lsp.cluster, "make_evaluator", no_ray)
     with pytest.raises(BackendUnavailable, match=r"stark-lsp\[ray\]"):
         Backend().make_evaluator(s)
+
+
+# -- the watchdog beside each actor ----------------------------------------------------------------------------
+def test_the_watchdog_kills_the_workers_of_a_dead_actor(tmp_path):
+    actor = subprocess.Popen(["sleep", "300"])
+    worker = subprocess.Popen(["sleep", "300"], start_new_session=True)  # like an evaluation worker
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    pgids = tmp_path / "actor.pgids"
+    pgids.write_text(f"{worker.pid}")
+    dog = subprocess.Popen([sys.executable, "-m", "stark_lsp.cluster.watchdog", str(actor.pid), str(pgids)], cwd=REPO)
+    try:
+        time.sleep(1.0)
+        assert worker.poll() is None and dog.poll() is None  # nothing happens while the actor lives
+        actor.kill()
+        actor.wait()
+        assert dog.wait(30) == 0
+        assert worker.wait(10) == -9 and not pgids.exists()
+        assert bystander.poll() is None
+    finally:
+        for p in (actor, worker, bystander, dog):
+            p.kill()
+            p.wait()

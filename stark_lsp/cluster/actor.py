@@ -12,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from stark_lsp.cluster.env import drop_secrets
+from stark_lsp.evaluate.sandbox import scrubbed_env
 
 
 def task_payload(task: Any) -> dict[str, Any]:
@@ -76,6 +79,20 @@ class EvalActor:
         self._evaluator = Evaluator(workers=1, device=device, cache_dir=Path(cache_dir) if cache_dir else None,
                                     memory_fraction=memory_fraction)
         self._tasks: dict[str, Any] = {}
+        self._pgids = self._evaluator.cache_dir / "workers" / f"actor-{os.getpid()}.pgids"
+        self._pgids.parent.mkdir(parents=True, exist_ok=True)
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "stark_lsp.cluster.watchdog", str(os.getpid()), str(self._pgids)],
+            env=scrubbed_env({"PYTHONPATH": str(Path(__file__).resolve().parents[2])}), start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _note_workers(self) -> None:
+        """The evaluation workers' process groups, for the watchdog (they lead their own sessions)."""
+        workers = getattr(self._evaluator.pool, "_all", set())  # read only; the pool has no public list
+        pgids = " ".join(str(w.proc.pid) for w in list(workers))
+        tmp = self._pgids.with_suffix(".tmp")
+        tmp.write_text(pgids)
+        os.replace(tmp, self._pgids)
 
     def ready(self) -> dict[str, Any]:
         """Waits for the warm worker; its hardware, and where this actor runs."""
@@ -91,6 +108,7 @@ class EvalActor:
         task = self._tasks.get(key)
         if task is None:
             task = self._tasks[key] = materialize_task(payload, self._evaluator.cache_dir)
+        self._note_workers()
         result = self._evaluator.evaluate(task, source, EvalOptions.from_dict(options))
         return result.to_dict()
 
@@ -102,3 +120,6 @@ class EvalActor:
 
     def close(self) -> None:
         self._evaluator.close()
+        self._watchdog.kill()
+        self._watchdog.wait(10)
+        self._pgids.unlink(missing_ok=True)
