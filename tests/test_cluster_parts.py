@@ -43,8 +43,9 @@ def test_actor_env_blanks_secrets_and_forwards_only_evaluation_settings():
             "TRITON_INTERPRET": "1", "STARK_EVAL_X": "y", "PATH": "/bin", "HOME": "/root", "RAY_AUTH_TOKEN": "r"}
     env = actor_env_vars(base)
     assert env == {"OPENAI_API_KEY": "", "GITHUB_TOKEN": "", "AWS_SECRET_ACCESS_KEY": "", "STARK_SMALL": "1",
-                   "TRITON_INTERPRET": "1", "STARK_EVAL_X": "y"}
+                   "STARK_EVAL_X": "y"}
     assert not any(v in env.values() for v in ("sk-1", "gh", "aws", "r"))
+    assert actor_env_vars(base, device="cuda")["TRITON_INTERPRET"] == ""  # GPU actors compile for real
 
 
 def test_drop_secrets_in_place():

@@ -16,7 +16,7 @@ from typing import Mapping, MutableMapping
 
 from stark_lsp.evaluate.sandbox import _SECRET  # one definition of "secret-looking"
 
-FORWARD_EXACT = ("STARK_SMALL", "TRITON_INTERPRET")
+FORWARD_EXACT = ("STARK_SMALL",)
 FORWARD_PREFIX = ("STARK_EVAL_",)
 
 
@@ -24,13 +24,19 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name)) and not name.startswith("RAY_")
 
 
-def actor_env_vars(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``runtime_env["env_vars"]`` for the actors: forwarded settings, secrets blanked."""
+def actor_env_vars(base: Mapping[str, str] | None = None, device: str = "cpu") -> dict[str, str]:
+    """``runtime_env["env_vars"]`` for the actors: forwarded settings, secrets blanked.
+
+    ``TRITON_INTERPRET`` is the actors' own business (each ``Evaluator`` sets it
+    for the CPU); GPU actors get it blanked, so that a caller running without a
+    GPU (under the interpreter) does not slow down a GPU cluster it starts."""
     base = os.environ if base is None else base
     env = {k: "" for k in base if is_secret(k)}
     for k, v in base.items():
         if (k in FORWARD_EXACT or k.startswith(FORWARD_PREFIX)) and not is_secret(k):
             env[k] = v
+    if device == "cuda":
+        env["TRITON_INTERPRET"] = ""
     return env
 
 

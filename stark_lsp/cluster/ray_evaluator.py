@@ -59,7 +59,7 @@ class RayEvaluator:
         except Exception as e:
             self.close()
             raise EvaluatorUnavailable(str(e)) from e
-        runtime_env: dict[str, Any] = {"env_vars": actor_env_vars()}
+        runtime_env: dict[str, Any] = {"env_vars": actor_env_vars(device=self.placement.device)}
         if connect.is_remote_client():  # the nodes get this very version of the package
             import stark_lsp
 
