@@ -66,6 +66,7 @@ def node_dict(n: Node, with_source: bool = False) -> dict[str, Any]:
         "runtime_ms": n.runtime_ms, "error": n.error, "duplicate_of": n.duplicate_of,
         "seed": n.seed, "created": n.created, "updated": n.updated,
         "usage": vars(n.usage),
+        "profile": n.profile,  # a ProfileReport dict (ncu), or None
     }
     if with_source:
         d["source"] = n.source
