@@ -234,3 +234,28 @@ def test_the_same_source_in_flight_twice_is_evaluated_once(env):
     done = attempts(store, task)
     assert ev.calls == 2
     assert sorted(n.duplicate_of is None for n in done) == [False, True]
+
+
+class BrokenTaskEvaluator(FakeEvaluator):
+    """Answers like the real evaluator when the task's harness fails."""
+
+    def evaluate(self, task, source, options=None):
+        from stark_lsp.evaluate.result import EvalResult, Status
+
+        self.calls += 1
+        return EvalResult(Status.TASK_ERROR, "task error: get_inputs() failed: ZeroDivisionError: division by zero")
+
+
+def test_a_broken_task_stops_the_search_instead_of_debugging_the_kernel(env):
+    from stark_lsp.search import TaskBroken
+
+    task, store = env
+    ev = BrokenTaskEvaluator()
+    with pytest.raises(TaskBroken) as info:
+        search(env, budget=5, ev=ev)[0].run()
+    assert "get_inputs() failed" in str(info.value)
+    assert ev.calls == 1  # no attempt was spent on it
+    [root] = store.nodes(task.task_id())
+    assert root.status == ABANDONED and "ZeroDivisionError" in root.error
+    search(env, budget=2)[0].run()  # once the task is fixed, the root is judged again
+    assert store.root(task.task_id()).status == "ok"

@@ -4,7 +4,7 @@ See docs/SEARCH.md.
 """
 
 from .context import build_context
-from .engine import EvaluatorFailed, Progress, Search, SearchConfig
+from .engine import EvaluatorFailed, Progress, Search, SearchConfig, TaskBroken
 from .lock import SearchBusy
 from .node import Node
 from .policies import POLICY_NAMES, Selection, make_policy
@@ -12,5 +12,5 @@ from .tree_store import StoreError, TreeStore, default_store_path, find_workspac
 
 __all__ = [
     "EvaluatorFailed", "POLICY_NAMES", "Node", "Progress", "Search", "SearchBusy", "SearchConfig", "Selection",
-    "StoreError", "TreeStore", "build_context", "default_store_path", "find_workspace", "make_policy",
+    "StoreError", "TaskBroken", "TreeStore", "build_context", "default_store_path", "find_workspace", "make_policy",
 ]

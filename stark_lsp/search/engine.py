@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from stark_lsp.agents.base import AgentError, Exchange, Team
 from stark_lsp.evaluate.options import EvalOptions
-from stark_lsp.evaluate.result import EvalResult
+from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
 from .context import build_context
@@ -69,6 +69,11 @@ class Progress:
 class EvaluatorFailed(RuntimeError):
     """The evaluator itself raised (not a bad candidate: a broken evaluator).
     The search stops; the node is abandoned and redone on resume."""
+
+
+class TaskBroken(EvaluatorFailed):
+    """The task itself is broken (its harness or reference fails): no candidate
+    can be judged, so the search stops with the evaluator's message."""
 
 
 class GpuGate:
@@ -523,5 +528,8 @@ class Search:
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
+        if result.status is Status.TASK_ERROR:
+            self._update(node.id, status=ABANDONED, error=result.message)
+            raise TaskBroken(f"{result.message} (fix the task, then run again)")
         status, speed, runtime, err = outcome_fields(result)
         self._update(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)
