@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stark_lsp.commands.interrupt import on_interrupt
+
 NAME = "bench"
 HELP = "benchmark the search policies on a set of tasks (samples, a KernelBench folder): success, fast_p, speedups"
 
@@ -203,7 +205,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         progress.finish(index, total, rec)
 
     cancel = threading.Event()
-    previous = _on_interrupt(cancel)
+    previous = on_interrupt(cancel, "bench", "aborted (bench.json has the runs that finished)")
     done = {(r.task_key, r.policy, r.repeat) for r in records}
     try:
         try:
@@ -236,16 +238,3 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     return 1 if any(r.outcome != "done" for r in records) else 0
 
 
-def _on_interrupt(cancel: threading.Event) -> Any:
-    """First Ctrl-C: finish the run in flight (its attempts in flight) and stop; second: abort."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum: int, frame: Any) -> None:
-        if cancel.is_set():
-            print("\nstark bench: aborted (bench.json has the runs that finished)", file=sys.stderr)
-            os._exit(130)
-        cancel.set()
-        print("\nstark bench: stopping after the attempts in flight (Ctrl-C again to abort)", file=sys.stderr)
-
-    return signal.signal(signal.SIGINT, handler)

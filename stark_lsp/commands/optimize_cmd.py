@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from stark_lsp.commands.interrupt import on_interrupt
+
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
 
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     tid = task.task_id()
     cancel = threading.Event()
-    previous = _on_interrupt(cancel)
+    previous = on_interrupt(cancel, "optimize", "aborted")
     code = 0
     try:
         if args.fresh:
@@ -156,17 +158,3 @@ def run(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _on_interrupt(cancel: threading.Event) -> Any:
-    """First Ctrl-C: stop starting attempts and finish cleanly; second: abort."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum: int, frame: Any) -> None:
-        if cancel.is_set():
-            # as if killed: the store stays consistent, the next run abandons what was in flight
-            print("\nstark optimize: aborted", file=sys.stderr)
-            os._exit(130)
-        cancel.set()
-        print("\nstark optimize: stopping after the attempts in flight (Ctrl-C again to abort)", file=sys.stderr)
-
-    return signal.signal(signal.SIGINT, handler)

@@ -27,6 +27,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from stark_lsp.lines import split_lines  # noqa: F401  (re-exported)
+
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 _ID = re.compile(rf"^{ID_PATTERN}$")
 # any comment line that claims to be a marker
@@ -51,15 +53,6 @@ class Marker:
 
 
 # -- lines ---------------------------------------------------------------------
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split on ``\\n`` only (``\\r`` stays with it)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def _body(line: str) -> str:

@@ -15,14 +15,9 @@ import difflib
 
 from lsprotocol import types
 
+from stark_lsp.lines import split_lines  # noqa: F401  (re-exported)
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split on ``\\n`` (a ``\\r`` stays with its line)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+
 
 
 def utf16_len(s: str) -> int:
