@@ -236,5 +236,3 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     if cancel.is_set():
         return 130
     return 1 if any(r.outcome != "done" for r in records) else 0
-
-

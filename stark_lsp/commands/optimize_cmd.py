@@ -156,5 +156,3 @@ def run(args: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         store.close()
-
-

@@ -18,8 +18,6 @@ from lsprotocol import types
 from stark_lsp.lines import split_lines  # noqa: F401  (re-exported)
 
 
-
-
 def utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
