@@ -10,6 +10,17 @@ def prog(attempt, done=False, best=None, message=""):
     return Progress("t", attempt, 30, best, 3 if best else None, 1, attempt - 1, 2, done, message)
 
 
+def test_progress_line_leads_with_the_speedup_against_the_users_kernel():
+    p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002)
+    assert "best 3.00x yours, 0.006x eager (#3)" in format_progress(p)
+
+
+def test_table_has_both_speedups():
+    rows = table(nodes(), best_id=2).splitlines()
+    assert "x yours" in rows[0] and "x eager" in rows[0]
+    assert rows[2].split()[5:7] == ["2.00x", "2.00x"]  # 2.0 ms -> 1.0 ms; 2.0x the reference
+
+
 def test_progress_line_has_attempts_best_and_failures():
     assert format_progress(prog(4, best=1.5, message="hi")) == (
         "attempt 4/30  best 1.50x (#3)  correct 3  failed 1  running 2  | hi")

@@ -149,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
         out = best_path(task, args.out)
         out.write_text(best.source)
         what = "the original kernel (nothing beat it)" if best.parent_id is None else f"node #{best.id}"
-        print(f"best: {what}, {best.result.summary() if best.result else best.outcome()}")
+        root = store.root(tid)
+        yours = (f"{root.runtime_ms / best.runtime_ms:.2f}x your kernel ({best.runtime_ms:.4g} ms vs {root.runtime_ms:.4g} ms); "
+                 if root and root.runtime_ms and best.runtime_ms and best.parent_id is not None else "")
+        print(f"best: {what}, {yours}against eager: {best.result.summary() if best.result else best.outcome()}")
         print(f"wrote {out}")
         return 130 if cancel.is_set() else code
     finally:

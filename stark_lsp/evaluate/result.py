@@ -170,10 +170,8 @@ class EvalResult:
         """One line for tables, hovers and logs."""
         if self.status is Status.OK and self.runtime:
             r = self.runtime
-            s = (
-                f"{r.speedup:.2f}x: {r.candidate.median_ms:.4g} ms vs "
-                f"{r.reference.median_ms:.4g} ms"
-            )
+            x = f"{r.speedup:.2f}x" if r.speedup >= 0.01 else f"{r.speedup:.2g}x"
+            s = f"{x}: {r.candidate.median_ms:.4g} ms vs {r.reference.median_ms:.4g} ms"
             return s if r.is_gpu else s + " (CPU interpreter)"
         return f"{self.status.value}: {self.message}".strip()
 

@@ -64,6 +64,13 @@ class Progress:
     running: int  # attempts in flight
     done: bool
     message: str = ""
+    root_speedup: float | None = None  # the user's kernel against eager: best / this = "x your kernel"
+
+    @property
+    def best_vs_root(self) -> float | None:
+        if self.best_speedup is None or not self.root_speedup:
+            return None
+        return self.best_speedup / self.root_speedup
 
 
 class EvaluatorFailed(RuntimeError):
@@ -219,7 +226,9 @@ class Search:
 
     def progress(self, done: bool = False, message: str = "") -> Progress:
         attempts = self._attempts()
-        best = best_correct(n for n in self._snapshot() if n.duplicate_of is None)
+        snapshot = self._snapshot()
+        best = best_correct(n for n in snapshot if n.duplicate_of is None)
+        root = next((n for n in snapshot if n.parent_id is None), None)
         return Progress(
             task_id=self.task_id,
             attempt=sum(1 for n in attempts if n.completed),
@@ -231,6 +240,7 @@ class Search:
             running=sum(1 for n in attempts if n.in_flight),
             done=done,
             message=message,
+            root_speedup=root.speedup if root else None,
         )
 
     def _emit(self, done: bool = False, message: str = "") -> None:

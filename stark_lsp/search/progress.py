@@ -10,12 +10,21 @@ from .engine import Progress
 
 
 def format_progress(p: Progress) -> str:
-    best = f"{p.best_speedup:.2f}x (#{p.best_node_id})" if p.best_speedup is not None else "-"
+    if p.best_speedup is None:
+        best = "-"
+    elif p.best_vs_root is not None:  # against the user's kernel first: that is the question asked
+        best = f"{p.best_vs_root:.2f}x yours, {_eager(p.best_speedup)} eager (#{p.best_node_id})"
+    else:
+        best = f"{p.best_speedup:.2f}x (#{p.best_node_id})"
     line = (f"attempt {p.attempt}/{p.budget}  best {best}  correct {p.correct}  "
             f"failed {p.failures}  running {p.running}")
     if p.message:
         line += f"  | {p.message}"
     return line
+
+
+def _eager(x: float) -> str:
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
 
 
 class ProgressPrinter:

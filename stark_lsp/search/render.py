@@ -8,7 +8,21 @@ from .node import Node
 
 
 def _speed(n: Node) -> str:
-    return f"{n.speedup:.2f}x" if n.speedup is not None else "-"
+    """Against eager PyTorch (the reference): two significant digits when tiny (CPU interpreter)."""
+    if n.speedup is None:
+        return "-"
+    return f"{n.speedup:.2f}x" if n.speedup >= 0.01 else f"{n.speedup:.2g}x"
+
+
+def _root_ms(nodes: list[Node]) -> float | None:
+    return next((n.runtime_ms for n in nodes if n.parent_id is None), None)
+
+
+def _yours(n: Node, root_ms: float | None) -> str:
+    """Against the user's kernel (the root): what a kernel engineer asks first."""
+    if n.runtime_ms is None or not root_ms or n.speedup is None:
+        return "-"
+    return f"{root_ms / n.runtime_ms:.2f}x"
 
 
 def _runtime(n: Node) -> str:
@@ -27,14 +41,15 @@ def _note(n: Node, width: int) -> str:
 
 def table(nodes: list[Node], best_id: int | None = None, width: int = 60) -> str:
     """One row per node: id, parent, kind, attempt, status, speedup, ms, note."""
-    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'speedup':>8} {'ms':>9}  note"
+    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'x yours':>8} {'x eager':>8} {'ms':>9}  note"
     rows = [head]
+    root_ms = _root_ms(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
-            f"{_speed(n):>8} {_runtime(n):>9}  {_note(n, width)}"
+            f"{_yours(n, root_ms):>8} {_speed(n):>8} {_runtime(n):>9}  {_note(n, width)}"
         )
     return "\n".join(rows)
 
@@ -47,10 +62,12 @@ def tree(nodes: list[Node], best_id: int | None = None, width: int = 70) -> str:
         parent = n.parent_id if n.parent_id in ids else None
         kids.setdefault(parent, []).append(n)
     lines: list[str] = []
+    root_ms = _root_ms(nodes)
 
     def walk(n: Node, depth: int) -> None:
         mark = " *best*" if n.id == best_id else ""
-        lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {_speed(n)}{mark}  {_note(n, width)}".rstrip())
+        speed = f"{_yours(n, root_ms)} yours, {_speed(n)} eager" if n.speedup is not None else "-"
+        lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {speed}{mark}  {_note(n, width)}".rstrip())
         for c in kids.get(n.id, []):
             walk(c, depth + 1)
 
