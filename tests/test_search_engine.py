@@ -259,3 +259,29 @@ def test_a_broken_task_stops_the_search_instead_of_debugging_the_kernel(env):
     assert root.status == ABANDONED and "ZeroDivisionError" in root.error
     search(env, budget=2)[0].run()  # once the task is fixed, the root is judged again
     assert store.root(task.task_id()).status == "ok"
+
+
+def test_a_changed_task_file_starts_a_new_tree_and_keeps_the_old(env):
+    task, store = env
+    search(env, budget=3)[0].run()
+    old = store.nodes(task.task_id())
+    assert len(old) == 4
+    task.path.write_text(fake_source(2.0))  # the user edited and saved the kernel
+    s, progress = search(env, budget=2)
+    s.run()
+    tid = task.task_id()
+    assert store.root(tid).source == fake_source(2.0)
+    assert sorted(n.attempt for n in attempts(store, task)) == [1, 2]
+    assert [n.id for n in store.nodes(tid + "~1")] == [n.id for n in old]  # kept, not deleted
+    assert any("kept as " + tid + "~1" in p.message for p in progress)
+    task.path.write_text(fake_source(3.0))
+    search(env, budget=1)[0].run()
+    assert store.has_tree(tid + "~2") and store.root(tid).source == fake_source(3.0)
+
+
+def test_an_unchanged_task_file_resumes_the_same_tree(env):
+    task, store = env
+    search(env, budget=2)[0].run()
+    search(env, budget=3)[0].run()
+    assert not store.has_tree(task.task_id() + "~1")
+    assert sorted(n.attempt for n in attempts(store, task)) == [1, 2, 3]

@@ -254,6 +254,7 @@ class Search:
         killed run are marked abandoned and their attempts redone)."""
         self._cancel = cancel or threading.Event()
         with tree_lock(self.store.path, self.task_id):
+            archived = self._archive_if_changed()
             self.store.create_tree(self.task)
             abandoned = self.store.abandon_in_flight(self.task_id)
             for n in self.store.nodes(self.task_id):
@@ -262,7 +263,7 @@ class Search:
                 self._hardware = str(self.evaluator.hardware())
             except Exception:
                 self._hardware = ""
-            note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else ""
+            note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
             root = self._ensure_root(note)
             if root is not None:
                 self._start_profiling()
@@ -342,18 +343,27 @@ class Search:
         self._prof_pool.shutdown(wait=True)
         self._prof_pool = None
 
+    def _archive_if_changed(self) -> str:
+        """A stored tree whose root is not the task's code any more is archived, and
+        a new tree starts from the file as it is now; returns a note, or ""."""
+        root = self.store.root(self.task_id)
+        if root is None:
+            return ""
+        try:
+            current = self.task.root_source()
+        except OSError:
+            return ""
+        if root.source == current:
+            return ""
+        kept = self.store.archive_tree(self.task_id)
+        return f"the task file changed since the stored tree began: that tree is kept as {kept}; starting a new one"
+
     def _ensure_root(self, note: str) -> Node | None:
         root = self.store.root(self.task_id)
         if root is None:
             root = self._record(self.store.add_node(
                 self.task_id, None, ROOT, RUNNING, source=self.task.root_source(), summary="the original kernel"))
         elif root.evaluated:
-            try:
-                changed = root.source != self.task.root_source()
-            except OSError:
-                changed = False
-            if changed:
-                note = (note + "; " if note else "") + "the task file changed since this tree began: continuing the stored tree"
             self._emit(message=note)
             return root
         else:

@@ -269,6 +269,22 @@ class TreeStore:
         rows = self._query("SELECT task_id, spec_json FROM trees ORDER BY created")
         return [(r[0], TaskSpec.from_dict(json.loads(r[1]))) for r in rows]
 
+    def archive_tree(self, task_id: str) -> str:
+        """Keep a tree under a new id (``<task_id>~N``) so the task can start a fresh one.
+
+        Used when the task file changed since the tree began: its candidates
+        were derived from code that is no longer there. Nothing is deleted (the
+        agents' calls cost tokens); the archived tree stays readable by its id.
+        """
+        with self._tx() as cur:
+            n = cur.execute("SELECT COUNT(*) FROM trees WHERE task_id LIKE ?", (task_id + "~%",)).fetchone()[0]
+            new_id = f"{task_id}~{n + 1}"
+            cur.execute("INSERT INTO trees(task_id, spec_json, created) SELECT ?, spec_json, created FROM trees "
+                        "WHERE task_id = ?", (new_id, task_id))
+            cur.execute("UPDATE nodes SET task_id = ? WHERE task_id = ?", (new_id, task_id))
+            cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
+        return new_id
+
     def delete_tree(self, task_id: str) -> None:
         with self._tx() as cur:
             cur.execute("DELETE FROM nodes WHERE task_id = ?", (task_id,))
