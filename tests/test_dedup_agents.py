@@ -229,5 +229,7 @@ def test_a_race_between_two_attempts_is_retried_not_evaluated_twice(tmp_path):
     assert len(ev.sources) == len(set(ev.sources)) == 5
     speeds = sorted(float(_SPEED.search(n.source).group(1)) for n in nodes)
     assert speeds == [2.0, 3.0, 4.0, 5.0]
-    # the attempt that lost the race asked its agents twice, and both rounds are on record
-    assert sorted(len(n.exchanges) for n in nodes) == [2, 2, 2, 4]
+    # the attempt that lost the forced race asked its agents twice, and both rounds are on
+    # record; later attempts may race too (timing), but every round is plan + code
+    counts = sorted(len(n.exchanges) for n in nodes)
+    assert counts[0] == 2 and counts[-1] >= 4 and all(c % 2 == 0 for c in counts), counts
