@@ -2,14 +2,17 @@
 
 For each marker it finds the tunable named X inside the marker's span (a
 fragment: only the span is read) and writes V there; an empty span with an
-nvcc flag instruction becomes a new ``// stark-nvcc-flags:`` line. Any other
-instruction, e.g. one a person typed, raises AgentError.
+nvcc flag instruction becomes a new ``// stark-nvcc-flags:`` line. A
+``rewrite ModelNew in Triton`` marker (KernelBench roots, ``kb_lowering``)
+becomes the Triton kernels of the model's operation. Any other instruction,
+e.g. one a person typed, raises AgentError.
 """
 
 from __future__ import annotations
 
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult
 from stark_lsp.agents.builtin.instructions import parse_instruction
+from stark_lsp.agents.builtin.kb_lowering import implement_lowering, is_lowering
 from stark_lsp.agents.builtin.tunables import find_tunables, flags_line, set_value
 from stark_lsp.markers.syntax import Marker, MarkerError, parse_markers
 
@@ -22,7 +25,9 @@ class BuiltinCoder:
             raise AgentError(f"the marked source breaks the marker rules: {e}") from e
         if not markers:
             raise AgentError("the marked source has no markers to implement")
-        return CodeResult(replacements={m.id: self.implement(m, ctx.task.language) for m in markers})
+        return CodeResult(replacements={
+            m.id: implement_lowering(marked_source) if is_lowering(m.instruction) else self.implement(m, ctx.task.language)
+            for m in markers})
 
     def implement(self, m: Marker, language: str) -> str:
         ins = parse_instruction(m.instruction)

@@ -31,6 +31,7 @@ from stark_lsp.agents.builtin.history import (
     speedup_in,
 )
 from stark_lsp.agents.builtin.instructions import format_instruction
+from stark_lsp.agents.builtin.kb_lowering import plan_lowering, wants_lowering
 from stark_lsp.agents.builtin.priors import prior
 from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
@@ -117,6 +118,12 @@ class BuiltinPlanner:
         return [(options[i][1], options[i][2]) for i in order]
 
     def plan(self, ctx: AgentContext) -> PlanResult:
+        if wants_lowering(ctx):
+            result = plan_lowering(ctx)
+            source = self.implemented(ctx, result.marked_source)
+            if ctx.seen and source is not None and source_digest(source) in ctx.seen:
+                raise AgentError(f"{NOTHING_NEW}: the Triton version of this model is already in the tree")
+            return result
         ranked = self.ranked(ctx)
         if not ranked:
             raise AgentError(f"{NOTHING_NEW} (the built-in team has nothing left to try: every tunable value it "

@@ -1,0 +1,245 @@
+"""What a KernelBench ``Model.forward`` computes, when it is one known operation.
+
+``recognize(source)`` reads the file with ``ast`` (nothing is imported or run)
+and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
+
+* an elementwise function of its one input: ``torch.relu(x)``, ``F.gelu(x)``
+  (exact or ``approximate="tanh"``), ``torch.sigmoid``, ``torch.tanh``,
+  ``F.silu``, ``torch.exp``, ``torch.abs`` (function, method or an ``nn``
+  activation module built in ``__init__``);
+* a reduction over one dimension: ``torch.sum`` / ``mean`` / ``amax`` /
+  ``amin`` with ``dim=`` a literal or an attribute set in ``__init__``;
+* ``torch.softmax(x, dim=...)`` (also ``F.softmax``, ``x.softmax``);
+* a LayerNorm module built in ``__init__`` (``self.ln(x)``; its own weight,
+  bias and eps are used);
+* a 2-D matrix product: ``torch.matmul(A, B)``, ``torch.mm``, ``A @ B``.
+
+Anything else gives ``None`` and a reason (``why_not``): the built-in team
+then leaves the task to an LLM team.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+UNARY = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "sigmoid": "sigmoid",
+    "tanh": "tanh",
+    "silu": "silu",
+    "exp": "exp",
+    "abs": "abs",
+}
+MODULES = {"ReLU": "relu", "GELU": "gelu", "Sigmoid": "sigmoid", "Tanh": "tanh", "SiLU": "silu"}
+REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin"}
+MATMUL = {"matmul", "mm"}
+_MODULE_ROOTS = {"torch", "F", "nn", "functional", "torch.nn.functional"}
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str  # unary | reduce | softmax | layernorm | matmul
+    name: str  # relu, gelu_tanh, sum, softmax, layernorm, matmul, ...
+    args: tuple[str, ...]  # forward's tensor parameters, in order
+    dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
+    keepdim: str = "False"
+    module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
+
+    def describe(self) -> str:
+        if self.kind == "unary":
+            return f"{self.name} (elementwise)"
+        if self.kind in ("reduce", "softmax"):
+            return f"{self.name} over dim {self.dim}"
+        if self.kind == "layernorm":
+            return f"layernorm (self.{self.module})"
+        return "matmul (2-D)"
+
+
+class NotRecognized(ValueError):
+    pass
+
+
+def recognize(source: str) -> Op | None:
+    try:
+        return analyse(source)
+    except NotRecognized:
+        return None
+
+
+def why_not(source: str) -> str:
+    try:
+        analyse(source)
+        return ""
+    except NotRecognized as e:
+        return str(e)
+
+
+def analyse(source: str) -> Op:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise NotRecognized(f"the file does not parse: {e}") from e
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        raise NotRecognized("no class Model")
+    methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
+    forward = methods.get("forward")
+    if forward is None:
+        raise NotRecognized("Model has no forward")
+    params = [a.arg for a in forward.args.args[1:]]
+    if forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
+        raise NotRecognized("forward takes *args, **kwargs or keyword-only arguments")
+    body = [s for s in forward.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        raise NotRecognized("forward is not a single return statement")
+    attrs = _init_attrs(methods.get("__init__"))
+    return _expression(body[0].value, params, attrs)
+
+
+def _init_attrs(init: ast.FunctionDef | None) -> dict[str, ast.expr]:
+    """self.<name> = <value> assignments of __init__."""
+    out: dict[str, ast.expr] = {}
+    if init is None:
+        return out
+    for stmt in ast.walk(init):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            t = stmt.targets[0]
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                out[t.attr] = stmt.value
+    return out
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def _library_function(func: ast.expr) -> str:
+    """'relu' for torch.relu / F.relu / torch.nn.functional.relu; '' otherwise."""
+    name = _dotted(func)
+    if "." not in name:
+        return ""
+    root, _, last = name.rpartition(".")
+    return last if root in _MODULE_ROOTS or root.startswith("torch") else ""
+
+
+def _keyword(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if position is not None and len(call.args) > position:
+        return call.args[position]
+    return None
+
+
+def _dim_expr(node: ast.expr | None, attrs: dict[str, ast.expr], what: str) -> str:
+    if node is None:
+        raise NotRecognized(f"{what} without dim=")
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return repr(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, int):
+        return repr(-node.operand.value)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+            and node.attr in attrs:
+        return f"self.{node.attr}"
+    raise NotRecognized(f"{what}: dim is not a literal or an attribute set in __init__")
+
+
+def _bool_expr(node: ast.expr | None, attrs: dict[str, ast.expr]) -> str:
+    if node is None:
+        return "False"
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return repr(node.value)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+            and node.attr in attrs:
+        return f"bool(self.{node.attr})"
+    raise NotRecognized("keepdim is not a literal or an attribute set in __init__")
+
+
+def _is_param(node: ast.expr, params: list[str]) -> str:
+    if isinstance(node, ast.Name) and node.id in params:
+        return node.id
+    raise NotRecognized("the operation is not applied to forward's own input")
+
+
+def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> Op:
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
+        return Op("matmul", "matmul", (_is_param(e.left, params), _is_param(e.right, params)))
+    if not isinstance(e, ast.Call):
+        raise NotRecognized("forward returns something other than one call")
+    func = e.func
+    # self.<module>(x): an activation or a LayerNorm built in __init__
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        built = attrs.get(func.attr)
+        cls = _dotted(built.func).rpartition(".")[2] if isinstance(built, ast.Call) else ""
+        if len(e.args) != 1 or e.keywords:
+            raise NotRecognized(f"self.{func.attr} is called with more than one input")
+        x = _is_param(e.args[0], params)
+        if cls == "LayerNorm":
+            return Op("layernorm", "layernorm", (x,), module=func.attr)
+        if cls in MODULES:
+            name = MODULES[cls]
+            if cls == "GELU":
+                approx = _keyword(built, "approximate", 0)
+                name = _gelu_name(approx)
+            return Op("unary", name, (x,))
+        raise NotRecognized(f"self.{func.attr} is a {cls or 'module'} the built-in team does not lower")
+    # x.relu(), x.sum(dim=1), x.softmax(dim=-1)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
+        x, method = func.value.id, func.attr
+        return _call(method, [func.value] + list(e.args), e, params, attrs, x_given=x)
+    lib = _library_function(func)
+    if not lib:
+        raise NotRecognized(f"forward calls {_dotted(func) or 'something'}, which the built-in team does not lower")
+    return _call(lib, list(e.args), e, params, attrs)
+
+
+def _gelu_name(approx: ast.expr | None) -> str:
+    if approx is None or (isinstance(approx, ast.Constant) and approx.value == "none"):
+        return "gelu"
+    if isinstance(approx, ast.Constant) and approx.value == "tanh":
+        return "gelu_tanh"
+    raise NotRecognized("gelu with an approximation that is not a literal")
+
+
+def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], attrs: dict[str, ast.expr],
+          x_given: str | None = None) -> Op:
+    if not args:
+        raise NotRecognized(f"{name} without an input")
+    # x_given: a method call (x.sum(1)), whose call.args start after the tensor
+    if name in MATMUL:
+        if len(args) != 2 or call.keywords:
+            raise NotRecognized(f"{name} with other than two inputs")
+        return Op("matmul", "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
+    x = _is_param(args[0], params)
+    if name in UNARY:
+        extra = len(args) - 1
+        kws = {k.arg for k in call.keywords}
+        if name == "gelu" and extra == 0 and kws <= {"approximate"}:
+            return Op("unary", _gelu_name(_keyword(call, "approximate")), (x,))
+        if extra or kws - {"inplace"}:
+            raise NotRecognized(f"{name} with extra arguments")
+        return Op("unary", UNARY[name], (x,))
+    if name in REDUCTIONS:
+        if set(k.arg for k in call.keywords) - {"dim", "keepdim"}:
+            raise NotRecognized(f"{name} with arguments other than dim and keepdim")
+        if x_given is None:
+            dim = _keyword(call, "dim", 1)
+            keep = _keyword(call, "keepdim", 2)
+        else:
+            dim = _keyword(call, "dim", 0)
+            keep = _keyword(call, "keepdim", 1)
+        return Op("reduce", REDUCTIONS[name], (x,), dim=_dim_expr(dim, attrs, name), keepdim=_bool_expr(keep, attrs))
+    if name == "softmax":
+        if set(k.arg for k in call.keywords) - {"dim"}:
+            raise NotRecognized("softmax with arguments other than dim")
+        dim = _keyword(call, "dim", 1) if x_given is None else _keyword(call, "dim", 0)
+        return Op("softmax", "softmax", (x,), dim=_dim_expr(dim, attrs, "softmax"))
+    raise NotRecognized(f"forward calls {name}, which the built-in team does not lower")

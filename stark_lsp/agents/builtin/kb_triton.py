@@ -1,0 +1,309 @@
+"""Triton code for a recognized KernelBench operation (see ``kb_forward``).
+
+``render(op)`` returns the text that replaces ``class ModelNew(Model): pass``:
+``import``s, one or two ``@triton.jit`` kernels and a ``ModelNew`` that
+subclasses ``Model`` (so ``__init__``'s parameters, e.g. a LayerNorm's weight,
+are the reference's own) and overrides ``forward`` to launch them. Block sizes
+are plain assignments and ``num_warps`` / ``num_stages`` launch keywords, the
+forms the built-in Plan agent tunes afterwards. Arithmetic is in fp32 and the
+result is stored in the input's dtype; fp32 matrix products use IEEE fp32
+(torch's default: no TF32).
+"""
+
+from __future__ import annotations
+
+from stark_lsp.agents.builtin.kb_forward import Op
+
+HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
+
+UNARY_EXPR = {
+    "relu": "tl.maximum(x, 0.0)",
+    "gelu": "0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))",
+    "gelu_tanh": "0.5 * x * (2.0 * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)))",
+    "sigmoid": "tl.sigmoid(x)",
+    "tanh": "2.0 * tl.sigmoid(2.0 * x) - 1.0",
+    "silu": "x * tl.sigmoid(x)",
+    "exp": "tl.exp(x)",
+    "abs": "tl.abs(x)",
+}
+
+
+def render(op: Op) -> str:
+    body = {"unary": _unary, "reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
+            "matmul": _matmul}[op.kind](op)
+    return HEADER + "\n\n" + body.strip("\n") + "\n"
+
+
+def _doc(op: Op) -> str:
+    return f'    """{op.describe()} in Triton (written by the built-in team from Model.forward)."""\n'
+
+
+def _unary(op: Op) -> str:
+    x = op.args[0]
+    return f'''
+@triton.jit
+def _stark_{op.name}_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    y = {UNARY_EXPR[op.name]}
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(Model):
+{_doc(op)}
+    def forward(self, {x}):
+        x = {x}.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        BLOCK_SIZE = 1024
+        grid = (triton.cdiv(n, BLOCK_SIZE),)
+        _stark_{op.name}_kernel[grid](x, y, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+        return y
+'''
+
+
+_REDUCE = {  # initial value, combine two tiles, reduce a tile, scale by 1/R
+    "sum": ("0.0", "acc + v", "tl.sum", False),
+    "mean": ("0.0", "acc + v", "tl.sum", True),
+    "amax": ('float("-inf")', "tl.maximum(acc, v)", "tl.max", False),
+    "amin": ('float("inf")', "tl.minimum(acc, v)", "tl.min", False),
+}
+
+
+def _reduce(op: Op) -> str:
+    init, combine, reduce, scale = _REDUCE[op.name]
+    finish = "out = out / R" if scale else "out = out"
+    x = op.args[0]
+    return f'''
+@triton.jit
+def _stark_{op.name}_strided_kernel(x_ptr, y_ptr, R, inner, BLOCK_R: tl.constexpr, BLOCK_INNER: tl.constexpr):
+    # x viewed as [outer, R, inner]: one program per (outer index, block of inner columns)
+    o = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_INNER + tl.arange(0, BLOCK_INNER)
+    cmask = cols < inner
+    base = x_ptr + o * R * inner
+    acc = tl.full((BLOCK_R, BLOCK_INNER), {init}, tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        m = (rows[:, None] < R) & cmask[None, :]
+        v = tl.load(base + rows[:, None].to(tl.int64) * inner + cols[None, :], mask=m, other={init}).to(tl.float32)
+        acc = {combine}
+    out = {reduce}(acc, axis=0)
+    {finish}
+    tl.store(y_ptr + o * inner + cols, out.to(y_ptr.dtype.element_ty), mask=cmask)
+
+
+@triton.jit
+def _stark_{op.name}_rows_kernel(x_ptr, y_ptr, R, ROW_BLOCK_SIZE: tl.constexpr):
+    # inner == 1: one program per contiguous row of R elements
+    row = tl.program_id(0).to(tl.int64)
+    acc = tl.full((ROW_BLOCK_SIZE,), {init}, tl.float32)
+    for r0 in range(0, R, ROW_BLOCK_SIZE):
+        cols = r0 + tl.arange(0, ROW_BLOCK_SIZE)
+        v = tl.load(x_ptr + row * R + cols, mask=cols < R, other={init}).to(tl.float32)
+        acc = {combine}
+    out = {reduce}(acc, axis=0)
+    {finish}
+    tl.store(y_ptr + row, out.to(y_ptr.dtype.element_ty))
+
+
+class ModelNew(Model):
+{_doc(op)}
+    def forward(self, {x}):
+        x = {x}.contiguous()
+        dim = {op.dim}
+        if not isinstance(dim, int):
+            raise TypeError(f"this kernel reduces over one dimension, not {{dim!r}}")
+        d = dim % x.ndim
+        outer, R, inner = math.prod(x.shape[:d]), x.shape[d], math.prod(x.shape[d + 1:])
+        shape = list(x.shape)
+        if {op.keepdim}:
+            shape[d] = 1
+        else:
+            del shape[d]
+        y = torch.empty(shape, device=x.device, dtype=x.dtype)
+        if inner == 1:
+            ROW_BLOCK_SIZE = 1024
+            _stark_{op.name}_rows_kernel[(outer,)](x, y, R, ROW_BLOCK_SIZE=ROW_BLOCK_SIZE, num_warps=4)
+        else:
+            BLOCK_R = 8
+            BLOCK_INNER = 128
+            grid = (outer, triton.cdiv(inner, BLOCK_INNER))
+            _stark_{op.name}_strided_kernel[grid](x, y, R, inner, BLOCK_R=BLOCK_R, BLOCK_INNER=BLOCK_INNER, num_warps=4)
+        return y
+'''
+
+
+def _softmax(op: Op) -> str:
+    x = op.args[0]
+    return f'''
+@triton.jit
+def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr):
+    # one program per row: an online max and sum, then the normalized write
+    row = tl.program_id(0).to(tl.int64)
+    xr = x_ptr + row * N
+    yr = y_ptr + row * N
+    m = tl.full((BLOCK_SIZE,), float("-inf"), tl.float32)
+    s = tl.zeros((BLOCK_SIZE,), tl.float32)
+    for c0 in range(0, N, BLOCK_SIZE):
+        cols = c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, v)
+        empty = m_new == float("-inf")
+        s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(v - m_new))
+        m = m_new
+    mx = tl.max(m, axis=0)
+    total = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - mx)), axis=0)
+    for c0 in range(0, N, BLOCK_SIZE):
+        cols = c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(yr + cols, (tl.exp(v - mx) / total).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+class ModelNew(Model):
+{_doc(op)}
+    def forward(self, {x}):
+        dim = {op.dim}
+        d = dim % {x}.ndim
+        last = d == {x}.ndim - 1
+        x = ({x} if last else {x}.transpose(d, -1)).contiguous()
+        N = x.shape[-1]
+        y = torch.empty_like(x)
+        BLOCK_SIZE = 1024
+        _stark_softmax_kernel[(x.numel() // max(N, 1),)](x, y, N, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+        return y if last else y.transpose(d, -1)
+'''
+
+
+def _layernorm(op: Op) -> str:
+    x = op.args[0]
+    ln = f"self.{op.module}"
+    return f'''
+@triton.jit
+def _stark_ln_stats_kernel(x_ptr, part_ptr, C, nchunks, CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # one program per (row, chunk of the row): count, mean and sum of squared deviations
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    start = chunk.to(tl.int64) * CHUNK_SIZE
+    end = tl.minimum(start + CHUNK_SIZE, C)
+    xr = x_ptr + row * C
+    acc = tl.zeros((BLOCK_SIZE,), tl.float32)
+    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        acc += tl.load(xr + cols, mask=cols < end, other=0.0).to(tl.float32)
+    count = (end - start).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / count
+    acc2 = tl.zeros((BLOCK_SIZE,), tl.float32)
+    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < end, other=0.0).to(tl.float32)
+        dv = tl.where(cols < end, v - mean, 0.0)
+        acc2 += dv * dv
+    p = part_ptr + (row * nchunks + chunk) * 3
+    tl.store(p, count)
+    tl.store(p + 1, mean)
+    tl.store(p + 2, tl.sum(acc2, axis=0))
+
+
+@triton.jit
+def _stark_ln_apply_kernel(x_ptr, y_ptr, w_ptr, b_ptr, part_ptr, C, nchunks, eps,
+                           CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr, PARTS: tl.constexpr,
+                           HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # combine the row's chunk statistics (Chan et al.), then normalize this chunk
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    pr = part_ptr + row * nchunks * 3
+    wsum = tl.zeros((PARTS,), tl.float32)
+    for p0 in range(0, nchunks, PARTS):
+        idx = p0 + tl.arange(0, PARTS)
+        pm = idx < nchunks
+        wsum += tl.load(pr + idx * 3, mask=pm, other=0.0) * tl.load(pr + idx * 3 + 1, mask=pm, other=0.0)
+    mean = tl.sum(wsum, axis=0) / C
+    m2 = tl.zeros((PARTS,), tl.float32)
+    for p0 in range(0, nchunks, PARTS):
+        idx = p0 + tl.arange(0, PARTS)
+        pm = idx < nchunks
+        n_i = tl.load(pr + idx * 3, mask=pm, other=0.0)
+        dm = tl.load(pr + idx * 3 + 1, mask=pm, other=0.0) - mean
+        m2 += tl.load(pr + idx * 3 + 2, mask=pm, other=0.0) + n_i * dm * dm
+    rstd = 1.0 / tl.sqrt(tl.sum(m2, axis=0) / C + eps)
+    start = chunk.to(tl.int64) * CHUNK_SIZE
+    end = tl.minimum(start + CHUNK_SIZE, C)
+    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        mask = cols < end
+        y = (tl.load(x_ptr + row * C + cols, mask=mask, other=0.0).to(tl.float32) - mean) * rstd
+        if HAS_W:
+            y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        if HAS_B:
+            y = y + tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * C + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(Model):
+{_doc(op)}
+    def forward(self, {x}):
+        ln = {ln}
+        x = {x}.contiguous()
+        C = math.prod(ln.normalized_shape)
+        rows = x.numel() // C
+        y = torch.empty_like(x)
+        CHUNK_SIZE = 4096
+        BLOCK_SIZE = 1024
+        nchunks = triton.cdiv(C, CHUNK_SIZE)
+        parts = torch.empty((rows, nchunks, 3), device=x.device, dtype=torch.float32)
+        w = ln.weight if ln.weight is not None else x
+        b = ln.bias if ln.bias is not None else x
+        grid = (rows, nchunks)
+        _stark_ln_stats_kernel[grid](x, parts, C, nchunks, CHUNK_SIZE=CHUNK_SIZE, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+        _stark_ln_apply_kernel[grid](x, y, w.contiguous(), b.contiguous(), parts, C, nchunks, ln.eps,
+                                     CHUNK_SIZE=CHUNK_SIZE, BLOCK_SIZE=BLOCK_SIZE, PARTS=256,
+                                     HAS_W=ln.weight is not None, HAS_B=ln.bias is not None, num_warps=4)
+        return y
+'''
+
+
+def _matmul(op: Op) -> str:
+    a, b = op.args
+    return f'''
+@triton.jit
+def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_K: tl.constexpr, IEEE: tl.constexpr):
+    # one program per BLOCK_M x BLOCK_N tile of C, marching over K
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 + rk
+        av = tl.load(a_ptr + rm[:, None].to(tl.int64) * K + ka[None, :],
+                     mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        bv = tl.load(b_ptr + ka[:, None].to(tl.int64) * N + rn[None, :],
+                     mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        if IEEE:
+            acc += tl.dot(av, bv, input_precision="ieee")
+        else:
+            acc += tl.dot(av, bv)
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(c_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], acc.to(c_ptr.dtype.element_ty), mask=cmask)
+
+
+class ModelNew(Model):
+{_doc(op)}
+    def forward(self, {a}, {b}):
+        if {a}.ndim != 2 or {b}.ndim != 2:
+            raise ValueError(f"this kernel multiplies 2-D matrices, not {{tuple({a}.shape)}} @ {{tuple({b}.shape)}}")
+        A = {a}.contiguous()
+        B = {b}.contiguous()
+        M, K = A.shape
+        N = B.shape[1]
+        C = torch.empty((M, N), device=A.device, dtype=A.dtype)
+        BLOCK_M = 64
+        BLOCK_N = 64
+        BLOCK_K = 32
+        grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
+        _stark_matmul_kernel[grid](A, B, C, M, N, K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                   IEEE=A.dtype == torch.float32, num_warps=4, num_stages=2)
+        return C
+'''

@@ -1,0 +1,150 @@
+"""The built-in team on KernelBench tasks: it recognizes single-operation
+models, writes them in Triton, and the result agrees with the reference in the
+real evaluator (CPU: Triton interpreter; unchanged on a GPU)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
+from stark_lsp.agents.builtin import make_builtin_team
+from stark_lsp.agents.builtin.kb_forward import analyse, NotRecognized
+from stark_lsp.agents.builtin.kb_lowering import modelnew_stub
+from stark_lsp.agents.builtin.tunables import find_tunables
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import Status
+from stark_lsp.markers.syntax import apply_replacements, parse_markers
+from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.tasks.spec import load_task
+
+FAST = EvalOptions(trials=2, cpu_reps=1, reps=20, time_budget_s=0.5, run_timeout_s=120)
+
+
+def kb_file(tmp_path: Path, name: str, init: str, forward: str, inputs: str, init_inputs: str = "[]",
+            params: str = "x") -> Path:
+    body = textwrap.indent(textwrap.dedent(init), " " * 8)
+    text = (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, *args):\n"
+        "        super().__init__()\n"
+        f"{body}\n"
+        f"    def forward(self, {params}):\n"
+        f"        return {forward}\n\n\n"
+        f"def get_inputs():\n    return {inputs}\n\n\n"
+        f"def get_init_inputs():\n    return {init_inputs}\n"
+    )
+    p = tmp_path / f"{name}.py"
+    p.write_text(text)
+    return p
+
+
+CASES = {  # name: (init, forward, inputs, init_inputs, params, (kind, op name))
+    "relu": ("pass\n", "torch.relu(x)", "[torch.randn(7, 301)]", "[]", "x", ("unary", "relu")),
+    "gelu_tanh": ("pass\n", 'F.gelu(x, approximate="tanh")', "[torch.randn(1000)]", "[]", "x", ("unary", "gelu_tanh")),
+    "sigmoid_method": ("pass\n", "x.sigmoid()", "[torch.randn(33, 5)]", "[]", "x", ("unary", "sigmoid")),
+    "tanh_module": ("self.act = nn.Tanh()\n", "self.act(x)", "[torch.randn(513)]", "[]", "x", ("unary", "tanh")),
+    "silu": ("pass\n", "F.silu(x)", "[torch.randn(2, 3, 50)]", "[]", "x", ("unary", "silu")),
+    "gelu_module": ("self.act = nn.GELU()\n", "self.act(x)", "[torch.randn(999)]", "[]", "x", ("unary", "gelu")),
+    "sum_dim0": ("self.dim = args[0]\n", "torch.sum(x, dim=self.dim, keepdim=True)", "[torch.randn(37, 19, 3)]",
+                 "[0]", "x", ("reduce", "sum")),
+    "mean_last": ("pass\n", "x.mean(-1)", "[torch.randn(9, 1500)]", "[]", "x", ("reduce", "mean")),
+    "amax_mid": ("pass\n", "torch.amax(x, dim=1)", "[torch.randn(4, 70, 33)]", "[]", "x", ("reduce", "amax")),
+    "amin_mid": ("pass\n", "torch.amin(x, 1, True)", "[torch.randn(4, 70, 33)]", "[]", "x", ("reduce", "amin")),
+    "softmax_last": ("pass\n", "torch.softmax(x, dim=-1)", "[torch.randn(6, 2100) * 5]", "[]", "x", ("softmax", "softmax")),
+    "softmax_first": ("pass\n", "F.softmax(x, dim=0)", "[torch.randn(50, 8)]", "[]", "x", ("softmax", "softmax")),
+    "layernorm": ("self.ln = nn.LayerNorm(args[0])\n", "self.ln(x)", "[torch.randn(3, 5, 40, 41) + 2]",
+                  "[(40, 41)]", "x", ("layernorm", "layernorm")),
+    "layernorm_plain": ("self.norm = nn.LayerNorm(args[0], elementwise_affine=False)\n", "self.norm(x)",
+                        "[torch.randn(4, 300)]", "[300]", "x", ("layernorm", "layernorm")),
+    "layernorm_chunks": ("self.ln = nn.LayerNorm(args[0])\n", "self.ln(x)",  # 3 chunks with different means
+                         "[torch.randn(2, 9000) + torch.linspace(0, 6, 9000)]", "[9000]", "x", ("layernorm", "layernorm")),
+    "matmul": ("pass\n", "torch.matmul(A, B)", "[torch.randn(70, 45), torch.randn(45, 33)]", "[]", "A, B",
+               ("matmul", "matmul")),
+    "matmul_op": ("pass\n", "a @ b", "[torch.randn(16, 32), torch.randn(32, 20)]", "[]", "a, b", ("matmul", "matmul")),
+}
+
+
+def _ctx(task, source, seed=0, seen=frozenset()):
+    return AgentContext(task, 0, source, "1.00x", "", [ContextItem("root", 0, "1.00x", source)], "", seed=seed,
+                        seen=set(seen))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_is_recognized(tmp_path, name):
+    init, fwd, inputs, init_inputs, params, (kind, op_name) = CASES[name]
+    op = analyse(kb_file(tmp_path, name, init, fwd, inputs, init_inputs, params).read_text())
+    assert (op.kind, op.name) == (kind, op_name)
+
+
+@pytest.mark.parametrize("forward,params,reason", [
+    ("torch.relu(x) + 1", "x", "other than one call"),
+    ("torch.relu(x + 1)", "x", "not applied to forward's own input"),
+    ("torch.sum(x, dim=(0, 1))", "x", "dim is not a literal"),
+    ("torch.sum(x)", "x", "without dim="),
+    ("torch.conv2d(x, w)", "x, w", "does not lower"),
+    ("torch.bmm(a, b)", "a, b", "does not lower"),
+])
+def test_other_models_are_not_recognized_and_say_why(tmp_path, forward, params, reason):
+    src = kb_file(tmp_path, "other", "pass\n", forward, "[]", params=params).read_text()
+    with pytest.raises(NotRecognized, match=reason):
+        analyse(src)
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache")) as e:
+        yield e
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lowered_model_is_correct_and_launches_its_kernel(tmp_path, ev, name):
+    pytest.importorskip("triton")
+    init, fwd, inputs, init_inputs, params, _ = CASES[name]
+    task = load_task(kb_file(tmp_path, name, init, fwd, inputs, init_inputs, params))
+    team = make_builtin_team()
+    root = task.root_source()
+    ctx = _ctx(task, root)
+    plan = team.planner.plan(ctx)
+    (marker,) = parse_markers(plan.marked_source)
+    assert marker.instruction.startswith("rewrite ModelNew in Triton")
+    new = apply_replacements(plan.marked_source, team.coder.code(ctx, plan.marked_source).replacements)
+    assert "@triton.jit" in new and modelnew_stub(new) is None
+    r = ev.evaluate(task, new, FAST)
+    assert r.status is Status.OK, r.summary() + "\n" + r.output[-3000:]
+    # what comes next is ordinary tuning of the new kernels
+    names = {t.name for t in find_tunables(new, "python")}
+    assert "num_warps" in names and any("BLOCK" in n or "SIZE" in n for n in names), names
+    tuned = team.planner.plan(_ctx(task, new, seed=1))
+    assert "rewrite ModelNew" not in tuned.summary
+
+
+def test_a_model_it_cannot_lower_is_left_to_an_llm_team(tmp_path):
+    task = load_task(kb_file(tmp_path, "conv", "self.c = nn.Conv2d(3, 8, 3)\n", "self.c(x)", "[torch.randn(1, 3, 8, 8)]"))
+    with pytest.raises(AgentError, match=f"{NOTHING_NEW}.*Conv2d.*LLM team"):
+        make_builtin_team().planner.plan(_ctx(task, task.root_source()))
+
+
+def test_the_lowering_is_offered_once(tmp_path):
+    init, fwd, inputs, init_inputs, params, _ = CASES["relu"]
+    task = load_task(kb_file(tmp_path, "relu", init, fwd, inputs, init_inputs, params))
+    team = make_builtin_team()
+    root = task.root_source()
+    plan = team.planner.plan(_ctx(task, root))
+    new = apply_replacements(plan.marked_source, team.coder.code(_ctx(task, root), plan.marked_source).replacements)
+    with pytest.raises(AgentError, match=NOTHING_NEW):
+        team.planner.plan(_ctx(task, root, seen={source_digest(root), source_digest(new)}))
+
+
+def test_the_kernelbench_samples_are_all_lowerable():
+    samples = Path(__file__).resolve().parents[1] / "samples" / "kernelbench"
+    for name in ("gelu", "layernorm", "matmul", "relu", "sum_dim"):
+        task = load_task(samples / f"{name}.py")
+        assert modelnew_stub(task.root_source()) is not None
+        plan = make_builtin_team().planner.plan(_ctx(task, task.root_source()))
+        assert plan.summary.startswith("rewrite ModelNew in Triton"), name
