@@ -106,11 +106,11 @@ def test_reports_are_written_after_every_run_and_resume_keeps_them(fakes, monkey
     seen = []
     real_run_one = runner.BenchRunner.run_one
 
-    def run_one(self, key, index=0, total=1):
+    def run_one(self, key, index=0, total=1, evaluator=None):
         if index == 2:  # the bench is killed during its third run
             seen.append(json.loads((out / "bench.json").read_text()))
             raise KeyboardInterrupt
-        return real_run_one(self, key, index, total)
+        return real_run_one(self, key, index, total, evaluator)
 
     monkeypatch.setattr(runner.BenchRunner, "run_one", run_one)
     args = ["bench", str(tasks), "--policies", "stark,greedy", "--budget", "2", "--out", str(out)]
@@ -192,3 +192,42 @@ def test_a_task_whose_compiled_reference_breaks_runs_without_the_baseline(tmp_pa
     assert records[1].success and records[1].note == ""
     # nocompile: probe with, probe without, then root + 2 attempts without; fine: probe, then 3 with
     assert ev.options == [True, False, False, False, False, True, True, True, True]
+
+
+def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, capsys, tmp_path):
+    made = []
+
+    def make(args):
+        assert args.gpus == "0,1"
+        for g in (0, 1):
+            ev = FakeEvaluator()
+            ev.gpu = g
+            made.append(ev)
+        return list(made)
+
+    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
+    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("a", "b", "c", "d"):
+        fake_task(tasks, name)
+    out = tmp_path / "out"
+    code = main(["bench", str(tasks), "--policies", "stark,greedy", "--budget", "3", "--gpus", "0,1",
+                 "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads((out / "bench.json").read_text())
+    runs = doc["runs"]
+    assert len(runs) == 8 and all(r["outcome"] == "done" for r in runs)
+    by_task: dict[str, set] = {}
+    for r in runs:
+        by_task.setdefault(r["task"], set()).add(r["gpu"])
+    assert all(len(g) == 1 for g in by_task.values()), by_task
+    used = {r["gpu"] for r in runs}
+    assert used <= {0, 1} and all(ev.calls for ev in made if ev.gpu in used)
+
+
+@pytest.mark.parametrize("text", ["x", "0,0", "-1", ""])
+def test_bad_gpu_lists_are_refused(fakes, capsys, tmp_path, text):
+    fake_task(tmp_path, "k")
+    assert main(["bench", str(tmp_path), "--gpus", text, "--out", str(tmp_path / "o")]) == 2
+    assert "--gpus" in capsys.readouterr().err

@@ -41,7 +41,7 @@ class BenchProgress:
         self.tty = self.stream.isatty() if tty is None else tty
         self.started = time.monotonic()
         self._lock = threading.Lock()
-        self._last_attempt: int | None = None
+        self._last_attempt: dict[str, int] = {}  # per run label (several run at once with --gpus)
         self._index, self._total, self._label = 0, 1, ""
 
     def _elapsed(self) -> float:
@@ -58,15 +58,16 @@ class BenchProgress:
     def start(self, index: int, total: int, key: RunKey) -> None:
         with self._lock:
             self._index, self._total, self._label = index, total, key.label(self.names)
-            self._last_attempt = None
+            self._last_attempt.pop(self._label, None)
             self._write(run_line(index, total, self._label, None, self._elapsed()), final=False)
 
     def __call__(self, index: int, total: int, key: RunKey, p: Progress) -> None:
         with self._lock:
-            if not self.tty and p.attempt == self._last_attempt:
+            label = key.label(self.names)
+            if not self.tty and p.attempt == self._last_attempt.get(label):
                 return
-            self._last_attempt = p.attempt
-            self._write(run_line(index, total, key.label(self.names), p, self._elapsed()), final=False)
+            self._last_attempt[label] = p.attempt
+            self._write(run_line(index, total, label, p, self._elapsed()), final=False)
 
     def finish(self, index: int, total: int, record: RunRecord) -> None:
         with self._lock:

@@ -56,6 +56,7 @@ class RunRecord:
     cost_usd: float = 0.0
     llm_calls: int = 0
     device: str = ""
+    gpu: int | None = None  # which GPU of the machine ran it (stark bench --gpus)
     is_gpu: bool = False
     floor: dict[str, Any] | None = None  # the task's floor (Runtime.floor), when the evaluator reports one
     floor_gap: float | None = None  # best_ms / floor_ms: 1.0 is at the hardware limit

@@ -1,7 +1,8 @@
 """Run a bench schedule: one evaluator and one team for the whole bench, a
 fresh tree per run, and a record after every run.
 
-A run that fails (the evaluator gives up, an agent crashes the search, the
+With one evaluator per GPU the tasks are shared out (``run``). A run that
+fails (the evaluator gives up, an agent crashes the search, the
 store breaks) becomes a record with ``outcome == "error"``; the bench goes on.
 ``cancel`` (Ctrl-C) stops the run in flight at its next attempt boundary and
 starts no other; that run is recorded as ``cancelled``.
@@ -43,12 +44,13 @@ def eval_options(config: BenchConfig) -> EvalOptions:
 
 
 class BenchRunner:
-    def __init__(self, tasks: list[TaskSpec], names: list[str], config: BenchConfig, evaluator: Any, team: Any,
+    def __init__(self, tasks: list[TaskSpec], names: list[str], config: BenchConfig, evaluator: Any | list[Any], team: Any,
                  out_dir: Path, on_record: RecordFn | None = None, on_progress: ProgressFn | None = None,
                  on_start: StartFn | None = None, cancel: threading.Event | None = None,
                  options: EvalOptions | None = None):
         self.tasks, self.names, self.config = tasks, names, config
-        self.evaluator, self.team = evaluator, team
+        self.evaluators = list(evaluator) if isinstance(evaluator, (list, tuple)) else [evaluator]
+        self.evaluator, self.team = self.evaluators[0], team
         self.out_dir = Path(out_dir)
         self.on_record, self.on_progress, self.on_start = on_record, on_progress, on_start
         self.cancel = cancel or threading.Event()
@@ -56,45 +58,79 @@ class BenchRunner:
         self._task_options: dict[int, tuple[EvalOptions, str]] = {}
 
     def run(self, done: set[tuple[str, str, int]] | None = None) -> list[RunRecord]:
-        """Every scheduled run not in ``done`` (task key, policy, repeat); their records."""
+        """Every scheduled run not in ``done`` (task key, policy, repeat); their records.
+
+        With several evaluators (one per GPU), each takes the next task and
+        runs all of that task's runs on its GPU, so every comparison between
+        policies of a task is still made on one device in one process."""
         keys = schedule(self.tasks, self.config)
+        todo = [(i, k) for i, k in enumerate(keys)
+                if not (done and (self.tasks[k.task].task_id(), k.policy, k.repeat) in done)]
         records: list[RunRecord] = []
-        for i, key in enumerate(keys):
-            if self.cancel.is_set():
-                break
-            if done and (self.tasks[key.task].task_id(), key.policy, key.repeat) in done:
-                continue
-            if self.on_start:
-                self.on_start(i, len(keys), key)
-            try:
-                rec = self.run_one(key, i, len(keys))
-            except Exception as e:  # noqa: BLE001 - even a bug here must not end the bench
-                task = self.tasks[key.task]
-                rec = RunRecord(task=self.names[key.task], task_key=task.task_id(), kind=task.kind, policy=key.policy,
-                                repeat=key.repeat, seed=key.seed, budget=self.config.budget, outcome=ERROR,
-                                error=f"{type(e).__name__}: {e}")
-            records.append(rec)
-            if self.on_record:
-                self.on_record(rec, i, len(keys))
+        lock = threading.Lock()
+        groups: dict[int, list[tuple[int, RunKey]]] = {}
+        for i, k in todo:
+            groups.setdefault(k.task, []).append((i, k))
+        queue = list(groups.values())
+
+        def lane(evaluator: Any, gpu: int | None) -> None:
+            while not self.cancel.is_set():
+                with lock:
+                    if not queue:
+                        return
+                    group = queue.pop(0)
+                for i, key in group:
+                    if self.cancel.is_set():
+                        return
+                    if self.on_start:
+                        with lock:
+                            self.on_start(i, len(keys), key)
+                    rec = self._guarded_run(key, i, len(keys), evaluator)
+                    rec.gpu = gpu
+                    with lock:
+                        records.append(rec)
+                        if self.on_record:
+                            self.on_record(rec, i, len(keys))
+
+        if len(self.evaluators) == 1:
+            lane(self.evaluators[0], getattr(self.evaluators[0], "gpu", None))
+        else:
+            threads = [threading.Thread(target=lane, args=(ev, getattr(ev, "gpu", n)), name=f"bench-gpu{n}", daemon=True)
+                       for n, ev in enumerate(self.evaluators)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         return records
 
-    def options_for(self, index: int) -> tuple[EvalOptions, str]:
+    def _guarded_run(self, key: RunKey, index: int, total: int, evaluator: Any) -> RunRecord:
+        try:
+            return self.run_one(key, index, total, evaluator)
+        except Exception as e:  # noqa: BLE001 - even a bug here must not end the bench
+            task = self.tasks[key.task]
+            return RunRecord(task=self.names[key.task], task_key=task.task_id(), kind=task.kind, policy=key.policy,
+                             repeat=key.repeat, seed=key.seed, budget=self.config.budget, outcome=ERROR,
+                             error=f"{type(e).__name__}: {e}")
+
+    def options_for(self, index: int, evaluator: Any = None) -> tuple[EvalOptions, str]:
         """The task's evaluation options, and a note. With the torch.compile baseline on a GPU, the
         root is first evaluated once: if timing the compiled reference breaks the evaluation, the
         task goes on without the baseline (the note says why) rather than failing every candidate."""
+        evaluator = evaluator or self.evaluator
         if index not in self._task_options:
             opts, note = self.options, ""
-            if opts.compile_baseline and _is_gpu(self.evaluator):
+            if opts.compile_baseline and _is_gpu(evaluator):
                 task = self.tasks[index]
-                with_baseline = _evaluator_error(self.evaluator, task, replace(opts, trials=1))
-                if with_baseline and not _evaluator_error(self.evaluator, task, replace(opts, trials=1, compile_baseline=False)):
+                with_baseline = _evaluator_error(evaluator, task, replace(opts, trials=1))
+                if with_baseline and not _evaluator_error(evaluator, task, replace(opts, trials=1, compile_baseline=False)):
                     opts, note = replace(opts, compile_baseline=False), f"no torch.compile baseline: {with_baseline}"
             self._task_options[index] = (opts, note)
         return self._task_options[index]
 
-    def run_one(self, key: RunKey, index: int = 0, total: int = 1) -> RunRecord:
+    def run_one(self, key: RunKey, index: int = 0, total: int = 1, evaluator: Any = None) -> RunRecord:
+        evaluator = evaluator or self.evaluator
         task, name = self.tasks[key.task], self.names[key.task]
-        options, note = self.options_for(key.task)
+        options, note = self.options_for(key.task, evaluator)
         cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
                            eval_options=options)
@@ -109,7 +145,7 @@ class BenchRunner:
         try:
             store = TreeStore.open(directory / "tree.sqlite")
             progress = (lambda p: self.on_progress(index, total, key, p)) if self.on_progress else None
-            Search(task, store, self.evaluator, self.team, cfg, on_progress=progress).run(self.cancel)
+            Search(task, store, evaluator, self.team, cfg, on_progress=progress).run(self.cancel)
         except Exception as e:  # noqa: BLE001 - one run's failure never ends the bench
             outcome, error = ERROR, f"{type(e).__name__}: {e}"
         wall = time.perf_counter() - t0

@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
     p.add_argument("--concurrency", type=int, default=2, help="attempts in flight per run (default 2)")
     p.add_argument("--workers", type=int, default=1, help="evaluator worker processes (default 1)")
+    p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
+                                  "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
     p.add_argument("--wall-time", type=float, help="per run: stop starting attempts after this many seconds")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per evaluation (default 5)")
     p.add_argument("--no-compile-baseline", action="store_true",
@@ -48,9 +50,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # the two expensive parts, separate so tests can swap them ---------------------
 def make_evaluator(args: argparse.Namespace) -> Any:
+    """One evaluator, or with --gpus a list of them, one per GPU."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    return Evaluator(workers=args.workers, device=args.device)
+    gpus = parse_gpus(getattr(args, "gpus", None))
+    if gpus is None:
+        return Evaluator(workers=args.workers, device=args.device)
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g) for g in gpus]
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    """'0,2' -> [0, 2]; 'all' -> every visible GPU; None -> None. ValueError when unusable."""
+    if text is None:
+        return None
+    if text.strip() == "all":
+        from stark_lsp.evaluate.evaluator import gpu_count
+
+        n = gpu_count()
+        if n == 0:
+            raise ValueError("--gpus all: no GPU here")
+        return list(range(n))
+    try:
+        gpus = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--gpus {text!r}: expected GPU numbers such as 0,1,2,3 or 'all'") from None
+    if not gpus or any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus {text!r}: expected distinct GPU numbers such as 0,1,2,3 or 'all'")
+    return gpus
 
 
 def make_team(args: argparse.Namespace) -> Any:
@@ -74,6 +100,20 @@ def use_small_shapes(shapes: str, device: str) -> bool:
     from stark_lsp.evaluate.evaluator import gpu_present
 
     return device == "auto" and not gpu_present()
+
+
+def _hardware(evaluators: list[Any]) -> str:
+    names = []
+    for ev in evaluators:
+        try:
+            names.append(str(ev.hardware()))
+        except Exception as e:  # noqa: BLE001
+            names.append(f"unknown ({e})")
+    if len(evaluators) == 1:
+        return names[0]
+    if len(set(names)) == 1:
+        return f"{len(names)} x {names[0]}"
+    return "; ".join(f"GPU {getattr(ev, 'gpu', i)}: {n}" for i, (ev, n) in enumerate(zip(evaluators, names)))
 
 
 def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]], skipped: list[Any],
@@ -110,6 +150,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.budget < 1 or args.repeat < 1 or args.trials < 1:
         _err("--budget, --repeat and --trials must be at least 1")
+        return 2
+    try:
+        gpus = parse_gpus(getattr(args, "gpus", None))
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    if gpus is not None and args.device == "cpu":
+        _err("--gpus and --device cpu do not go together")
         return 2
     found = discover(args.paths)
     tasks = found.tasks
@@ -181,7 +229,8 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
           f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
-    evaluator = make_evaluator(args)
+    made = make_evaluator(args)
+    evaluators = made if isinstance(made, list) else [made]
     header: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,
         "tasks": [{"name": n, "key": t.task_id(), **t.to_dict()} for n, t in zip(names, tasks)],
@@ -193,7 +242,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         report_json.write_document(json_path, doc)
         report_json.write_atomic(html_path, render_html(doc))
 
-    progress = BenchProgress(names)
+    progress = BenchProgress(names, tty=False if len(evaluators) > 1 else None)  # parallel runs: plain lines
 
     def on_record(rec: Any, index: int, total: int) -> None:
         records.append(rec)
@@ -208,21 +257,19 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     previous = on_interrupt(cancel, "bench", "aborted (bench.json has the runs that finished)")
     done = {(r.task_key, r.policy, r.repeat) for r in records}
     try:
-        try:
-            header["hardware"] = str(evaluator.hardware())
-        except Exception as e:  # noqa: BLE001
-            header["hardware"] = f"unknown ({e})"
+        header["hardware"] = _hardware(evaluators)
         print(f"stark bench: device {header['hardware']}", file=sys.stderr)
         write(complete=False)
-        runner = BenchRunner(tasks, names, config, evaluator, team, out, on_record=on_record,
+        runner = BenchRunner(tasks, names, config, made, team, out, on_record=on_record,
                              on_progress=progress, on_start=progress.start, cancel=cancel)
         runner.run(done=done)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-        close = getattr(evaluator, "close", None)
-        if close:
-            close()
+        for evaluator in evaluators:
+            close = getattr(evaluator, "close", None)
+            if close:
+                close()
     complete = not cancel.is_set() and len(records) == planned
     write(complete=complete)
     doc = report_json.build_document(header, records, complete)

@@ -41,7 +41,7 @@ class EvaluatorUnavailable(RuntimeError):
 
 class Evaluator:
     def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
-                 arch: str | None = None, memory_fraction: float = 0.0):
+                 arch: str | None = None, memory_fraction: float = 0.0, gpu: int | None = None):
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         (self.cache_dir / "candidates").mkdir(exist_ok=True)
@@ -54,8 +54,11 @@ class Evaluator:
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif device == "auto" and not gpu_present():
             env["TRITON_INTERPRET"] = "1"
-        self.pool = WorkerPool(size=workers, device=device, workdir=self.cache_dir / "workers" / f"{os.getpid()}",
-                               env=env, memory_fraction=memory_fraction)
+        elif gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)  # the workers see this GPU only, as device 0
+        self.gpu = gpu
+        workdir = self.cache_dir / "workers" / (f"{os.getpid()}" if gpu is None else f"{os.getpid()}-gpu{gpu}")
+        self.pool = WorkerPool(size=workers, device=device, workdir=workdir, env=env, memory_fraction=memory_fraction)
         self._arch = arch
         self._builder: CudaBuilder | None = None
         self._builder_lock = threading.Lock()
@@ -142,6 +145,25 @@ def _report_dict(r: CompileReport) -> dict[str, Any]:
     from dataclasses import asdict
 
     return asdict(r)
+
+
+def visible_gpu(index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry for GPU ``index`` as this process numbers
+    them (the index-th entry of our own CUDA_VISIBLE_DEVICES when it is set)."""
+    mine = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    if not mine:
+        return str(index)
+    if not 0 <= index < len(mine):
+        raise ValueError(f"GPU {index} is not visible (CUDA_VISIBLE_DEVICES={','.join(mine)})")
+    return mine[index]
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs this process may use (its CUDA_VISIBLE_DEVICES, else /dev/nvidiaN)."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return len([x for x in vis.split(",") if x.strip()])
+    return len([p for p in Path("/dev").glob("nvidia[0-9]*") if p.name[len("nvidia"):].isdigit()])
 
 
 def gpu_present() -> bool:
