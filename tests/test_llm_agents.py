@@ -188,3 +188,54 @@ def test_make_team_defaults_and_errors():
     t = make_team("openai", api_key=KEY, base_url="http://127.0.0.1:9/v1", model="mm")
     assert t.name == "openai:mm"
     assert (t.planner.temperature, t.coder.temperature, t.debugger.temperature) == (0.8, 0.1, 0.1)
+
+
+def _code_answer(reduce_lines: str) -> dict:
+    from stark_lsp.markers.syntax import parse_markers
+
+    spans = {m.id: m.span for m in parse_markers(MARKED)}
+    spans["reduce"] = reduce_lines
+    return completion("\n".join(f"```replace {i}\n{text}```" for i, text in spans.items()))
+
+
+def test_code_answer_repeating_a_tree_source_gets_one_follow_up(replay):
+    from stark_lsp.markers.syntax import parse_markers
+    from stark_lsp.search.digest import source_digest
+
+    (marker,) = [m for m in parse_markers(MARKED) if m.id == "reduce"]
+    same = marker.span  # an "implementation" that changes nothing: the node's own source
+    other = marker.span + "    // the same loop, new text\n"
+    c = ctx()
+    repeated = apply_replacements(MARKED, {m.id: m.span for m in parse_markers(MARKED)})
+    c.seen = {source_digest(repeated)}
+    replay.push(_code_answer(same), _code_answer(other))
+    res = team_for(replay).coder.code(c, MARKED)
+    assert "new text" in apply_replacements(MARKED, res.replacements)
+    assert [e.agent for e in res.exchanges] == ["code", "code"]
+    follow_up = replay.requests[-1]["body"]["messages"]
+    assert follow_up[-2]["role"] == "assistant" and "already judged" in follow_up[-1]["content"]
+
+    # a second repeat is returned as it is (the search reuses the stored result), not a third call
+    replay.push(_code_answer(same), _code_answer(same))
+    again = team_for(replay).coder.code(c, MARKED)
+    assert apply_replacements(MARKED, again.replacements) == repeated and len(again.exchanges) == 2
+    assert len(replay.requests) == 4
+
+    # nothing seen: one call, as before
+    c.seen = set()
+    replay.push(_code_answer(same))
+    assert len(team_for(replay).coder.code(c, MARKED).exchanges) == 1
+
+
+def test_debug_answer_repeating_a_tree_source_gets_one_follow_up(replay):
+    from stark_lsp.search.digest import source_digest
+
+    c = ctx("#4 plan: incorrect: max abs error 7.2", "mismatch on output 0")
+    first = c.node_source.replace("#define THREADS 32", "#define THREADS 64")
+    second = c.node_source.replace("#define THREADS 32", "#define THREADS 128")
+    assert first != c.node_source and second != first
+    c.seen = {source_digest(first)}
+    replay.push(completion(f"```cuda\n{first}```\nSUMMARY: 64 threads"),
+                completion(f"```cuda\n{second}```\nSUMMARY: 128 threads"))
+    d = team_for(replay).debugger.debug(c)
+    assert d.source == second and d.summary == "128 threads" and len(d.exchanges) == 2

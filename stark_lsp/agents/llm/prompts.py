@@ -39,6 +39,13 @@ block, then one line:
 SUMMARY: <one line saying what was wrong and what you changed>"""
 
 
+ALREADY_IN_TREE = (
+    "That answer gives a source identical to a candidate the evaluator has already judged in this search, "
+    "so it would teach the search nothing. Carry out the same instructions in a different way (another "
+    "tiling, vector width, loop structure or launch configuration) and answer in the same format."
+)
+
+
 def _header(ctx: AgentContext) -> str:
     lang = "CUDA C++" if ctx.task.language == "cuda" else "Python (Triton or PyTorch)"
     return (
