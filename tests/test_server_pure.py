@@ -26,14 +26,18 @@ KLINE = line_of(ROOT, "def add_relu_kernel")
 KERNELS = find_kernels(ROOT, "triton")
 
 
-def tree():
-    return make_tree(
+def tree_nodes():
+    return (
         ok_node(1, None, ROOT, 1.1, kind="root", attempt=0, summary="the original kernel"),
         ok_node(2, 1, FAST, 1.6, summary="bigger | blocks"),
         failed_node(3, 1, ROOT + "oops", lines=(3,)),
         ok_node(4, 2, FASTER, 2.41, kind="debug", attempt=3, summary="hint"),
         ok_node(5, 1, ROOT.replace("BLOCK=128", "BLOCK=64"), 0.9, attempt=4),
     )
+
+
+def tree():
+    return make_tree(*tree_nodes())
 
 
 # -- trees -------------------------------------------------------------------------------
@@ -86,6 +90,26 @@ def test_hover_states():
     cpu = make_tree(ok_node(1, None, ROOT, 1.0, kind="root", gpu=False))
     assert "Triton interpreter" in hover_markdown("k", cpu)
     assert "no candidate beats your kernel yet" in hover_markdown("k", cpu)
+
+
+def test_hover_shows_the_nsight_figures_of_your_kernel_and_the_best():
+    from stark_lsp.profile.report import KernelProfile, ProfileReport
+
+    def profiled(node, dram):
+        k = KernelProfile(kernel="add_relu_kernel", dram_pct=dram, sm_pct=12.0, duration_ms=0.5)
+        node.profile = ProfileReport(ok=True, kernels=[k]).to_dict()
+        return node
+
+    nodes = list(tree_nodes())
+    profiled(nodes[0], 14.0)
+    profiled(nodes[3], 81.0)
+    md = hover_markdown("k", make_tree(*nodes))
+    mine = next(l for l in md.split("\n") if l.startswith("- your kernel: ncu:"))
+    best = next(l for l in md.split("\n") if l.startswith("- best #4: ncu:"))
+    assert "dram 14%" in mine and "dram 81%" in best
+    nodes[3].profile = ProfileReport.unavailable("ncu not found").to_dict()  # no figures, no line
+    assert "best #4: ncu" not in hover_markdown("k", make_tree(*nodes))
+    assert "ncu" not in hover_markdown("k", tree())
 
 
 def test_hover_long_trees_are_trimmed():

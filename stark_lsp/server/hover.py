@@ -72,6 +72,15 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
         lines.append(_row(f"{n.attempt or '·'} (#{n.id}){mark}", n, tree))
     if hidden:
         lines.append(f"\n{hidden} more in the tree view (`stark/tree`).")
+    profiled = [(label, n) for label, n in (("your kernel", root), (f"best #{best.id}" if best else "", best))
+                if n is not None and n.profile]
+    if profiled:
+        lines.append("")
+        seen_ids = set()
+        for label, n in profiled:
+            if n.id not in seen_ids:
+                seen_ids.add(n.id)
+                lines.append(f"- {label}: {_cell(n.profile, 200)}")
     ref = next((n.reference_ms for n in [best, root] if n is not None and n.reference_ms is not None), None)
     note = "speedup: against the harness reference"
     if ref is not None:

@@ -51,6 +51,7 @@ class NodeView:
     duplicate_of: int | None
     on_gpu: bool | None
     problems: tuple[Problem, ...] = ()
+    profile: str = ""  # one line of Nsight Compute figures, when the search profiled this node
 
     @property
     def correct(self) -> bool:
@@ -70,6 +71,7 @@ class NodeView:
             "error": self.error,
             "duplicate_of": self.duplicate_of,
             "source": self.source,
+            "profile": self.profile,
         }
 
 
@@ -165,7 +167,18 @@ def node_view(n: Any) -> NodeView:
         duplicate_of=getattr(n, "duplicate_of", None),
         on_gpu=runtime.is_gpu if runtime is not None else None,
         problems=_problems(result),
+        profile=_profile_line(getattr(n, "profile", None)),
     )
+
+
+def _profile_line(d: Any) -> str:
+    from stark_lsp.profile.report import ProfileReport
+
+    try:
+        report = ProfileReport.from_dict(d) if isinstance(d, dict) else None
+    except (TypeError, ValueError):
+        return ""
+    return report.summary() if report is not None and report.ok else ""
 
 
 def tree_view(task_id: str, nodes: Iterable[Any]) -> TreeView:

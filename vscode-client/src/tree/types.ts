@@ -14,6 +14,8 @@ export interface TreeNode {
   source: string;
   attempt?: number;
   error?: string;
+  /** One line of Nsight Compute figures when the search profiled this node. */
+  profile?: string;
 }
 
 export interface SearchTree {

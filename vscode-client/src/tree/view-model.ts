@@ -41,7 +41,7 @@ export function nodeDetail(tree: SearchTree, id: number): NodeDetail | undefined
   return {
     id: n.id,
     title: `#${n.id} ${n.kind} · ${n.status} · ${formatSpeedup(n.speedup)}${runtime}`,
-    summary: n.error ? `${n.summary}\n${n.error}` : n.summary,
+    summary: [n.summary, n.error, n.profile].filter((x) => x).join('\n'),
     source: n.source,
     diff: parent ? formatDiff(diffLines(parent.source, n.source)) || '(same source as the parent)' : '(root: the original kernel)',
     canApply: n.parent !== null && isMeasured(n),

@@ -50,5 +50,7 @@ describe('tree view model with the server extras', () => {
     const m = treeMessage({ ...t, running: false }, 'k.py');
     assert.equal(m.type === 'tree' && m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00×');
     assert.equal(nodeDetail(t, 2)?.summary, 'node 2\nline 3: undefined name');
+    t.nodes[4].profile = 'ncu: dram 81% of peak, sm 12%';
+    assert.equal(nodeDetail(t, 4)?.summary, `${t.nodes[4].summary}\nncu: dram 81% of peak, sm 12%`);
   });
 });
