@@ -278,6 +278,8 @@ def test_settings_parse_camel_case_and_report_problems():
     s2, problems = parse_settings({"stark": {"llm": "gpt"}}, s)
     assert s2.llm == "openai" and "stark.llm must be one of" in problems[0]
     assert parse_settings(None) == (Settings(), [])
+    assert parse_settings({"profileTop": 3})[0].profile_top == 3
+    assert parse_settings({"profileTop": -1})[1] == ["stark.profileTop must be an integer >= 0, not -1"]
 
 
 def test_api_key_is_a_secret():

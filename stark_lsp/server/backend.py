@@ -119,6 +119,7 @@ class Backend:
             policy=settings.policy,
             concurrency=settings.concurrency,
             seed=settings.seed,
+            profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),
         )
 

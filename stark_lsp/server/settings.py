@@ -6,7 +6,7 @@ Keys are camelCase as an editor writes them::
 
     {"llm": "builtin" | "openai", "baseUrl": "...", "model": "...",
      "models": {"plan": "...", "code": "...", "debug": "..."},
-     "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0,
+     "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
      "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"}}
 
 The API key is not a setting: it is accepted from ``initializationOptions``
@@ -58,6 +58,7 @@ class Settings:
     device: str = "auto"
     workers: int = 1
     cluster: str | None = None  # "auto" | "ray://HOST:PORT": evaluate on Ray actors (stark_lsp.cluster)
+    profile_top: int = 0  # profile (ncu, GPU) the top-K correct candidates in the background; 0: off
     eval_options: dict[str, Any] = field(default_factory=dict)  # EvalOptions fields
 
     def model_for(self, agent: str) -> str | None:
@@ -93,7 +94,8 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
         s = replace(s, model=options["model"] or None)
     if isinstance(options.get("models"), dict):
         s = replace(s, models={k: str(v) for k, v in options["models"].items() if k in AGENTS and v})
-    for key, attr, low in (("budget", "budget", 1), ("concurrency", "concurrency", 1), ("seed", "seed", 0)):
+    for key, attr, low in (("budget", "budget", 1), ("concurrency", "concurrency", 1), ("seed", "seed", 0),
+                           ("profileTop", "profile_top", 0)):
         if key in options:
             value = _int(options[key], -1, -1)
             if value < low:

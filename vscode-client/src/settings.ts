@@ -13,6 +13,8 @@ export interface StarkSettings {
   models: { plan: string; code: string; debug: string };
   budget: number;
   policy: Policy;
+  /** Profile (Nsight Compute, on a GPU) the top K correct candidates; 0: off. */
+  profileTop: number;
   evaluation: { device: string; workers: number };
   serverCommand: string[];
 }
@@ -31,6 +33,10 @@ function positiveInt(v: unknown, fallback: number): number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : fallback;
 }
 
+function nonNegativeInt(v: unknown, fallback: number): number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fallback;
+}
+
 function oneOf<T extends string>(v: unknown, allowed: readonly T[], fallback: T): T {
   return typeof v === 'string' && (allowed as readonly string[]).includes(v) ? (v as T) : fallback;
 }
@@ -44,6 +50,7 @@ export function readSettings(get: SettingGetter): StarkSettings {
     models: { plan: str(get('models.plan')), code: str(get('models.code')), debug: str(get('models.debug')) },
     budget: positiveInt(get('budget'), 30),
     policy: oneOf(get('policy'), POLICIES, 'stark'),
+    profileTop: nonNegativeInt(get('profileTop'), 0),
     evaluation: { device: str(get('evaluation.device')), workers: positiveInt(get('evaluation.workers'), 1) },
     serverCommand: Array.isArray(cmd) ? cmd.filter((a): a is string => typeof a === 'string' && a.length > 0) : [],
   };
@@ -63,6 +70,7 @@ export function toInitializationOptions(s: StarkSettings, apiKey?: string): Reco
     llm: s.llm,
     budget: s.budget,
     policy: s.policy,
+    profileTop: s.profileTop,
     evaluation,
   };
   if (s.baseUrl) opts.baseUrl = s.baseUrl;

@@ -13,6 +13,8 @@ describe('settings', () => {
     assert.equal(s.budget, 30);
     assert.equal(s.policy, 'greedy');
     assert.equal(s.evaluation.workers, 1);
+    assert.equal(s.profileTop, 0);
+    assert.equal(readSettings(getter({ profileTop: -1 })).profileTop, 0);
     assert.deepEqual(s.models, { plan: '', code: 'qwen', debug: '' });
     assert.deepEqual(s.serverCommand, []);
   });
@@ -23,13 +25,14 @@ describe('settings', () => {
   });
 
   it('turns settings into initializationOptions without empty values', () => {
-    const s = readSettings(getter({ llm: 'openai', baseUrl: 'http://localhost:8000/v1', 'models.plan': 'p', budget: 4, 'evaluation.device': 'cuda:1', 'evaluation.workers': 3 }));
+    const s = readSettings(getter({ llm: 'openai', baseUrl: 'http://localhost:8000/v1', 'models.plan': 'p', budget: 4, profileTop: 2, 'evaluation.device': 'cuda:1', 'evaluation.workers': 3 }));
     assert.deepEqual(toInitializationOptions(s), {
       llm: 'openai',
       baseUrl: 'http://localhost:8000/v1',
       models: { plan: 'p' },
       budget: 4,
       policy: 'stark',
+      profileTop: 2,
       evaluation: { device: 'cuda:1', workers: 3 },
     });
   });

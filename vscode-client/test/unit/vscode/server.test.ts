@@ -19,7 +19,7 @@ describe('server manager', () => {
     assert.equal(c.serverOptions.command, '/venv/bin/python');
     assert.deepEqual(c.serverOptions.args, ['-m', 'stark_lsp', 'serve']);
     assert.equal(c.clientOptions.synchronize?.configurationSection, 'stark');
-    assert.deepEqual(c.clientOptions.initializationOptions, { llm: 'openai', budget: 3, policy: 'stark', evaluation: { workers: 1 }, apiKey: 'sk-1' });
+    assert.deepEqual(c.clientOptions.initializationOptions, { llm: 'openai', budget: 3, policy: 'stark', profileTop: 0, evaluation: { workers: 1 }, apiKey: 'sk-1' });
     assert.equal(m.running, true);
   });
 
