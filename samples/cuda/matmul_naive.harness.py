@@ -1,9 +1,10 @@
 """Harness of matmul_naive.cu: C = A @ B in fp32.
 
 Full size: 3072 x 3072 x 3072, 58 GFLOP; eager (cuBLAS, fp32 without TF32)
-takes over 1 ms on an H200, the naive kernel about 30 times that. B is scaled by 1/sqrt(K) so that C is of order
-one and the fp32 tolerance (1e-4) separates a reordered fp32 sum (errors about
-1e-6) from TF32 arithmetic (errors about 1e-3)."""
+takes over 1 ms on an H200, the naive kernel about 30 times that. B is scaled
+by 1/sqrt(K) so that C is of order one and the fp32 tolerance (1e-4) separates
+a reordered fp32 sum (errors about 1e-6) from TF32 arithmetic (errors about
+1e-3)."""
 import os
 
 import torch
