@@ -44,12 +44,27 @@ def kb_file(tmp_path: Path, name: str, init: str, forward: str, inputs: str, ini
 
 
 CASES = {  # name: (init, forward, inputs, init_inputs, params, (kind, op name))
-    "relu": ("pass\n", "torch.relu(x)", "[torch.randn(7, 301)]", "[]", "x", ("unary", "relu")),
-    "gelu_tanh": ("pass\n", 'F.gelu(x, approximate="tanh")', "[torch.randn(1000)]", "[]", "x", ("unary", "gelu_tanh")),
-    "sigmoid_method": ("pass\n", "x.sigmoid()", "[torch.randn(33, 5)]", "[]", "x", ("unary", "sigmoid")),
-    "tanh_module": ("self.act = nn.Tanh()\n", "self.act(x)", "[torch.randn(513)]", "[]", "x", ("unary", "tanh")),
-    "silu": ("pass\n", "F.silu(x)", "[torch.randn(2, 3, 50)]", "[]", "x", ("unary", "silu")),
-    "gelu_module": ("self.act = nn.GELU()\n", "self.act(x)", "[torch.randn(999)]", "[]", "x", ("unary", "gelu")),
+    "relu": ("pass\n", "torch.relu(x)", "[torch.randn(7, 301)]", "[]", "x", ("elementwise", "relu")),
+    "gelu_tanh": ("pass\n", 'F.gelu(x, approximate="tanh")', "[torch.randn(1000)]", "[]", "x", ("elementwise", "gelu")),
+    "sigmoid_method": ("pass\n", "x.sigmoid()", "[torch.randn(33, 5)]", "[]", "x", ("elementwise", "sigmoid")),
+    "tanh_module": ("self.act = nn.Tanh()\n", "self.act(x)", "[torch.randn(513)]", "[]", "x", ("elementwise", "tanh")),
+    "silu": ("pass\n", "F.silu(x)", "[torch.randn(2, 3, 50)]", "[]", "x", ("elementwise", "silu")),
+    "gelu_module": ("self.act = nn.GELU()\n", "self.act(x)", "[torch.randn(999)]", "[]", "x", ("elementwise", "gelu")),
+    "leaky_attr": ("self.slope = args[0]\n", "F.leaky_relu(x, negative_slope=self.slope)", "[torch.randn(300)]",
+                   "[0.2]", "x", ("elementwise", "leaky_relu")),
+    "elu_module": ("self.act = nn.ELU(alpha=0.5)\n", "self.act(x)", "[torch.randn(300)]", "[]", "x",
+                   ("elementwise", "elu")),
+    "softplus": ("pass\n", "F.softplus(x)", "[torch.randn(500) * 15]", "[]", "x", ("elementwise", "softplus")),
+    "selu": ("pass\n", "torch.selu(x)", "[torch.randn(500)]", "[]", "x", ("elementwise", "selu")),
+    "hardtanh": ("pass\n", "F.hardtanh(x, min_val=-0.5, max_val=0.75)", "[torch.randn(500)]", "[]", "x",
+                 ("elementwise", "hardtanh")),
+    "clamp_min": ("pass\n", "torch.clamp(x, min=-0.1)", "[torch.randn(500)]", "[]", "x", ("elementwise", "clamp")),
+    "hardsigmoid": ("pass\n", "F.hardsigmoid(x)", "[torch.randn(500) * 4]", "[]", "x", ("elementwise", "hardsigmoid")),
+    "softsign": ("pass\n", "F.softsign(x)", "[torch.randn(500)]", "[]", "x", ("elementwise", "softsign")),
+    "swish_expr": ("pass\n", "x * torch.sigmoid(x)", "[torch.randn(500)]", "[]", "x",
+                   ("elementwise", "expression (sigmoid)")),
+    "two_inputs": ("self.alpha = args[0]\n", "torch.tanh(a * self.alpha - b / 2) ** 2 + 1", "[torch.randn(40, 9), torch.randn(40, 9)]",
+                   "[1.5]", "a, b", ("elementwise", "expression (tanh)")),
     "sum_dim0": ("self.dim = args[0]\n", "torch.sum(x, dim=self.dim, keepdim=True)", "[torch.randn(37, 19, 3)]",
                  "[0]", "x", ("reduce", "sum")),
     "mean_last": ("pass\n", "x.mean(-1)", "[torch.randn(9, 1500)]", "[]", "x", ("reduce", "mean")),
@@ -82,12 +97,18 @@ def test_forward_is_recognized(tmp_path, name):
 
 
 @pytest.mark.parametrize("forward,params,reason", [
-    ("torch.relu(x) + 1", "x", "other than one call"),
-    ("torch.relu(x + 1)", "x", "not applied to forward's own input"),
+    ("torch.relu(x) @ w", "x, w", "not applied to forward's own input"),
+    ("torch.sum(torch.relu(x), dim=1)", "x", "not applied to forward's own input"),
+    ("x ** 1.7", "x", "a power other than 2, 3 or 0.5"),
+    ("x % 2", "x", "operator Mod"),
+    ("F.leaky_relu(x, 0.1, inplace=False, bogus=1)", "x", "bogus"),
+    ("torch.clamp(x)", "x", "clamp without min or max"),
+    ("torch.cumsum(x, dim=1)", "x", "cumsum is not an elementwise function"),
+    ("x + y", "x", "y is not one of forward's inputs"),
     ("torch.sum(x, dim=(0, 1))", "x", "dim is not a literal"),
     ("torch.sum(x)", "x", "without dim="),
-    ("torch.conv2d(x, w)", "x, w", "does not lower"),
-    ("torch.bmm(a, b)", "a, b", "does not lower"),
+    ("torch.conv2d(x, w)", "x, w", "conv2d is not an elementwise function"),
+    ("torch.bmm(a, b)", "a, b", "bmm is not an elementwise function"),
 ])
 def test_other_models_are_not_recognized_and_say_why(tmp_path, forward, params, reason):
     src = kb_file(tmp_path, "other", "pass\n", forward, "[]", params=params).read_text()

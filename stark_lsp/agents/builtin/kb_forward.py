@@ -3,10 +3,10 @@
 ``recognize(source)`` reads the file with ``ast`` (nothing is imported or run)
 and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
 
-* an elementwise function of its one input: ``torch.relu(x)``, ``F.gelu(x)``
-  (exact or ``approximate="tanh"``), ``torch.sigmoid``, ``torch.tanh``,
-  ``F.silu``, ``torch.exp``, ``torch.abs`` (function, method or an ``nn``
-  activation module built in ``__init__``);
+* an elementwise expression of its inputs (``kb_elementwise``): arithmetic,
+  numbers, scalar attributes and activations such as ``torch.relu``,
+  ``F.gelu``, ``F.leaky_relu(x, self.slope)``, ``torch.clamp``, or an ``nn``
+  activation module built in ``__init__``;
 * a reduction over one dimension: ``torch.sum`` / ``mean`` / ``amax`` /
   ``amin`` with ``dim=`` a literal or an attribute set in ``__init__``;
 * ``torch.softmax(x, dim=...)`` (also ``F.softmax``, ``x.softmax``);
@@ -23,16 +23,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-UNARY = {
-    "relu": "relu",
-    "gelu": "gelu",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-    "silu": "silu",
-    "exp": "exp",
-    "abs": "abs",
-}
-MODULES = {"ReLU": "relu", "GELU": "gelu", "Sigmoid": "sigmoid", "Tanh": "tanh", "SiLU": "silu"}
+from stark_lsp.agents.builtin.kb_elementwise import NotRecognized, compile_elementwise
+
 REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin"}
 MATMUL = {"matmul", "mm"}
 _MODULE_ROOTS = {"torch", "F", "nn", "functional", "torch.nn.functional"}
@@ -40,25 +32,24 @@ _MODULE_ROOTS = {"torch", "F", "nn", "functional", "torch.nn.functional"}
 
 @dataclass(frozen=True)
 class Op:
-    kind: str  # unary | reduce | softmax | layernorm | matmul
-    name: str  # relu, gelu_tanh, sum, softmax, layernorm, matmul, ...
+    kind: str  # elementwise | reduce | softmax | layernorm | matmul
+    name: str  # relu, leaky_relu, sum, softmax, layernorm, matmul, ...
     args: tuple[str, ...]  # forward's tensor parameters, in order
     dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
     keepdim: str = "False"
     module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
+    body: tuple[str, ...] = ()  # elementwise: Triton statements over x0, x1, ... and scalars s0, s1, ...
+    result: str = ""  # elementwise: the variable holding the result
+    scalars: tuple[str, ...] = ()  # elementwise: Python expressions passed as s0, s1, ...
 
     def describe(self) -> str:
-        if self.kind == "unary":
+        if self.kind == "elementwise":
             return f"{self.name} (elementwise)"
         if self.kind in ("reduce", "softmax"):
             return f"{self.name} over dim {self.dim}"
         if self.kind == "layernorm":
             return f"layernorm (self.{self.module})"
         return "matmul (2-D)"
-
-
-class NotRecognized(ValueError):
-    pass
 
 
 def recognize(source: str) -> Op | None:
@@ -172,41 +163,27 @@ def _is_param(node: ast.expr, params: list[str]) -> str:
 def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> Op:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
         return Op("matmul", "matmul", (_is_param(e.left, params), _is_param(e.right, params)))
-    if not isinstance(e, ast.Call):
-        raise NotRecognized("forward returns something other than one call")
-    func = e.func
-    # self.<module>(x): an activation or a LayerNorm built in __init__
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        built = attrs.get(func.attr)
-        cls = _dotted(built.func).rpartition(".")[2] if isinstance(built, ast.Call) else ""
-        if len(e.args) != 1 or e.keywords:
-            raise NotRecognized(f"self.{func.attr} is called with more than one input")
-        x = _is_param(e.args[0], params)
-        if cls == "LayerNorm":
-            return Op("layernorm", "layernorm", (x,), module=func.attr)
-        if cls in MODULES:
-            name = MODULES[cls]
-            if cls == "GELU":
-                approx = _keyword(built, "approximate", 0)
-                name = _gelu_name(approx)
-            return Op("unary", name, (x,))
-        raise NotRecognized(f"self.{func.attr} is a {cls or 'module'} the built-in team does not lower")
-    # x.relu(), x.sum(dim=1), x.softmax(dim=-1)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
-        x, method = func.value.id, func.attr
-        return _call(method, [func.value] + list(e.args), e, params, attrs, x_given=x)
-    lib = _library_function(func)
-    if not lib:
-        raise NotRecognized(f"forward calls {_dotted(func) or 'something'}, which the built-in team does not lower")
-    return _call(lib, list(e.args), e, params, attrs)
-
-
-def _gelu_name(approx: ast.expr | None) -> str:
-    if approx is None or (isinstance(approx, ast.Constant) and approx.value == "none"):
-        return "gelu"
-    if isinstance(approx, ast.Constant) and approx.value == "tanh":
-        return "gelu_tanh"
-    raise NotRecognized("gelu with an approximation that is not a literal")
+    if isinstance(e, ast.Call):
+        func = e.func
+        # self.<module>(x): a LayerNorm built in __init__ (activation modules are elementwise, below)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            built = attrs.get(func.attr)
+            cls = _dotted(built.func).rpartition(".")[2] if isinstance(built, ast.Call) else ""
+            if cls == "LayerNorm":
+                if len(e.args) != 1 or e.keywords:
+                    raise NotRecognized(f"self.{func.attr} is called with other than one input")
+                return Op("layernorm", "layernorm", (_is_param(e.args[0], params),), module=func.attr)
+        # x.sum(dim=1), x.softmax(dim=-1)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
+            if func.attr in REDUCTIONS or func.attr == "softmax":
+                return _call(func.attr, [func.value] + list(e.args), e, params, attrs, x_given=func.value.id)
+        else:
+            lib = _library_function(func)
+            if lib in MATMUL or lib in REDUCTIONS or lib == "softmax":
+                return _call(lib, list(e.args), e, params, attrs)
+    ew = compile_elementwise(e, params, attrs)
+    return Op("elementwise", ew.name(), tuple(ew.inputs), body=tuple(ew.body), result=ew.result,
+              scalars=tuple(ew.scalars))
 
 
 def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], attrs: dict[str, ast.expr],
@@ -219,14 +196,6 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
             raise NotRecognized(f"{name} with other than two inputs")
         return Op("matmul", "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
     x = _is_param(args[0], params)
-    if name in UNARY:
-        extra = len(args) - 1
-        kws = {k.arg for k in call.keywords}
-        if name == "gelu" and extra == 0 and kws <= {"approximate"}:
-            return Op("unary", _gelu_name(_keyword(call, "approximate")), (x,))
-        if extra or kws - {"inplace"}:
-            raise NotRecognized(f"{name} with extra arguments")
-        return Op("unary", UNARY[name], (x,))
     if name in REDUCTIONS:
         if set(k.arg for k in call.keywords) - {"dim", "keepdim"}:
             raise NotRecognized(f"{name} with arguments other than dim and keepdim")

@@ -16,20 +16,8 @@ from stark_lsp.agents.builtin.kb_forward import Op
 
 HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 
-UNARY_EXPR = {
-    "relu": "tl.maximum(x, 0.0)",
-    "gelu": "0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))",
-    "gelu_tanh": "0.5 * x * (2.0 * tl.sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)))",
-    "sigmoid": "tl.sigmoid(x)",
-    "tanh": "2.0 * tl.sigmoid(2.0 * x) - 1.0",
-    "silu": "x * tl.sigmoid(x)",
-    "exp": "tl.exp(x)",
-    "abs": "tl.abs(x)",
-}
-
-
 def render(op: Op) -> str:
-    body = {"unary": _unary, "reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
+    body = {"elementwise": _elementwise, "reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
             "matmul": _matmul}[op.kind](op)
     return HEADER + "\n\n" + body.strip("\n") + "\n"
 
@@ -38,27 +26,38 @@ def _doc(op: Op) -> str:
     return f'    """{op.describe()} in Triton (written by the built-in team from Model.forward)."""\n'
 
 
-def _unary(op: Op) -> str:
-    x = op.args[0]
+def _elementwise(op: Op) -> str:
+    n = len(op.args)
+    ptrs = "".join(f"x{i}_ptr, " for i in range(n))
+    scalars = "".join(f"s{i}, " for i in range(len(op.scalars)))
+    loads = "".join(f"    x{i} = tl.load(x{i}_ptr + offs, mask=mask).to(tl.float32)\n" for i in range(n))
+    body = "".join(f"    {line}\n" for line in op.body)
+    params = ", ".join(op.args)
+    first = op.args[0]
+    check = ""
+    if n > 1:
+        others = ", ".join(op.args[1:])
+        check = (f"        if any(t.shape != {first}.shape or t.dtype != {first}.dtype for t in ({others},)):\n"
+                 f"            raise ValueError(\"this kernel needs inputs of one shape and dtype (no broadcasting)\")\n")
+    contig = "".join(f"        _in{i} = {a}.contiguous()\n" for i, a in enumerate(op.args))
+    args = "".join(f"_in{i}, " for i in range(n))
+    scalar_args = "".join(f"float({expr}), " for expr in op.scalars)
     return f'''
 @triton.jit
-def _stark_{op.name}_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+def _stark_{op.kind}_kernel({ptrs}y_ptr, {scalars}n, BLOCK_SIZE: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    y = {UNARY_EXPR[op.name]}
-    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+{loads}{body}    tl.store(y_ptr + offs, {op.result}.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 class ModelNew(Model):
 {_doc(op)}
-    def forward(self, {x}):
-        x = {x}.contiguous()
-        y = torch.empty_like(x)
-        n = x.numel()
+    def forward(self, {params}):
+{check}{contig}        y = torch.empty_like(_in0)
+        n = _in0.numel()
         BLOCK_SIZE = 1024
         grid = (triton.cdiv(n, BLOCK_SIZE),)
-        _stark_{op.name}_kernel[grid](x, y, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+        _stark_{op.kind}_kernel[grid]({args}y, {scalar_args}n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
         return y
 '''
 
