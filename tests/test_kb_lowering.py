@@ -78,6 +78,16 @@ CASES = {  # name: (init, forward, inputs, init_inputs, params, (kind, op name))
                         "[torch.randn(4, 300)]", "[300]", "x", ("layernorm", "layernorm")),
     "layernorm_chunks": ("self.ln = nn.LayerNorm(args[0])\n", "self.ln(x)",  # 3 chunks with different means
                          "[torch.randn(2, 9000) + torch.linspace(0, 6, 9000)]", "[9000]", "x", ("layernorm", "layernorm")),
+    "log_softmax": ("pass\n", "torch.log_softmax(x, dim=1)", "[torch.randn(5, 3000) * 3]", "[]", "x",
+                    ("softmax", "log_softmax")),
+    "max_values": ("self.dim = args[0]\n", "torch.max(x, dim=self.dim)[0]", "[torch.randn(6, 50, 7)]", "[1]", "x",
+                   ("reduce", "amax")),
+    "min_method": ("pass\n", "x.min(dim=-1, keepdim=True).values", "[torch.randn(6, 50)]", "[]", "x",
+                   ("reduce", "amin")),
+    "bmm": ("pass\n", "torch.bmm(a, b)", "[torch.randn(3, 20, 33), torch.randn(3, 33, 17)]", "[]", "a, b",
+            ("matmul", "bmm")),
+    "matmul_batch_by_matrix": ("pass\n", "torch.matmul(a, b)", "[torch.randn(2, 20, 33), torch.randn(33, 17)]", "[]",
+                               "a, b", ("matmul", "matmul")),
     "matmul": ("pass\n", "torch.matmul(A, B)", "[torch.randn(70, 45), torch.randn(45, 33)]", "[]", "A, B",
                ("matmul", "matmul")),
     "matmul_op": ("pass\n", "a @ b", "[torch.randn(16, 32), torch.randn(32, 20)]", "[]", "a, b", ("matmul", "matmul")),
@@ -108,7 +118,8 @@ def test_forward_is_recognized(tmp_path, name):
     ("torch.sum(x, dim=(0, 1))", "x", "dim is not a literal"),
     ("torch.sum(x)", "x", "without dim="),
     ("torch.conv2d(x, w)", "x, w", "conv2d is not an elementwise function"),
-    ("torch.bmm(a, b)", "a, b", "bmm is not an elementwise function"),
+    ("torch.cdist(a, b)", "a, b", "cdist is not an elementwise function"),
+    ("torch.max(x)", "x", "max is not an elementwise function"),
 ])
 def test_other_models_are_not_recognized_and_say_why(tmp_path, forward, params, reason):
     src = kb_file(tmp_path, "other", "pass\n", forward, "[]", params=params).read_text()

@@ -9,10 +9,12 @@ and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
   activation module built in ``__init__``;
 * a reduction over one dimension: ``torch.sum`` / ``mean`` / ``amax`` /
   ``amin`` with ``dim=`` a literal or an attribute set in ``__init__``;
-* ``torch.softmax(x, dim=...)`` (also ``F.softmax``, ``x.softmax``);
+* ``torch.softmax(x, dim=...)`` and ``log_softmax`` (also ``F.``, methods);
+* ``torch.max(x, dim)[0]`` / ``.values`` (and ``min``): as ``amax`` / ``amin``;
 * a LayerNorm module built in ``__init__`` (``self.ln(x)``; its own weight,
   bias and eps are used);
-* a 2-D matrix product: ``torch.matmul(A, B)``, ``torch.mm``, ``A @ B``.
+* a matrix product: ``torch.matmul(A, B)``, ``torch.mm``, ``torch.bmm``,
+  ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared).
 
 Anything else gives ``None`` and a reason (``why_not``): the built-in team
 then leaves the task to an LLM team.
@@ -26,7 +28,9 @@ from dataclasses import dataclass
 from stark_lsp.agents.builtin.kb_elementwise import NotRecognized, compile_elementwise
 
 REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin"}
-MATMUL = {"matmul", "mm"}
+MATMUL = {"matmul", "mm", "bmm"}
+SOFTMAX = {"softmax", "log_softmax"}
+_PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
 _MODULE_ROOTS = {"torch", "F", "nn", "functional", "torch.nn.functional"}
 
 
@@ -49,7 +53,7 @@ class Op:
             return f"{self.name} over dim {self.dim}"
         if self.kind == "layernorm":
             return f"layernorm (self.{self.module})"
-        return "matmul (2-D)"
+        return f"{self.name} (2-D or batched)"
 
 
 def recognize(source: str) -> Op | None:
@@ -163,6 +167,13 @@ def _is_param(node: ast.expr, params: list[str]) -> str:
 def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> Op:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
         return Op("matmul", "matmul", (_is_param(e.left, params), _is_param(e.right, params)))
+    picked = _picked_extreme(e)
+    if picked is not None:  # torch.max(x, dim)[0], x.min(dim=1).values: the values of a max/min over a dim
+        call, name = picked
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
+            return _call(name, [func.value] + list(call.args), call, params, attrs, x_given=func.value.id)
+        return _call(name, list(call.args), call, params, attrs)
     if isinstance(e, ast.Call):
         func = e.func
         # self.<module>(x): a LayerNorm built in __init__ (activation modules are elementwise, below)
@@ -175,15 +186,28 @@ def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> O
                 return Op("layernorm", "layernorm", (_is_param(e.args[0], params),), module=func.attr)
         # x.sum(dim=1), x.softmax(dim=-1)
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
-            if func.attr in REDUCTIONS or func.attr == "softmax":
+            if func.attr in REDUCTIONS or func.attr in SOFTMAX:
                 return _call(func.attr, [func.value] + list(e.args), e, params, attrs, x_given=func.value.id)
         else:
             lib = _library_function(func)
-            if lib in MATMUL or lib in REDUCTIONS or lib == "softmax":
+            if lib in MATMUL or lib in REDUCTIONS or lib in SOFTMAX:
                 return _call(lib, list(e.args), e, params, attrs)
     ew = compile_elementwise(e, params, attrs)
     return Op("elementwise", ew.name(), tuple(ew.inputs), body=tuple(ew.body), result=ew.result,
               scalars=tuple(ew.scalars))
+
+
+def _picked_extreme(e: ast.expr) -> tuple[ast.Call, str] | None:
+    """(the max/min call, 'amax'/'amin') for ``max(...)[0]`` or ``max(...).values``."""
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant) and e.slice.value == 0:
+        inner = e.value
+    elif isinstance(e, ast.Attribute) and e.attr == "values":
+        inner = e.value
+    else:
+        return None
+    if not isinstance(inner, ast.Call) or not isinstance(inner.func, ast.Attribute) or inner.func.attr not in _PICK:
+        return None
+    return inner, _PICK[inner.func.attr]
 
 
 def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], attrs: dict[str, ast.expr],
@@ -194,7 +218,7 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
     if name in MATMUL:
         if len(args) != 2 or call.keywords:
             raise NotRecognized(f"{name} with other than two inputs")
-        return Op("matmul", "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
+        return Op("matmul", name if name == "bmm" else "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
     x = _is_param(args[0], params)
     if name in REDUCTIONS:
         if set(k.arg for k in call.keywords) - {"dim", "keepdim"}:
@@ -206,9 +230,9 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
             dim = _keyword(call, "dim", 0)
             keep = _keyword(call, "keepdim", 1)
         return Op("reduce", REDUCTIONS[name], (x,), dim=_dim_expr(dim, attrs, name), keepdim=_bool_expr(keep, attrs))
-    if name == "softmax":
+    if name in SOFTMAX:
         if set(k.arg for k in call.keywords) - {"dim"}:
-            raise NotRecognized("softmax with arguments other than dim")
+            raise NotRecognized(f"{name} with arguments other than dim")
         dim = _keyword(call, "dim", 1) if x_given is None else _keyword(call, "dim", 0)
-        return Op("softmax", "softmax", (x,), dim=_dim_expr(dim, attrs, "softmax"))
+        return Op("softmax", name, (x,), dim=_dim_expr(dim, attrs, name))
     raise NotRecognized(f"forward calls {name}, which the built-in team does not lower")

@@ -138,7 +138,7 @@ def _softmax(op: Op) -> str:
     x = op.args[0]
     return f'''
 @triton.jit
-def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr):
+def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.constexpr):
     # one program per row: an online max and sum, then the normalized write
     row = tl.program_id(0).to(tl.int64)
     xr = x_ptr + row * N
@@ -157,7 +157,11 @@ def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr):
     for c0 in range(0, N, BLOCK_SIZE):
         cols = c0 + tl.arange(0, BLOCK_SIZE)
         v = tl.load(xr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        tl.store(yr + cols, (tl.exp(v - mx) / total).to(y_ptr.dtype.element_ty), mask=cols < N)
+        if LOG:
+            out = (v - mx) - tl.log(total)
+        else:
+            out = tl.exp(v - mx) / total
+        tl.store(yr + cols, out.to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
 class ModelNew(Model):
@@ -170,7 +174,8 @@ class ModelNew(Model):
         N = x.shape[-1]
         y = torch.empty_like(x)
         BLOCK_SIZE = 1024
-        _stark_softmax_kernel[(x.numel() // max(N, 1),)](x, y, N, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+        _stark_softmax_kernel[(x.numel() // max(N, 1),)](x, y, N, BLOCK_SIZE=BLOCK_SIZE, LOG={op.name == "log_softmax"},
+                                                         num_warps=4)
         return y if last else y.transpose(d, -1)
 '''
 
@@ -267,9 +272,13 @@ def _matmul(op: Op) -> str:
     a, b = op.args
     return f'''
 @triton.jit
-def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         BLOCK_K: tl.constexpr, IEEE: tl.constexpr):
-    # one program per BLOCK_M x BLOCK_N tile of C, marching over K
+def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_bb, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE: tl.constexpr):
+    # one program per BLOCK_M x BLOCK_N tile of one matrix of the batch (axis 2), marching over K
+    batch = tl.program_id(2).to(tl.int64)
+    a_ptr += batch * stride_ab
+    b_ptr += batch * stride_bb
+    c_ptr += batch * M * N
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -291,18 +300,22 @@ def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BL
 class ModelNew(Model):
 {_doc(op)}
     def forward(self, {a}, {b}):
-        if {a}.ndim != 2 or {b}.ndim != 2:
-            raise ValueError(f"this kernel multiplies 2-D matrices, not {{tuple({a}.shape)}} @ {{tuple({b}.shape)}}")
+        if {a}.ndim not in (2, 3) or {b}.ndim not in (2, 3) or ({a}.ndim == 3 and {b}.ndim == 3 and {a}.shape[0] != {b}.shape[0]):
+            raise ValueError(f"this kernel multiplies 2-D matrices or batches of them, not {{tuple({a}.shape)}} @ {{tuple({b}.shape)}}")
         A = {a}.contiguous()
         B = {b}.contiguous()
-        M, K = A.shape
-        N = B.shape[1]
-        C = torch.empty((M, N), device=A.device, dtype=A.dtype)
+        M, K = A.shape[-2:]
+        N = B.shape[-1]
+        batch = A.shape[0] if A.ndim == 3 else B.shape[0] if B.ndim == 3 else 1
+        shape = (batch, M, N) if 3 in (A.ndim, B.ndim) else (M, N)
+        C = torch.empty(shape, device=A.device, dtype=A.dtype)
+        stride_ab = M * K if A.ndim == 3 else 0
+        stride_bb = K * N if B.ndim == 3 else 0
         BLOCK_M = 64
         BLOCK_N = 64
         BLOCK_K = 32
-        grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
-        _stark_matmul_kernel[grid](A, B, C, M, N, K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                                   IEEE=A.dtype == torch.float32, num_warps=4, num_stages=2)
+        grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N), batch)
+        _stark_matmul_kernel[grid](A, B, C, M, N, K, stride_ab, stride_bb, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                                   BLOCK_K=BLOCK_K, IEEE=A.dtype == torch.float32, num_warps=4, num_stages=2)
         return C
 '''
