@@ -1,5 +1,7 @@
 """Kernel discovery: stark_lsp/tasks/kernels.py."""
 
+from pathlib import Path
+
 from stark_lsp.tasks.kernels import (
     find_cuda_functions,
     find_kernels,
@@ -11,6 +13,8 @@ from stark_lsp.tasks.kernels import (
     mask_python,
     split_params,
 )
+
+REPO_SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 CUDA = r'''#include <cuda_runtime.h>
 #define CHECK(x) do { if ((x) != cudaSuccess) { return; } } while (0)
@@ -185,3 +189,17 @@ def test_helpers():
     assert language_of("python") == "triton" and language_of("x.txt") is None
     assert split_params("void") == ()
     assert split_params("std::pair<int, int> p, float* q") == ("std::pair<int, int> p", "float* q")
+
+
+def test_a_kernelbench_file_has_one_kernel_its_model():
+    text = (REPO_SAMPLES / "kernelbench" / "gelu.py").read_text()
+    (k,) = find_kernels(text, "triton")
+    lines = text.split("\n")
+    assert (k.name, k.language) == ("Model", "kernelbench")
+    assert lines[k.name_line].startswith("class Model(") and lines[k.name_line][k.name_col:].startswith("Model")
+    assert "return F.gelu(x)" in lines[k.end_line] and lines[k.end_line + 1].strip() == ""
+    # with a Triton ModelNew written into it, the model is still the one kernel
+    with_new = text + "\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\nclass ModelNew(Model):\n    pass\n"
+    assert [x.name for x in find_kernels(with_new, "triton")] == ["Model"]
+    # a Triton file, or a file with a Model but no get_init_inputs, is not KernelBench
+    assert find_kernels(text.replace("def get_init_inputs", "def other"), "triton") == []

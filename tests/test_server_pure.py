@@ -295,3 +295,17 @@ def test_progress_text():
     p.best_speedup = None
     assert "no correct candidate yet" in progress_text(p)[0]
     assert final_text(p, "cancelled") == "cancelled: 2 attempts, no correct candidate"
+
+
+def test_a_kernelbench_candidate_applies_onto_the_reference_file():
+    from stark_lsp.tasks.spec import KERNELBENCH_STUB
+
+    reference = "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n"
+    root_src = reference.rstrip() + KERNELBENCH_STUB
+    best = reference.rstrip() + "\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n        return x\n"
+    t = make_tree(ok_node(1, None, root_src, 1.0, kind="root"), ok_node(2, 1, best, 1.5))
+    plan = plan_apply("file:///m.py", 3, reference, t, None)
+    assert plan.edit is not None and not plan.refused, plan.message
+    edited = apply_text_edits(reference, plan.edit.document_changes[0].edits)
+    assert edited == best
+    assert plan_apply("file:///m.py", 3, reference + "x = 1\n", t, None).refused

@@ -99,3 +99,57 @@ def test_real_engine_in_neovim(tmp_path):
         assert r["apply"]["applied"] is True and r["buffer"] == best["source"]
     else:
         assert "apply" not in r and r["buffer"] == text
+
+
+KB_MODEL = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * 0.5
+
+
+def get_inputs():
+    return [torch.randn(64, 100)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(backend=None),
+                                              server_env=server_env(), client_factory=make_client))
+async def kb_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    lsp_client.root = root
+    (root / "half_relu.py").write_text(KB_MODEL)
+    await start(lsp_client, root, {"llm": "builtin", "budget": 2, "evaluation": {"device": "cpu"}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_kernelbench_model_is_optimized_and_its_modelnew_added(kb_client: LanguageClient):
+    client = kb_client
+    uri = open_document(client, client.root / "half_relu.py", "python")
+    mline = line_of(KB_MODEL, "class Model")
+    actions = await code_actions(client, uri, mline)
+    assert [a.title for a in actions] == ["Optimize kernel Model"]
+    assert (await run_action(client, actions[0]))["started"] is True
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to end", timeout=600)
+    assert end.message.startswith("done: 2 attempts"), (end.message, messages(client))
+    tree = await get_tree(client, uri, "Model")
+    lowered = [n for n in tree["nodes"] if n["summary"].startswith("rewrite ModelNew in Triton")]
+    assert len(lowered) == 1 and lowered[0]["status"] == "ok", tree["nodes"]
+    assert "| baseline | your kernel |" in await hover_text(client, uri, mline)
+    # applying it adds the Triton ModelNew under the user's Model (the CPU interpreter is slower than
+    # eager, so it is applied by id, as from the tree view)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.applyCandidate", arguments=[uri, "Model", lowered[0]["id"]]))
+    assert result["applied"] is True
+    text = client.texts[uri][1]
+    assert text.startswith(KB_MODEL.rstrip()) and "class ModelNew(Model):" in text and "@triton.jit" in text

@@ -5,7 +5,8 @@ The edit is a minimal line diff (``text_edits.line_edits``) sent with
 untouched lines keep their marks. A candidate is applied only onto the text
 it was derived from: the tree's root (the saved file when the search began)
 or, for a candidate made from the user's own markers, the marked document it
-was made from. Anything else is refused with a message: the document changed
+was made from; for a KernelBench file, the file without the ``ModelNew`` stub
+its root appends (the candidate's ``ModelNew`` is then added below ``Model``). Anything else is refused with a message: the document changed
 underneath.
 
 ``plan_apply`` is pure.
@@ -20,6 +21,7 @@ from lsprotocol import types
 
 from stark_lsp.server.text_edits import document_edit
 from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.tasks.spec import without_kernelbench_stub
 
 if TYPE_CHECKING:
     from stark_lsp.server.server import StarkServer
@@ -52,7 +54,9 @@ def plan_apply(uri: str, version: int | None, text: str, tree: TreeView | None, 
         return ApplyPlan(None, f"candidate #{node.id} is already in the document", node)
     root = tree.root
     bases = [b for b in (root.source if root else None, node.plan or None) if b]
-    if not any(_norm(text) == _norm(b) for b in bases):
+    reference = without_kernelbench_stub(root.source) if root else None  # a KernelBench file: the model alone
+    if not any(_norm(text) == _norm(b) for b in bases) and not (
+            reference is not None and _norm(text).rstrip() == _norm(reference).rstrip()):
         return ApplyPlan(
             None,
             f"not applied: the document changed since candidate #{node.id} was made from it "

@@ -16,7 +16,7 @@ from typing import Any
 
 from stark_lsp.server.diagnostics import TaskProblem
 from stark_lsp.tasks.kernels import Kernel, find_kernels, language_of
-from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, is_triton_source, load_task
+from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, is_kernelbench_reference, is_triton_source, load_task
 
 
 @dataclass
@@ -37,9 +37,10 @@ class DocState:
 
 
 def document_language(uri: str, language_id: str | None, text: str) -> str | None:
-    """'cuda', 'triton' (a Python file with @triton.jit kernels) or None."""
+    """'cuda', 'triton' (a Python file with @triton.jit kernels, or a KernelBench
+    reference, whose "kernel" is its Model) or None."""
     lang = language_of(language_id or "") or language_of(uri)
-    if lang == "triton" and not is_triton_source(text):
+    if lang == "triton" and not (is_triton_source(text) or is_kernelbench_reference(text)):
         return None
     return lang
 

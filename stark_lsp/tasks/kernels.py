@@ -10,6 +10,9 @@ Two languages:
 * Triton (``.py``): functions decorated with ``@triton.jit`` (also
   ``@triton.autotune``/``@triton.heuristics`` stacks ending in one), whose body
   is found by indentation.
+* KernelBench (``.py`` with ``class Model``, ``get_inputs`` and
+  ``get_init_inputs``): the task is the model, so the one "kernel" is
+  ``class Model`` (language "kernelbench"), whatever Triton the file holds.
 
 Everything here is pure and tolerant: a half-typed document yields the kernels
 that can be recognised and never raises. Lines are 0-based (LSP style);
@@ -32,7 +35,7 @@ _CUDA_CONTROL = {"if", "for", "while", "switch", "return", "sizeof", "catch"}
 @dataclass(frozen=True)
 class Kernel:
     name: str
-    language: str  # "cuda" | "triton"
+    language: str  # "cuda" | "triton" | "kernelbench"
     start_line: int  # first line (decorators / qualifiers included), 0-based
     end_line: int  # last line of the body, inclusive, 0-based
     name_line: int  # where the name is written
@@ -73,7 +76,30 @@ def find_kernels(text: str, language: str) -> list[Kernel]:
             for f in find_cuda_functions(text)
             if f.is_kernel
         ]
-    return find_triton_kernels(text)
+    return find_kernelbench_model(text) or find_triton_kernels(text)
+
+
+_KB_MODEL = re.compile(r"^class\s+(Model)\s*\(", re.M)
+_KB_GET_INPUTS = re.compile(r"^def\s+get_inputs\s*\(", re.M)
+_KB_GET_INIT = re.compile(r"^def\s+get_init_inputs\s*\(", re.M)
+
+
+def find_kernelbench_model(text: str) -> list[Kernel]:
+    """``[class Model]`` of a KernelBench reference file, else ``[]``."""
+    masked = mask_python(text)
+    m = _KB_MODEL.search(masked)
+    if m is None or not _KB_GET_INPUTS.search(masked) or not _KB_GET_INIT.search(masked):
+        return []
+    lines = masked.split("\n")
+    start = masked.count("\n", 0, m.start())
+    end = start
+    for b in range(start + 1, len(lines)):
+        if not lines[b].strip():
+            continue
+        if _indent(lines[b]) == 0:
+            break
+        end = b
+    return [Kernel("Model", "kernelbench", start, end, start, m.start(1) - m.start())]
 
 
 def kernel_named(kernels: list[Kernel], name: str) -> Kernel | None:

@@ -79,7 +79,7 @@ class TaskSpec:
             return text
         if _CLASS_MODEL_NEW.search(text):
             return text
-        return text.rstrip() + "\n\n\nclass ModelNew(Model):\n    pass\n"
+        return text.rstrip() + KERNELBENCH_STUB
 
     def task_id(self) -> str:
         """Stable id from the resolved paths (not the contents, which change)."""
@@ -118,6 +118,15 @@ def find_harness(kernel: Path, text: str | None = None) -> Path | None:
     if kernel.suffix == ".py" and _DEF_GET_INPUTS.search(text):
         return kernel  # self-contained Triton file
     return None
+
+
+KERNELBENCH_STUB = "\n\n\nclass ModelNew(Model):\n    pass\n"  # appended to a reference without ModelNew
+
+
+def without_kernelbench_stub(source: str) -> str | None:
+    """The file a KernelBench root was made from (up to trailing blank lines), or None if
+    ``source`` does not end in the stub ``root_source`` appends."""
+    return source[: -len(KERNELBENCH_STUB)] if source.endswith(KERNELBENCH_STUB) else None
 
 
 def is_kernelbench_reference(text: str) -> bool:

@@ -56,7 +56,7 @@ export async function kernelAtCursor(editor: vscode.TextEditor | undefined): Pro
 
 async function requireKernel(): Promise<TreeParams | undefined> {
   const t = await kernelAtCursor(vscode.window.activeTextEditor);
-  if (!t) void vscode.window.showWarningMessage('STARK: put the cursor in a CUDA __global__ kernel or a @triton.jit function.');
+  if (!t) void vscode.window.showWarningMessage('STARK: put the cursor in a CUDA __global__ kernel, a @triton.jit function or a KernelBench Model.');
   return t;
 }
 

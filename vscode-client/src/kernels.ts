@@ -52,9 +52,21 @@ export function findTritonKernels(text: string): KernelLocation[] {
   return out;
 }
 
+const KB_MODEL = /^class\s+(Model)\s*\(/m;
+
+/** A KernelBench reference (class Model, get_inputs, get_init_inputs): its one "kernel" is the model. */
+export function findKernelBenchModel(text: string): KernelLocation[] {
+  const m = KB_MODEL.exec(text);
+  if (!m || !/^def\s+get_inputs\s*\(/m.test(text) || !/^def\s+get_init_inputs\s*\(/m.test(text)) return [];
+  return [{ name: 'Model', line: lineOf(text, m.index) }];
+}
+
 export function findKernels(text: string, languageId: string, fileName = ''): KernelLocation[] {
   if (languageId === 'cuda-cpp' || /\.cuh?$/.test(fileName)) return findCudaKernels(text);
-  if (languageId === 'python' || fileName.endsWith('.py')) return findTritonKernels(text);
+  if (languageId === 'python' || fileName.endsWith('.py')) {
+    const model = findKernelBenchModel(text);
+    return model.length ? model : findTritonKernels(text);
+  }
   return [];
 }
 

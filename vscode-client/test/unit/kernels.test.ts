@@ -61,6 +61,13 @@ describe('kernel discovery', () => {
     assert.deepEqual(findKernels(TRITON, 'markdown', 'notes.md'), []);
   });
 
+  it('gives a KernelBench reference one kernel, its Model, even with Triton in it', () => {
+    const kb = 'import torch\n\nclass Model(nn.Module):\n    pass\n\ndef get_inputs():\n    return []\n\ndef get_init_inputs():\n    return []\n';
+    assert.deepEqual(findKernels(kb, 'python'), [{ name: 'Model', line: 2 }]);
+    assert.deepEqual(findKernels(kb + TRITON, 'python'), [{ name: 'Model', line: 2 }]);
+    assert.deepEqual(findKernels(kb.replace('get_init_inputs', 'other'), 'python'), []);
+  });
+
   it('picks the kernel the cursor is in, or the first when above all', () => {
     const ks = findTritonKernels(TRITON);
     assert.equal(kernelAtLine(ks, 13)?.name, 'add_kernel');
