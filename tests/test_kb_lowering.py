@@ -12,7 +12,7 @@ import pytest
 from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.kb_forward import analyse, NotRecognized
-from stark_lsp.agents.builtin.kb_lowering import modelnew_stub
+from stark_lsp.agents.builtin.kb_lowering import STARTS, implement_lowering, instruction_for, modelnew_stub
 from stark_lsp.agents.builtin.tunables import find_tunables
 from stark_lsp.evaluate.evaluator import Evaluator
 from stark_lsp.evaluate.options import EvalOptions
@@ -162,15 +162,37 @@ def test_a_model_it_cannot_lower_is_left_to_an_llm_team(tmp_path):
         make_builtin_team().planner.plan(_ctx(task, task.root_source()))
 
 
-def test_the_lowering_is_offered_once(tmp_path):
+def test_each_starting_point_is_offered_once_then_nothing_new(tmp_path):
     init, fwd, inputs, init_inputs, params, _ = CASES["relu"]
     task = load_task(kb_file(tmp_path, "relu", init, fwd, inputs, init_inputs, params))
     team = make_builtin_team()
     root = task.root_source()
-    plan = team.planner.plan(_ctx(task, root))
-    new = apply_replacements(plan.marked_source, team.coder.code(_ctx(task, root), plan.marked_source).replacements)
+    seen = {source_digest(root)}
+    summaries = []
+    for seed in range(len(STARTS["elementwise"])):
+        ctx = _ctx(task, root, seed=seed, seen=seen)
+        plan = team.planner.plan(ctx)
+        summaries.append(plan.summary)
+        seen.add(source_digest(apply_replacements(plan.marked_source, team.coder.code(ctx, plan.marked_source).replacements)))
+    assert summaries[0] == "rewrite ModelNew in Triton: relu (elementwise)"
+    assert len(set(summaries)) == len(STARTS["elementwise"]) and "start with BLOCK_SIZE=4096, num_warps=8" in str(summaries)
     with pytest.raises(AgentError, match=NOTHING_NEW):
-        team.planner.plan(_ctx(task, root, seen={source_digest(root), source_digest(new)}))
+        team.planner.plan(_ctx(task, root, seen=seen))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["silu", "sum_dim0", "mean_last", "softmax_last", "layernorm_chunks", "matmul"])
+def test_every_starting_point_is_correct(tmp_path, ev, name):
+    init, fwd, inputs, init_inputs, params, (kind, _) = CASES[name]
+    task = load_task(kb_file(tmp_path, name, init, fwd, inputs, init_inputs, params))
+    op = analyse(task.root_source())
+    for start in STARTS[kind][1:]:
+        code = implement_lowering(task.root_source(), instruction_for(op.describe(), start))
+        for key, value in start.items():
+            assert any(t.name == key and t.value == value for t in find_tunables(code, "python")), (key, code)
+        source = task.root_source().replace("class ModelNew(Model):\n    pass\n", code)
+        r = ev.evaluate(task, source, FAST)
+        assert r.status is Status.OK, (start, r.summary(), r.output[-2000:])
 
 
 def test_the_kernelbench_samples_are_all_lowerable():

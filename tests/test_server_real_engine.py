@@ -144,7 +144,7 @@ async def test_a_kernelbench_model_is_optimized_and_its_modelnew_added(kb_client
     assert end.message.startswith("done: 2 attempts"), (end.message, messages(client))
     tree = await get_tree(client, uri, "Model")
     lowered = [n for n in tree["nodes"] if n["summary"].startswith("rewrite ModelNew in Triton")]
-    assert len(lowered) == 1 and lowered[0]["status"] == "ok", tree["nodes"]
+    assert lowered and all(n["status"] == "ok" for n in lowered), tree["nodes"]
     assert "| baseline | your kernel |" in await hover_text(client, uri, mline)
     # applying it adds the Triton ModelNew under the user's Model (the CPU interpreter is slower than
     # eager, so it is applied by id, as from the tree view)

@@ -4,19 +4,25 @@ A KernelBench root is the reference wrapped as ``class ModelNew(Model): pass``:
 there is nothing to tune. When ``Model.forward`` is one operation the team
 knows (``kb_forward``), the Plan agent marks the ``ModelNew`` block with
 ``rewrite ModelNew in Triton: <operation>`` and the Code agent replaces it with
-the kernels of ``kb_triton``. From then on the task is a Triton source like
-any other, and the usual tunables (block sizes, ``num_warps``) apply.
+the kernels of ``kb_triton``, at one of a few starting points (block sizes
+and warps: the renderer's defaults, then others, ``STARTS``), so that the root
+has several different children to offer. From then on the task is a Triton
+source like any other, and the usual tunables apply.
 """
 
 from __future__ import annotations
 
+import random
 import re
+from typing import Callable
 
 from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
 from stark_lsp.agents.builtin.kb_forward import analyse, NotRecognized, recognize
 from stark_lsp.agents.builtin.kb_triton import render
+from stark_lsp.agents.builtin.tunables import set_value
+from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables
 from stark_lsp.markers.syntax import insert_marker, split_lines, strip_markers
-from stark_lsp.search.digest import NOTHING_NEW
+from stark_lsp.search.digest import NOTHING_NEW, source_digest
 
 PREFIX = "rewrite ModelNew in Triton"
 MARKER_ID = "model_new"
@@ -54,7 +60,45 @@ def wants_lowering(ctx: AgentContext) -> bool:
     return ctx.task.kind == "kernelbench" and modelnew_stub(ctx.node_source) is not None
 
 
-def plan_lowering(ctx: AgentContext) -> PlanResult:
+# Starting points of the Triton code, per kind of operation: the renderer's defaults first, then
+# other block sizes and warps. Each is one root child, so best-of-N from the root has N to draw.
+STARTS: dict[str, list[dict[str, int]]] = {
+    "elementwise": [{}, {"BLOCK_SIZE": 4096, "num_warps": 8}, {"BLOCK_SIZE": 256, "num_warps": 2},
+                    {"BLOCK_SIZE": 2048, "num_warps": 4}],
+    "reduce": [{}, {"BLOCK_R": 32, "BLOCK_INNER": 64}, {"BLOCK_R": 4, "BLOCK_INNER": 256, "num_warps": 8},
+               {"ROW_BLOCK_SIZE": 4096, "num_warps": 8}],
+    "softmax": [{}, {"BLOCK_SIZE": 4096, "num_warps": 8}, {"BLOCK_SIZE": 256, "num_warps": 2}],
+    "layernorm": [{}, {"CHUNK_SIZE": 16384, "BLOCK_SIZE": 2048, "num_warps": 8},
+                  {"CHUNK_SIZE": 1024, "BLOCK_SIZE": 256, "num_warps": 2}],
+    "matmul": [{}, {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
+               {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 2}],
+}
+_START = re.compile(r";\s*start with\s+(.+)$", re.I)
+
+
+def instruction_for(op_description: str, start: dict[str, int]) -> str:
+    text = f"{PREFIX}: {op_description}"
+    if start:
+        text += "; start with " + ", ".join(f"{k}={v}" for k, v in start.items())
+    return text
+
+
+def parse_start(instruction: str) -> dict[str, int]:
+    m = _START.search(instruction)
+    if not m:
+        return {}
+    out: dict[str, int] = {}
+    for part in m.group(1).split(","):
+        name, _, value = part.partition("=")
+        if not value.strip().isdigit():
+            raise AgentError(f"cannot read the starting point {part.strip()!r} in {instruction!r}")
+        out[name.strip()] = int(value)
+    return out
+
+
+def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -> PlanResult:
+    """The first starting point (the defaults, then the others in an order drawn from the seed)
+    whose source is not in ``ctx.seen``; ``implemented(marked)`` is what the Code agent makes of it."""
     span = modelnew_stub(ctx.node_source)
     assert span is not None
     try:
@@ -62,16 +106,36 @@ def plan_lowering(ctx: AgentContext) -> PlanResult:
     except NotRecognized as e:
         raise AgentError(
             f"{NOTHING_NEW}: the built-in team writes Triton only for single-operation models "
-            f"(elementwise activations, sum/mean/amax/amin over a dim, softmax, LayerNorm, 2-D matmul); "
+            f"(elementwise expressions, sum/mean/amax/amin over a dim, softmax, LayerNorm, matmul); "
             f"here: {e}. Use an LLM team (--llm openai) for this task.") from e
-    instruction = f"{PREFIX}: {op.describe()}"
-    marked = insert_marker(ctx.node_source, span[0], span[1], MARKER_ID, instruction, "python")
-    return PlanResult(marked_source=marked, summary=instruction)
+    starts = STARTS[op.kind]
+    order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
+    for i in order:
+        instruction = instruction_for(op.describe(), starts[i])
+        marked = insert_marker(ctx.node_source, span[0], span[1], MARKER_ID, instruction, "python")
+        if not ctx.seen:
+            return PlanResult(marked_source=marked, summary=instruction)
+        source = implemented(marked)
+        if source is not None and source_digest(source) not in ctx.seen:
+            return PlanResult(marked_source=marked, summary=instruction)
+    raise AgentError(f"{NOTHING_NEW}: every Triton starting point the built-in team knows for this model "
+                     f"({len(starts)}) is already in the tree")
 
 
-def implement_lowering(marked_source: str) -> str:
-    """The replacement text of the ModelNew marker."""
+def implement_lowering(marked_source: str, instruction: str = "") -> str:
+    """The replacement text of the ModelNew marker: the Triton code, at the starting point the
+    instruction names."""
     op = recognize(strip_markers(marked_source))
     if op is None:
         raise AgentError(f"cannot {PREFIX}: Model.forward is not an operation the built-in team lowers")
-    return render(op)
+    return apply_start(render(op), parse_start(instruction))
+
+
+def apply_start(code: str, start: dict[str, int]) -> str:
+    for name, value in start.items():
+        sites = [t for t in find_triton_tunables(code) if t.name == name and t.site is not None]
+        if not sites:
+            raise AgentError(f"the Triton code for this model has no {name} to start at {value}")
+        for t in sorted(sites, key=lambda t: (t.site.line, t.site.start), reverse=True):
+            code = set_value(code, t, value)
+    return code

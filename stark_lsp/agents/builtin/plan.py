@@ -119,11 +119,7 @@ class BuiltinPlanner:
 
     def plan(self, ctx: AgentContext) -> PlanResult:
         if wants_lowering(ctx):
-            result = plan_lowering(ctx)
-            source = self.implemented(ctx, result.marked_source)
-            if ctx.seen and source is not None and source_digest(source) in ctx.seen:
-                raise AgentError(f"{NOTHING_NEW}: the Triton version of this model is already in the tree")
-            return result
+            return plan_lowering(ctx, lambda marked: self.implemented(ctx, marked))
         ranked = self.ranked(ctx)
         if not ranked:
             raise AgentError(f"{NOTHING_NEW} (the built-in team has nothing left to try: every tunable value it "
