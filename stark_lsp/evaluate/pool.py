@@ -86,6 +86,14 @@ class _Worker:
             pass
 
 
+def _is_started(line: bytes) -> bool:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(msg, dict) and msg.get("started") is True and "result" not in msg
+
+
 def _signal_name(rc: int | None) -> str:
     if rc is None:
         return "still running"
@@ -95,6 +103,9 @@ def _signal_name(rc: int | None) -> str:
         except ValueError:
             return f"signal {-rc}"
     return f"exit code {rc}"
+
+
+LOCK_WAIT_S = 1800.0  # how long a worker may wait for its GPU before the evaluation counts as hung
 
 
 class WorkerPool:
@@ -134,9 +145,15 @@ class WorkerPool:
             worker.tx.flush()
         except (BrokenPipeError, OSError):
             return self._fault(worker, "crashed", "the worker was gone before the job started", log_offset)
-        line = worker.read_line(time.monotonic() + timeout_s)
+        # the time limit runs from when the worker holds its GPU (gpu_lock.py), not while it waits
+        line = worker.read_line(time.monotonic() + LOCK_WAIT_S + timeout_s)
         if line is None:
-            return self._fault(worker, "timeout", f"no result within {timeout_s:.0f} s: killed", log_offset)
+            return self._fault(worker, "timeout", f"the GPU stayed busy (another evaluation held it) for over "
+                                                  f"{LOCK_WAIT_S + timeout_s:.0f} s: killed", log_offset)
+        if _is_started(line):
+            line = worker.read_line(time.monotonic() + timeout_s)
+            if line is None:
+                return self._fault(worker, "timeout", f"no result within {timeout_s:.0f} s: killed", log_offset)
         if line == b"":
             worker.proc.wait(timeout=10)
             why = _signal_name(worker.proc.returncode)

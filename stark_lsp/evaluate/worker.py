@@ -6,8 +6,9 @@ go to a log file, so whatever candidate code prints cannot corrupt the
 protocol (the tail of it comes back with each result).
 
 Messages in:  {"op": "evaluate", "job": {...}} | {"op": "exit"}
-Messages out: {"ready": true, "hardware": {...}} once, then
-              {"result": EvalResult-dict, "recycle": bool} per job.
+Messages out: {"ready": true, "hardware": {...}} once, then per job
+              {"started": true, "waited_s": s} when it holds the GPU (gpu_lock.py)
+              and {"result": EvalResult-dict, "recycle": bool}.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         runner = Runner(args.device)
         if runner.is_gpu and args.memory_fraction:
             torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
+        from stark_lsp.evaluate.gpu_lock import GpuLock, gpu_key
+
+        lock_key = os.environ.get("STARK_EVAL_LOCK_NAME") or (gpu_key(torch, runner.device) if runner.is_gpu else "")
         send({"ready": True, "hardware": runner.hardware(), "pid": os.getpid()})
     except Exception as e:  # the worker cannot start: say why, then exit
         send({"ready": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]})
@@ -86,12 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         if cwd:
             os.makedirs(cwd, exist_ok=True)
             os.chdir(cwd)
+        lock = GpuLock(lock_key) if lock_key else None
         try:
+            if lock is not None:
+                lock.__enter__()  # one evaluation at a time on this GPU, machine-wide
+            send({"started": True, "waited_s": lock.waited_s if lock else 0.0})
             result, recycle = runner.evaluate(job)
         except Exception as e:  # a bug in the evaluator itself: report, and start afresh
             result = EvalResult(Status.RUNTIME_ERROR, f"evaluator error: {type(e).__name__}: {e}")
             result.output = traceback.format_exc()[-4000:]
             recycle = True
+        finally:
+            if lock is not None:
+                lock.__exit__(None, None, None)
         sys.stdout.flush()
         sys.stderr.flush()
         printed = _tail(args.log, offset)

@@ -65,8 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"the candidate does not load: {e}")
     except Exception as e:  # noqa: BLE001
         return _fail(f"{type(e).__name__}: {e}")
+    from contextlib import nullcontext
+
+    from stark_lsp.evaluate.gpu_lock import GpuLock, gpu_key
+
     try:
-        with torch.no_grad():
+        # ncu's replays must not overlap another process's timing on this GPU (gpu_lock.py)
+        with (GpuLock(gpu_key(torch, dev)) if dev.type == "cuda" else nullcontext()), torch.no_grad():
             for _ in range(calls):
                 cand(*inputs)
                 if dev.type == "cuda":

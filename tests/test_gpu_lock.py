@@ -1,0 +1,97 @@
+"""One evaluation at a time per GPU, across processes (stark_lsp/evaluate/gpu_lock.py).
+
+On the CPU the workers take no lock unless STARK_EVAL_LOCK_NAME names one, which
+these tests do to exercise the same path a GPU worker takes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.gpu_lock import GpuLock, lock_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOLD = r"""
+import json, sys, time
+from stark_lsp.evaluate.gpu_lock import GpuLock
+with GpuLock(sys.argv[1]):
+    t0 = time.time()
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+    t1 = time.time()
+print(json.dumps([t0, t1]), flush=True)
+"""
+
+
+def _hold(key: str, seconds: float, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", HOLD, key, str(seconds)], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+
+
+@pytest.fixture
+def lock_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("STARK_EVAL_LOCK_DIR", str(tmp_path / "locks"))
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def test_two_processes_never_hold_one_gpu_at_once(lock_env):
+    procs = [_hold("GPU-abc", 0.5, lock_env) for _ in range(3)]
+    spans = sorted(json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1]) for p in procs)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end, spans
+    assert lock_path("GPU-abc").exists() and "GPU-abc" in lock_path("GPU-abc").name
+
+
+def test_other_gpus_are_not_held_up(lock_env):
+    with GpuLock("GPU-one"):
+        p = _hold("GPU-two", 0.0, lock_env)
+        out = p.communicate(timeout=60)[0]
+    assert "held" in out
+
+
+def test_a_killed_holder_releases_the_lock(lock_env):
+    p = _hold("GPU-k", 600, lock_env)
+    assert p.stdout.readline().strip() == "held"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    got = threading.Event()
+
+    def take():
+        with GpuLock("GPU-k"):
+            got.set()
+
+    t = threading.Thread(target=take, daemon=True)
+    t.start()
+    assert got.wait(30), "the lock stayed held after its holder was killed"
+
+
+@pytest.mark.timeout(300)
+def test_the_time_limit_runs_from_when_the_worker_holds_the_gpu(lock_env, monkeypatch, tmp_path):
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.tasks.spec import load_task
+
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-test")  # the workers inherit it: they lock like GPU workers
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=3.0)
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        assert ev.evaluate(task, task.root_source(), opts).status is Status.OK  # warm
+        with GpuLock("GPU-test"):
+            result: list = []
+            again = task.root_source() + "\n# a new source: not a cached verdict\n"
+            t = threading.Thread(target=lambda: result.append(ev.evaluate(task, again, opts)))
+            t.start()
+            time.sleep(5.0)  # longer than the run limit: waiting must not count
+            assert t.is_alive(), "the evaluation ran while another process held the GPU"
+        t.join(120)
+        assert result and result[0].status is Status.OK, result[0].summary() if result else "no result"
