@@ -95,3 +95,21 @@ def test_the_time_limit_runs_from_when_the_worker_holds_the_gpu(lock_env, monkey
             assert t.is_alive(), "the evaluation ran while another process held the GPU"
         t.join(120)
         assert result and result[0].status is Status.OK, result[0].summary() if result else "no result"
+
+
+def test_the_lock_name_comes_from_the_gpu_uuid_else_a_fallback():
+    from types import SimpleNamespace
+
+    from stark_lsp.evaluate.gpu_lock import gpu_key
+
+    def fake_torch(props):
+        def get(device):
+            if props is None:
+                raise RuntimeError("no device properties")
+            return props
+        return SimpleNamespace(cuda=SimpleNamespace(get_device_properties=get, current_device=lambda: 0))
+
+    dev = SimpleNamespace(index=0)
+    assert gpu_key(fake_torch(SimpleNamespace(uuid="GPU-1234", name="H200")), dev) == "GPU-1234"
+    assert gpu_key(fake_torch(SimpleNamespace(uuid=None, pci_bus_id=7, name="H200")), dev) == "pci7"
+    assert gpu_key(fake_torch(None), dev).startswith("cuda")

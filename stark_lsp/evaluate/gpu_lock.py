@@ -38,12 +38,19 @@ def lock_path(key: str) -> Path:
 
 def gpu_key(torch: Any, device: Any) -> str:
     """The GPU's UUID (stable across processes and CUDA_VISIBLE_DEVICES), else its PCI bus id."""
-    props = torch.cuda.get_device_properties(device)
-    uuid = getattr(props, "uuid", None)
-    if uuid:
-        return str(uuid)
-    bus = getattr(props, "pci_bus_id", None)
-    return f"pci{bus}" if bus is not None else f"{props.name}-{torch.cuda.current_device()}"
+    try:
+        props = torch.cuda.get_device_properties(device)
+        uuid = getattr(props, "uuid", None)
+        if uuid:
+            return str(uuid)
+        bus = getattr(props, "pci_bus_id", None)
+        if bus is not None:
+            return f"pci{bus}"
+    except Exception:  # noqa: BLE001 - never stop a worker over its lock's name
+        pass
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    index = getattr(device, "index", None) or 0
+    return f"cuda{visible[index].strip() if index < len(visible) and visible[index].strip() else index}"
 
 
 class GpuLock:
