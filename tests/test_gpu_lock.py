@@ -113,3 +113,31 @@ def test_the_lock_name_comes_from_the_gpu_uuid_else_a_fallback():
     assert gpu_key(fake_torch(SimpleNamespace(uuid="GPU-1234", name="H200")), dev) == "GPU-1234"
     assert gpu_key(fake_torch(SimpleNamespace(uuid=None, pci_bus_id=7, name="H200")), dev) == "pci7"
     assert gpu_key(fake_torch(None), dev).startswith("cuda")
+
+
+def test_a_lock_file_that_cannot_be_written_still_locks_and_none_at_all_does_not_fail(lock_env, monkeypatch):
+    import stark_lsp.evaluate.gpu_lock as gl
+
+    lock_path("GPU-ro").parent.mkdir(parents=True, exist_ok=True)
+    lock_path("GPU-ro").touch()
+    real_open = os.open
+
+    def no_write(path, flags, *a):  # as for another user's file in a shared /tmp
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(gl.os, "open", no_write)
+    with GpuLock("GPU-ro"):
+        p = _hold("GPU-ro", 0.0, lock_env)  # a process that can write the file
+        time.sleep(3.0)
+        released = time.time()
+    t0, _ = json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
+    assert t0 >= released  # it waited: the read-only descriptor still locks
+
+    def nothing(path, flags, *a):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(gl.os, "open", nothing)
+    with GpuLock("GPU-none") as lock:  # no lock to be had: the evaluation goes on
+        assert lock.waited_s == 0.0

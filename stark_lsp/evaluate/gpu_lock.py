@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,9 @@ class GpuLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "GpuLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = self._open()
+        if fd is None:
+            return self  # no lock file can be made here: run unlocked rather than fail the evaluation
         t0 = time.monotonic()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -74,6 +76,25 @@ class GpuLock:
         self.waited_s = time.monotonic() - t0
         self._fd = fd
         return self
+
+    def _open(self) -> int | None:
+        """The lock file, shared by every user of the machine (flock works on a read-only
+        descriptor, so another user's file will do); None when it cannot be opened at all."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                os.fchmod(fd, 0o666)  # past the umask, so other users can open it too
+            except OSError:
+                pass
+            return fd
+        except OSError:
+            pass
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except OSError as e:
+            sys.stderr.write(f"stark: no GPU lock ({self.path}: {e}); evaluating without it\n")
+            return None
 
     def __exit__(self, *exc: Any) -> None:
         if self._fd is not None:
