@@ -4,7 +4,6 @@ that nothing imports Ray unless a cluster is asked for."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading

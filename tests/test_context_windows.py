@@ -3,7 +3,7 @@ import pytest
 from fakes import fake_source, make_fake_task, verdict
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
 from stark_lsp.search.context import build_context, estimate_tokens, window
-from stark_lsp.search.node import DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
+from stark_lsp.search.node import PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
 
 
 def node(id, parent, speed=1.0, status="ok", kind=None, summary=""):

@@ -3,7 +3,6 @@ import threading
 import pytest
 
 from fakes import FakeEvaluator, FakeTeam, fake_source, make_fake_task
-from stark_lsp.agents.base import AgentError
 from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, TreeStore
 from stark_lsp.search.lock import tree_lock
 from stark_lsp.search.node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT

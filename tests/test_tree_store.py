@@ -5,7 +5,7 @@ import pytest
 
 from fakes import make_fake_task, verdict, fake_source
 from stark_lsp.agents.base import Exchange, Usage
-from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.result import Status
 from stark_lsp.search.node import ABANDONED, AGENT_ERROR, PLAN_CODE, ROOT, RUNNING, outcome_fields
 from stark_lsp.search.tree_store import (SCHEMA_VERSION, StoreError, TreeStore, default_store_path,
                                          find_workspace)
