@@ -78,8 +78,10 @@ async def test_optimize_progress_diagnostics_hover_apply(client: LanguageClient)
 
     # diagnostics: an Information on the kernel name with the best speedup
     assert best["parent"] is not None  # the fake root is 1.00×; some fake candidate beats it
-    diags = await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "best-speedup"],
-                             "the speedup diagnostic")
+    # (the finished search's diagnostic may come after its progress end: wait for the one with 3 attempts)
+    diags = await wait_until(lambda: [d for d in client.diagnostics.get(uri, [])
+                                      if d.code == "best-speedup" and "3 attempts" in d.message],
+                             "the final speedup diagnostic")
     (d,) = diags
     assert d.severity == types.DiagnosticSeverity.Information
     assert d.range.start.line == kline

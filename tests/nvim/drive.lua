@@ -76,7 +76,18 @@ local ok, err = pcall(function()
   end, 50)
   assert(ended, 'the search did not end')
   step('search ended')
-  vim.wait(5000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
+  -- the diagnostics of the finished search come after its progress end: wait for the one that
+  -- counts the same attempts as the end message (none comes when nothing beat the user's kernel)
+  local final = ''
+  for _, v in ipairs(out.progress) do
+    if v.kind == 'end' then final = (v.message or ''):match('^done: (%d+ attempts)') or '' end
+  end
+  vim.wait(10000, function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if final ~= '' and d.message:find(final, 1, true) then return true end
+    end
+    return false
+  end, 50)
   out.diagnostics = {}
   for _, d in ipairs(vim.diagnostic.get(buf)) do
     table.insert(out.diagnostics, { lnum = d.lnum, severity = d.severity, message = d.message })
