@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
                    help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
     p.add_argument("--concurrency", type=int, default=2, help="attempts in flight per run (default 2)")
-    p.add_argument("--workers", type=int, default=1, help="evaluator worker processes (default 1)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
     p.add_argument("--wall-time", type=float, help="per run: stop starting attempts after this many seconds")
