@@ -11,7 +11,8 @@ import pytest
 
 from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
 from stark_lsp.agents.builtin import make_builtin_team
-from stark_lsp.agents.builtin.kb_forward import analyse, NotRecognized
+from stark_lsp.agents.builtin.kb_ast import NotRecognized
+from stark_lsp.agents.builtin.kb_forward import analyse
 from stark_lsp.agents.builtin.kb_lowering import STARTS, implement_lowering, instruction_for, modelnew_stub
 from stark_lsp.agents.builtin.tunables import find_tunables
 from stark_lsp.evaluate.evaluator import Evaluator

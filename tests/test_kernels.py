@@ -201,5 +201,6 @@ def test_a_kernelbench_file_has_one_kernel_its_model():
     # with a Triton ModelNew written into it, the model is still the one kernel
     with_new = text + "\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\nclass ModelNew(Model):\n    pass\n"
     assert [x.name for x in find_kernels(with_new, "triton")] == ["Model"]
-    # a Triton file, or a file with a Model but no get_init_inputs, is not KernelBench
-    assert find_kernels(text.replace("def get_init_inputs", "def other"), "triton") == []
+    # a file with a Model but no get_inputs is not KernelBench, nor is one whose Model is in a string
+    assert find_kernels(text.replace("def get_inputs", "def other"), "triton") == []
+    assert find_kernels('"""\nclass Model(nn.Module):\n"""\ndef get_inputs():\n    pass\n', "triton") == []

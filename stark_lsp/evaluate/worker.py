@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import nullcontext
 
 
 def _redirect_output(log_path: str) -> None:
@@ -90,19 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         if cwd:
             os.makedirs(cwd, exist_ok=True)
             os.chdir(cwd)
-        lock = GpuLock(lock_key) if lock_key else None
         try:
-            if lock is not None:
-                lock.__enter__()  # one evaluation at a time on this GPU, machine-wide
-            send({"started": True, "waited_s": lock.waited_s if lock else 0.0})
-            result, recycle = runner.evaluate(job)
+            with GpuLock(lock_key) if lock_key else nullcontext() as lock:  # one evaluation per GPU, machine-wide
+                send({"started": True, "waited_s": getattr(lock, "waited_s", 0.0)})
+                result, recycle = runner.evaluate(job)
         except Exception as e:  # a bug in the evaluator itself: report, and start afresh
             result = EvalResult(Status.RUNTIME_ERROR, f"evaluator error: {type(e).__name__}: {e}")
             result.output = traceback.format_exc()[-4000:]
             recycle = True
-        finally:
-            if lock is not None:
-                lock.__exit__(None, None, None)
         sys.stdout.flush()
         sys.stderr.flush()
         printed = _tail(args.log, offset)

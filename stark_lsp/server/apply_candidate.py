@@ -6,8 +6,9 @@ untouched lines keep their marks. A candidate is applied only onto the text
 it was derived from: the tree's root (the saved file when the search began)
 or, for a candidate made from the user's own markers, the marked document it
 was made from; for a KernelBench file, the file without the ``ModelNew`` stub
-its root appends (the candidate's ``ModelNew`` is then added below ``Model``). Anything else is refused with a message: the document changed
-underneath.
+its root appends (the candidate's ``ModelNew`` is then added below
+``Model``). Trailing blank lines do not count. Anything else is refused with a
+message: the document changed underneath.
 
 ``plan_apply`` is pure.
 """
@@ -36,7 +37,7 @@ class ApplyPlan:
 
 
 def _norm(text: str) -> str:
-    return text.replace("\r\n", "\n")
+    return text.replace("\r\n", "\n").rstrip()
 
 
 def plan_apply(uri: str, version: int | None, text: str, tree: TreeView | None, node_id: int | None) -> ApplyPlan:
@@ -53,10 +54,9 @@ def plan_apply(uri: str, version: int | None, text: str, tree: TreeView | None, 
     if _norm(text) == _norm(node.source):
         return ApplyPlan(None, f"candidate #{node.id} is already in the document", node)
     root = tree.root
-    bases = [b for b in (root.source if root else None, node.plan or None) if b]
     reference = without_kernelbench_stub(root.source) if root else None  # a KernelBench file: the model alone
-    if not any(_norm(text) == _norm(b) for b in bases) and not (
-            reference is not None and _norm(text).rstrip() == _norm(reference).rstrip()):
+    bases = [b for b in (root.source if root else None, node.plan or None, reference) if b]
+    if not any(_norm(text) == _norm(b) for b in bases):
         return ApplyPlan(
             None,
             f"not applied: the document changed since candidate #{node.id} was made from it "

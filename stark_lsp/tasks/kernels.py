@@ -10,8 +10,8 @@ Two languages:
 * Triton (``.py``): functions decorated with ``@triton.jit`` (also
   ``@triton.autotune``/``@triton.heuristics`` stacks ending in one), whose body
   is found by indentation.
-* KernelBench (``.py`` with ``class Model``, ``get_inputs`` and
-  ``get_init_inputs``): the task is the model, so the one "kernel" is
+* KernelBench (``.py`` with ``class Model`` and ``get_inputs``, as
+  ``spec.is_kernelbench_reference``): the task is the model, so the one "kernel" is
   ``class Model`` (language "kernelbench"), whatever Triton the file holds.
 
 Everything here is pure and tolerant: a half-typed document yields the kernels
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from stark_lsp.tasks.spec import is_kernelbench_reference
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _IDENT_BEFORE = re.compile(r"([A-Za-z_]\w*)\s*$")
@@ -80,15 +82,13 @@ def find_kernels(text: str, language: str) -> list[Kernel]:
 
 
 _KB_MODEL = re.compile(r"^class\s+(Model)\s*\(", re.M)
-_KB_GET_INPUTS = re.compile(r"^def\s+get_inputs\s*\(", re.M)
-_KB_GET_INIT = re.compile(r"^def\s+get_init_inputs\s*\(", re.M)
 
 
 def find_kernelbench_model(text: str) -> list[Kernel]:
-    """``[class Model]`` of a KernelBench reference file, else ``[]``."""
+    """``[class Model]`` of a KernelBench reference file (``spec.is_kernelbench_reference``), else ``[]``."""
     masked = mask_python(text)
     m = _KB_MODEL.search(masked)
-    if m is None or not _KB_GET_INPUTS.search(masked) or not _KB_GET_INIT.search(masked):
+    if m is None or not is_kernelbench_reference(masked):
         return []
     lines = masked.split("\n")
     start = masked.count("\n", 0, m.start())

@@ -54,10 +54,10 @@ export function findTritonKernels(text: string): KernelLocation[] {
 
 const KB_MODEL = /^class\s+(Model)\s*\(/m;
 
-/** A KernelBench reference (class Model, get_inputs, get_init_inputs): its one "kernel" is the model. */
+/** A KernelBench reference (class Model and get_inputs, as the server sees it): its one "kernel" is the model. */
 export function findKernelBenchModel(text: string): KernelLocation[] {
   const m = KB_MODEL.exec(text);
-  if (!m || !/^def\s+get_inputs\s*\(/m.test(text) || !/^def\s+get_init_inputs\s*\(/m.test(text)) return [];
+  if (!m || !/^def\s+get_inputs\s*\(/m.test(text)) return [];
   return [{ name: 'Model', line: lineOf(text, m.index) }];
 }
 

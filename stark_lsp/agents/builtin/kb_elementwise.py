@@ -16,9 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-
-class NotRecognized(ValueError):
-    pass
+from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
 
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
@@ -86,9 +84,8 @@ def _scalar(node: ast.expr, attrs: dict[str, ast.expr], out: Elementwise, what: 
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _scalar(node.operand, attrs, out, what)
         return _num(-float(inner)) if _is_number(inner) else f"(-{inner})"
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-            and node.attr in attrs:
-        expr = f"self.{node.attr}"
+    expr = self_attribute(node, attrs)
+    if expr:
         if expr not in out.scalars:
             out.scalars.append(expr)
         return f"s{out.scalars.index(expr)}"
@@ -110,8 +107,7 @@ def _compile(node: ast.expr, params: list[str], attrs: dict[str, ast.expr], out:
         if node.id not in out.inputs:
             out.inputs.append(node.id)
         return f"x{out.inputs.index(node.id)}"
-    if isinstance(node, (ast.Constant, ast.Attribute)) and not (
-            isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+    if isinstance(node, (ast.Constant, ast.Attribute)):
         return _scalar(node, attrs, out, "a value in the expression")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         out.arithmetic = True
@@ -147,24 +143,17 @@ def _binop(node: ast.BinOp, params: list[str], attrs: dict[str, ast.expr], out: 
 def _function_name(func: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> tuple[str, ast.expr | None, ast.Call | None]:
     """(function name, the tensor it is a method of or None, the nn module's constructor call or None)."""
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        built = attrs.get(func.attr)
-        cls = ""
-        if isinstance(built, ast.Call):
-            f = built.func
-            cls = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        cls = module_class(attrs, func.attr)
         if cls not in MODULES:
             raise NotRecognized(f"self.{func.attr} is a {cls or 'module'} the built-in team does not lower")
+        built = attrs[func.attr]
+        assert isinstance(built, ast.Call)
         return MODULES[cls], None, built
-    if isinstance(func, ast.Attribute):
-        owner = func.value
-        if isinstance(owner, ast.Name) and owner.id in params:
-            return ALIASES.get(func.attr, func.attr), owner, None
-        dotted = []
-        while isinstance(owner, ast.Attribute):
-            dotted.append(owner.attr)
-            owner = owner.value
-        if isinstance(owner, ast.Name) and owner.id in ("torch", "F", "nn", "functional"):
-            return ALIASES.get(func.attr, func.attr), None, None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params:
+        return ALIASES.get(func.attr, func.attr), func.value, None
+    lib = library_function(func)
+    if lib:
+        return ALIASES.get(lib, lib), None, None
     raise NotRecognized("a call the built-in team does not lower")
 
 

@@ -16,8 +16,8 @@ and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
 * a matrix product: ``torch.matmul(A, B)``, ``torch.mm``, ``torch.bmm``,
   ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared).
 
-Anything else gives ``None`` and a reason (``why_not``): the built-in team
-then leaves the task to an LLM team.
+Anything else raises ``NotRecognized`` with the reason (``recognize`` gives
+None): the built-in team then leaves the task to an LLM team.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from stark_lsp.agents.builtin.kb_elementwise import NotRecognized, compile_elementwise
+from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
+from stark_lsp.agents.builtin.kb_elementwise import compile_elementwise
 
-REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin"}
+REDUCTIONS = {"sum", "mean", "amax", "amin"}
 MATMUL = {"matmul", "mm", "bmm"}
 SOFTMAX = {"softmax", "log_softmax"}
 _PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
-_MODULE_ROOTS = {"torch", "F", "nn", "functional", "torch.nn.functional"}
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,6 @@ def recognize(source: str) -> Op | None:
         return analyse(source)
     except NotRecognized:
         return None
-
-
-def why_not(source: str) -> str:
-    try:
-        analyse(source)
-        return ""
-    except NotRecognized as e:
-        return str(e)
 
 
 def analyse(source: str) -> Op:
@@ -106,24 +98,6 @@ def _init_attrs(init: ast.FunctionDef | None) -> dict[str, ast.expr]:
     return out
 
 
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
-def _library_function(func: ast.expr) -> str:
-    """'relu' for torch.relu / F.relu / torch.nn.functional.relu; '' otherwise."""
-    name = _dotted(func)
-    if "." not in name:
-        return ""
-    root, _, last = name.rpartition(".")
-    return last if root in _MODULE_ROOTS or root.startswith("torch") else ""
-
-
 def _keyword(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
     for k in call.keywords:
         if k.arg == name:
@@ -141,9 +115,9 @@ def _dim_expr(node: ast.expr | None, attrs: dict[str, ast.expr], what: str) -> s
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
             and isinstance(node.operand.value, int):
         return repr(-node.operand.value)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-            and node.attr in attrs:
-        return f"self.{node.attr}"
+    attr = self_attribute(node, attrs)
+    if attr:
+        return attr
     raise NotRecognized(f"{what}: dim is not a literal or an attribute set in __init__")
 
 
@@ -152,9 +126,9 @@ def _bool_expr(node: ast.expr | None, attrs: dict[str, ast.expr]) -> str:
         return "False"
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
         return repr(node.value)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-            and node.attr in attrs:
-        return f"bool(self.{node.attr})"
+    attr = self_attribute(node, attrs)
+    if attr:
+        return f"bool({attr})"
     raise NotRecognized("keepdim is not a literal or an attribute set in __init__")
 
 
@@ -178,9 +152,7 @@ def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> O
         func = e.func
         # self.<module>(x): a LayerNorm built in __init__ (activation modules are elementwise, below)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            built = attrs.get(func.attr)
-            cls = _dotted(built.func).rpartition(".")[2] if isinstance(built, ast.Call) else ""
-            if cls == "LayerNorm":
+            if module_class(attrs, func.attr) == "LayerNorm":
                 if len(e.args) != 1 or e.keywords:
                     raise NotRecognized(f"self.{func.attr} is called with other than one input")
                 return Op("layernorm", "layernorm", (_is_param(e.args[0], params),), module=func.attr)
@@ -189,7 +161,7 @@ def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> O
             if func.attr in REDUCTIONS or func.attr in SOFTMAX:
                 return _call(func.attr, [func.value] + list(e.args), e, params, attrs, x_given=func.value.id)
         else:
-            lib = _library_function(func)
+            lib = library_function(func)
             if lib in MATMUL or lib in REDUCTIONS or lib in SOFTMAX:
                 return _call(lib, list(e.args), e, params, attrs)
     ew = compile_elementwise(e, params, attrs)
@@ -229,7 +201,7 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
         else:
             dim = _keyword(call, "dim", 0)
             keep = _keyword(call, "keepdim", 1)
-        return Op("reduce", REDUCTIONS[name], (x,), dim=_dim_expr(dim, attrs, name), keepdim=_bool_expr(keep, attrs))
+        return Op("reduce", name, (x,), dim=_dim_expr(dim, attrs, name), keepdim=_bool_expr(keep, attrs))
     if name in SOFTMAX:
         if set(k.arg for k in call.keywords) - {"dim"}:
             raise NotRecognized(f"{name} with arguments other than dim")

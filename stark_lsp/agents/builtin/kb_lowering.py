@@ -17,7 +17,8 @@ import re
 from typing import Callable
 
 from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
-from stark_lsp.agents.builtin.kb_forward import analyse, NotRecognized, recognize
+from stark_lsp.agents.builtin.kb_ast import NotRecognized
+from stark_lsp.agents.builtin.kb_forward import analyse, recognize
 from stark_lsp.agents.builtin.kb_triton import render
 from stark_lsp.agents.builtin.tunables import set_value
 from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables

@@ -211,12 +211,9 @@ def _stark_ln_stats_kernel(x_ptr, part_ptr, C, nchunks, CHUNK_SIZE: tl.constexpr
 
 
 @triton.jit
-def _stark_ln_apply_kernel(x_ptr, y_ptr, w_ptr, b_ptr, part_ptr, C, nchunks, eps,
-                           CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr, PARTS: tl.constexpr,
-                           HAS_W: tl.constexpr, HAS_B: tl.constexpr):
-    # combine the row's chunk statistics (Chan et al.), then normalize this chunk
+def _stark_ln_combine_kernel(part_ptr, row_ptr, C, nchunks, eps, PARTS: tl.constexpr):
+    # one program per row: its mean and 1/std from the chunk statistics (Chan et al.)
     row = tl.program_id(0).to(tl.int64)
-    chunk = tl.program_id(1)
     pr = part_ptr + row * nchunks * 3
     wsum = tl.zeros((PARTS,), tl.float32)
     for p0 in range(0, nchunks, PARTS):
@@ -231,7 +228,18 @@ def _stark_ln_apply_kernel(x_ptr, y_ptr, w_ptr, b_ptr, part_ptr, C, nchunks, eps
         n_i = tl.load(pr + idx * 3, mask=pm, other=0.0)
         dm = tl.load(pr + idx * 3 + 1, mask=pm, other=0.0) - mean
         m2 += tl.load(pr + idx * 3 + 2, mask=pm, other=0.0) + n_i * dm * dm
-    rstd = 1.0 / tl.sqrt(tl.sum(m2, axis=0) / C + eps)
+    tl.store(row_ptr + row * 2, mean)
+    tl.store(row_ptr + row * 2 + 1, 1.0 / tl.sqrt(tl.sum(m2, axis=0) / C + eps))
+
+
+@triton.jit
+def _stark_ln_apply_kernel(x_ptr, y_ptr, w_ptr, b_ptr, row_ptr, C, CHUNK_SIZE: tl.constexpr,
+                           BLOCK_SIZE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # one program per (row, chunk): normalize the chunk with the row's mean and 1/std
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    mean = tl.load(row_ptr + row * 2)
+    rstd = tl.load(row_ptr + row * 2 + 1)
     start = chunk.to(tl.int64) * CHUNK_SIZE
     end = tl.minimum(start + CHUNK_SIZE, C)
     for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
@@ -257,13 +265,15 @@ class ModelNew(Model):
         BLOCK_SIZE = 1024
         nchunks = triton.cdiv(C, CHUNK_SIZE)
         parts = torch.empty((rows, nchunks, 3), device=x.device, dtype=torch.float32)
+        row_stats = torch.empty((rows, 2), device=x.device, dtype=torch.float32)
         w = ln.weight if ln.weight is not None else x
         b = ln.bias if ln.bias is not None else x
         grid = (rows, nchunks)
         _stark_ln_stats_kernel[grid](x, parts, C, nchunks, CHUNK_SIZE=CHUNK_SIZE, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
-        _stark_ln_apply_kernel[grid](x, y, w.contiguous(), b.contiguous(), parts, C, nchunks, ln.eps,
-                                     CHUNK_SIZE=CHUNK_SIZE, BLOCK_SIZE=BLOCK_SIZE, PARTS=256,
-                                     HAS_W=ln.weight is not None, HAS_B=ln.bias is not None, num_warps=4)
+        _stark_ln_combine_kernel[(rows,)](parts, row_stats, C, nchunks, ln.eps, PARTS=256)
+        _stark_ln_apply_kernel[grid](x, y, w.contiguous(), b.contiguous(), row_stats, C, CHUNK_SIZE=CHUNK_SIZE,
+                                     BLOCK_SIZE=BLOCK_SIZE, HAS_W=ln.weight is not None,
+                                     HAS_B=ln.bias is not None, num_warps=4)
         return y
 '''
 
