@@ -1,0 +1,66 @@
+"""One text form for every speedup the product shows.
+
+Every surface (CLI tables and progress, ``stark show`` / ``export`` / ``bench``,
+hover, diagnostics, notifications, the tree webview through the server, and the
+prompts the agents read) writes a speedup with :func:`speedup_text`, so a
+number always says what it is measured against:
+
+    >>> speedup_text(2.345, "yours")
+    '2.35× your kernel'
+    >>> speedup_text(0.000491, "eager", cpu=True)
+    '0.00049× eager (CPU interpreter, not a GPU timing)'
+
+Ratios are never printed as ``0.00×`` nor in exponent notation: three
+significant digits up to 1000×, two significant digits below 0.1×, and
+``<0.0001×`` / ``>1000×`` past the ends. Pure: no torch, no pygls.
+"""
+
+from __future__ import annotations
+
+import math
+
+# what a speedup is measured against -> the words after the ratio
+BASELINES = {
+    "yours": "your kernel",  # the user's kernel: the search's root
+    "eager": "eager",  # the task's reference in eager PyTorch
+    "compiled": "torch.compile",  # torch.compile of the reference
+}
+CPU_NOTE = "CPU interpreter, not a GPU timing"
+SIGN = "×"
+
+
+def ratio_text(x: float | None, sign: str = SIGN) -> str:
+    """``2.35×``, ``12.3×``, ``0.045×``, ``0.00049×``; ``-`` for a missing value."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if math.isinf(x) or x > 1000:
+        return f">1000{sign}"
+    if x < 0.0001:
+        return f"<0.0001{sign}"
+    if x >= 100:
+        return f"{x:.0f}{sign}"
+    if x >= 10:
+        return f"{x:.1f}{sign}"
+    if x >= 0.1:
+        return f"{x:.2f}{sign}"
+    digits = 1 - math.floor(math.log10(x))  # two significant digits, fixed point
+    return f"{x:.{digits}f}{sign}"
+
+
+def speedup_text(x: float | None, against: str, *, cpu: bool = False, sign: str = SIGN) -> str:
+    """``2.35× your kernel``; ``against`` is a key of :data:`BASELINES`.
+
+    ``cpu``: the figure comes from CPU timings (Triton interpreter or eager on
+    the CPU), which say nothing about a GPU; the text says so.
+    """
+    if against not in BASELINES:
+        raise ValueError(f"unknown baseline {against!r}; expected one of {', '.join(BASELINES)}")
+    if x is None:
+        return "-"
+    text = f"{ratio_text(x, sign)} {BASELINES[against]}"
+    return f"{text} ({CPU_NOTE})" if cpu else text
+
+
+def speedup_column(x: float | None, sign: str = SIGN) -> str:
+    """The bare ratio for a table column whose heading names the baseline (``× yours``)."""
+    return ratio_text(x, sign)
