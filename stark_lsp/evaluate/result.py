@@ -135,6 +135,23 @@ class KernelResources:
 
 
 @dataclass
+class ValueInfo:
+    """One input or output as the judge saw it: a tensor's shape and dtype, or a plain value."""
+
+    shape: list[int] | None = None  # None for a non-tensor value
+    dtype: str | None = None  # "float32", ...; None for a non-tensor value
+    value: str | None = None  # repr of a non-tensor value (a scalar argument)
+
+
+@dataclass
+class TaskIO:
+    """The task's calling convention as evaluated: inputs in order, outputs in order."""
+
+    inputs: list[ValueInfo] = field(default_factory=list)
+    outputs: list[ValueInfo] = field(default_factory=list)
+
+
+@dataclass
 class Cheat:
     kind: str  # e.g. "inputs_modified", "output_reuse", "side_stream", ...
     message: str
@@ -153,6 +170,7 @@ class EvalResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # runtime ones
     output: str = ""  # tail of what the candidate printed
     seconds: float = 0.0  # source to verdict, wall clock
+    io: TaskIO | None = None  # shapes and dtypes of the inputs and reference outputs
 
     @property
     def ok(self) -> bool:
@@ -231,5 +249,8 @@ _NESTED.update(
         "Runtime.reference": Timing,
         "Runtime.compiled_reference": Timing,
         "Runtime.floor": Floor,
+        "EvalResult.io": TaskIO,
+        "TaskIO.inputs": [ValueInfo],
+        "TaskIO.outputs": [ValueInfo],
     }
 )
