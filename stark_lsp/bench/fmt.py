@@ -1,14 +1,12 @@
-"""Number formats shared by the text table and the HTML report."""
+"""Number formats shared by the text table and the HTML report.
+
+Speedups are not formatted here: every table column of ratios uses
+``stark_lsp.speedups.ratio_text`` under a heading that names the baseline.
+"""
 
 from __future__ import annotations
 
 from typing import Any
-
-
-def speedup(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}x" if x < 0.1 else f"{x:.2f}x"
 
 
 def pct(x: float | None) -> str:
