@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.arguments import positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
@@ -163,16 +164,16 @@ def run(args: argparse.Namespace) -> int:
         policies = parse_policies(args.policies, POLICY_NAMES)
     except ValueError as e:
         _err(str(e))
-        return 2
+        return exit_codes.USAGE
     refusal.require_gpu_for_device(args.device)
     try:
         gpus = parse_gpus(getattr(args, "gpus", None))
     except ValueError as e:
         _err(str(e))
-        return 2
+        return exit_codes.USAGE
     if gpus is not None and args.device == "cpu":
         _err("--gpus and --device cpu do not go together")
-        return 2
+        return exit_codes.USAGE
     found = discover(args.paths)
     tasks = found.tasks
     names = short_names(tasks)
@@ -188,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         runnable = [t for i, t in enumerate(tasks) if i not in gpu_only]
         print_plan(tasks, names, problems, found.skipped, config, len(schedule(runnable, config)), out, gpu_only)
-        return 0 if tasks and not any(problems.values()) else 1
+        if not tasks:
+            return exit_codes.USAGE
+        return exit_codes.FAILED if any(problems.values()) else exit_codes.OK
     skipped = list(found.skipped)
     keep = [i for i in range(len(tasks)) if not problems[i] and i not in gpu_only]
     for i in range(len(tasks)):
@@ -202,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     tasks, names = [tasks[i] for i in keep], [names[i] for i in keep]
     if not tasks:
         _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped if not s.quiet))
-        return 2
+        return exit_codes.USAGE
     refusal.require_evaluator_modules(next((t for t in tasks if t.kind == "triton"), tasks[0]))
     if small:
         os.environ["STARK_SMALL"] = "1"  # the evaluator's workers inherit it
@@ -230,23 +233,23 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
             old, old_records = report_json.load_runs(json_path)
         except (ValueError, OSError) as e:
             _err(f"cannot resume: {e}")
-            return 2
+            return exit_codes.USAGE
         if (old["config"]["budget"], old["config"]["seed"]) != (config.budget, config.seed):
             _err(f"cannot resume: {json_path} was made with budget {old['config']['budget']} and seed "
                  f"{old['config']['seed']}")
-            return 2
+            return exit_codes.USAGE
         keys = {t.task_id() for t in tasks}
         records = [r for r in old_records if r.outcome == "done" and r.task_key in keys and r.policy in config.policies
                    and r.repeat < config.repeat]
         print(f"stark bench: resuming {out}: {len(records)} finished run(s) kept", file=sys.stderr)
     elif json_path.exists():
         _err(f"{json_path} exists: use --resume to continue it, or another --out")
-        return 2
+        return exit_codes.USAGE
     try:
         team = make_team(args)
     except (ImportError, AgentError, ValueError) as e:
         _err(f"no agent team: {e}")
-        return 2
+        return exit_codes.USAGE
     out.mkdir(parents=True, exist_ok=True)
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
@@ -304,5 +307,5 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     print(ceilings_line(doc["summary"]["ceilings"]))
     print(f"wrote {json_path}, {html_path}")
     if cancel.is_set():
-        return 130
-    return 1 if any(r.outcome != "done" for r in records) else 0
+        return exit_codes.INTERRUPTED
+    return exit_codes.FAILED if any(r.outcome != "done" for r in records) else exit_codes.OK

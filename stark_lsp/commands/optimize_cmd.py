@@ -209,7 +209,21 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         return exit_codes.INTERRUPTED
     if code != exit_codes.OK:
         return code
+    if not wrote and args.llm != "builtin" and agents_never_answered(nodes):
+        first = next(n.error for n in nodes if n.parent_id is not None and n.error)
+        print(f"stark optimize: the LLM team made no candidate: every attempt failed at the endpoint or in its "
+              f"answers; the first: {first} (check --base-url, --model and STARK_API_KEY/OPENAI_API_KEY)",
+              file=sys.stderr)
+        return exit_codes.AGENTS_UNAVAILABLE
     return exit_codes.OK if wrote else exit_codes.NO_IMPROVEMENT
+
+
+def agents_never_answered(nodes: list[Any]) -> bool:
+    """Every finished attempt is an agent error: not one candidate reached the evaluator."""
+    from stark_lsp.search.node import AGENT_ERROR
+
+    done = [n for n in nodes if n.parent_id is not None and n.completed]
+    return bool(done) and all(n.status == AGENT_ERROR for n in done)
 
 
 def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:

@@ -32,7 +32,7 @@ def _runtime(n: Node) -> str:
 def _note(n: Node, width: int | None) -> str:
     text = n.summary or ""
     if n.is_reference_itself:
-        text = "the reference itself (KernelBench Model as ModelNew): the baseline, not a result"
+        text = "the reference itself (Model as ModelNew): the baseline"
     if n.duplicate_of is not None:
         text = f"(duplicate of #{n.duplicate_of}) {text}"
     if n.error and n.status != "ok":
