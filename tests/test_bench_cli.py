@@ -41,8 +41,8 @@ def fakes(monkeypatch):
         evaluators.append(FlakyEvaluator())
         return evaluators[-1]
 
-    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
-    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
     return evaluators
 
 
@@ -207,8 +207,8 @@ def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, cap
             made.append(ev)
         return list(made)
 
-    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
-    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     for name in ("a", "b", "c", "d"):

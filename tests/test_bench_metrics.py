@@ -74,7 +74,7 @@ def test_summarize_aggregates_speedups_tokens_and_throughput():
     rs = [rec(speed=2.0, compiled=0.5, wall_s=30.0, evaluated=5, prompt_tokens=100, completion_tokens=10, attempt=3),
           rec(speed=8.0, compiled=2.0, wall_s=30.0, evaluated=7, prompt_tokens=50, completion_tokens=5, attempt=1),
           rec(speed=None, wall_s=60.0, evaluated=0, outcome="error", error="boom")]
-    s = metrics.summarize(rs)
+    s = metrics.summarize_runs(rs)
     assert s["runs"] == 3 and s["errors"] == 1
     assert s["geomean_speedup"] == pytest.approx(4.0)
     assert s["geomean_speedup_vs_compiled"] == pytest.approx(1.0)

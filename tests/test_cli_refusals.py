@@ -197,7 +197,7 @@ def test_the_evaluator_failing_to_start_is_exit_5(monkeypatch, capsys, tmp_path)
     def no_workers(args):
         raise EvaluatorUnavailable("evaluation worker unavailable: evaluation workers could not start")
 
-    monkeypatch.setattr(eval_cmd, "make_evaluator", no_workers)
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", no_workers)
     code = cli.main(["eval", str(SAMPLES / "mistuned" / "swish_add.py")])
     assert code == exit_codes.EVALUATOR_UNAVAILABLE
     assert "could not start" in capsys.readouterr().err

@@ -23,8 +23,8 @@ def ws(tmp_path, monkeypatch):
     sub = tmp_path / "kernels"
     sub.mkdir()
     monkeypatch.chdir(sub)  # the store goes to the workspace root, not the cwd
-    monkeypatch.setattr(optimize_cmd, "make_evaluator", lambda args: FakeEvaluator())
-    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(fail_rate=0.3))
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(fail_rate=0.3))
     task = make_fake_task(sub)
     return tmp_path, task
 
@@ -64,7 +64,7 @@ def test_optimize_out_and_resume(ws, capsys, tmp_path):
 def test_optimize_with_no_correct_node_writes_nothing(ws, capsys, monkeypatch, tmp_path):
     root, _ = ws
     task = make_fake_task(tmp_path / "kernels", status="incorrect", name="bad")
-    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(debug_fixes=False))
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(debug_fixes=False))
     assert cli.main(["optimize", str(task.path), "--budget", "2", "--store", str(tmp_path / "st")]) == 3
     assert "nothing written" in capsys.readouterr().out
     assert not task.path.with_name("bad.best.py").exists()
@@ -126,8 +126,8 @@ sys.path.insert(0, {tests!r})
 from fakes import FakeEvaluator, FakeTeam
 from stark_lsp import cli
 from stark_lsp.commands import optimize_cmd
-optimize_cmd.make_evaluator = lambda args: FakeEvaluator(delay=0.3)
-optimize_cmd.make_team = lambda args: FakeTeam()
+optimize_cmd.evaluator_from_args = lambda args: FakeEvaluator(delay=0.3)
+optimize_cmd.team_from_args = lambda args: FakeTeam()
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -168,6 +168,6 @@ def test_optimize_without_a_usable_team(ws, capsys, monkeypatch):
     def no_team(args):
         raise AgentError("unknown team 'x'")
 
-    monkeypatch.setattr(optimize_cmd, "make_team", no_team)
+    monkeypatch.setattr(optimize_cmd, "team_from_args", no_team)
     assert cli.main(["optimize", str(task.path)]) == 2
     assert "no agent team: unknown team 'x'" in capsys.readouterr().err

@@ -36,7 +36,7 @@ def tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
 
 
-def floor_text(floor: dict[str, Any] | None) -> str:
+def floor_cell(floor: dict[str, Any] | None) -> str:
     """``0.52 ms (memory)``, or ``-``."""
     if not floor or not floor.get("floor_ms"):
         return "-"

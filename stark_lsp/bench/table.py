@@ -10,7 +10,7 @@ from . import fmt
 from .metrics import FAST_P, fast_key
 
 
-def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
+def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -36,7 +36,7 @@ def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
             fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
         ])
-    return render(rows, header, right=set(range(1, len(header)))) + cpu_note(cpu)
+    return text_table(rows, header, right=set(range(1, len(header)))) + cpu_note(cpu)
 
 
 def task_table(tasks: dict[str, dict[str, dict[str, Any]]], cpu: bool = False) -> str:
@@ -51,9 +51,9 @@ def task_table(tasks: dict[str, dict[str, dict[str, Any]]], cpu: bool = False) -
                 task, policy, f"{s['successes']}/{s['runs']}", ratio_text(s["median_speedup"]),
                 ratio_text(s["median_speedup_vs_compiled"]), ratio_text(s["root_speedup"]),
                 fmt.num(s["median_best_attempt"]), fmt.ms(s["best_ms"]), fmt.ms(s["reference_ms"]),
-                fmt.floor_text(s["floor"]), ratio_text(s["floor_gap"]),
+                fmt.floor_cell(s["floor"]), ratio_text(s["floor_gap"]),
             ])
-    return render(rows, header, right=set(range(2, len(header)))) + cpu_note(cpu)
+    return text_table(rows, header, right=set(range(2, len(header)))) + cpu_note(cpu)
 
 
 def ceilings_line(ceilings: dict[str, Any] | None) -> str:

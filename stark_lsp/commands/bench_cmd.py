@@ -13,6 +13,7 @@ from typing import Any
 
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
+from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
 
@@ -55,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def make_evaluator(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace) -> Any:
     """One evaluator, or with --gpus a list of them, one per GPU."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
@@ -83,14 +84,6 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if not gpus or any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
         raise ValueError(f"--gpus {text!r}: expected distinct GPU numbers such as 0,1,2,3 or 'all'")
     return gpus
-
-
-def make_team(args: argparse.Namespace) -> Any:
-    """The agents; an LLM team reads its key from STARK_API_KEY, else OPENAI_API_KEY."""
-    from stark_lsp.agents.team import make_team as factory
-
-    kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
-    return factory(**{k: v for k, v in kwargs.items() if v is not None})
 
 
 def _err(msg: str) -> None:
@@ -246,7 +239,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         _err(f"{json_path} exists: use --resume to continue it, or another --out")
         return exit_codes.USAGE
     try:
-        team = make_team(args)
+        team = team_from_args(args)
     except (ImportError, AgentError, ValueError) as e:
         _err(f"no agent team: {e}")
         return exit_codes.USAGE
@@ -254,7 +247,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
           f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
-    made = make_evaluator(args)
+    made = evaluator_from_args(args)
     evaluators = made if isinstance(made, list) else [made]
     header: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,

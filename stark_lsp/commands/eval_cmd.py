@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the expensive part, separate so tests can swap it ----------------------------
-def make_evaluator(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace) -> Any:
     from stark_lsp.evaluate.evaluator import Evaluator
 
     return Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.evaluate.render import render_result
     from stark_lsp.tasks.spec import without_kernelbench_stub
 
-    task = refusal.load_task(args.task, args.harness)
+    task = refusal.load_task_or_refuse(args.task, args.harness)
     source = task.root_source() if args.candidate is None else refusal.read_candidate(args.candidate)
     shown = args.candidate or args.task  # the name the user gave: every message uses it
     problems = check_task(task, kernel_source=None if args.candidate is None else source,
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     refusal.require_evaluator_modules(task)
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
                        time_budget_s=args.budget, compile_baseline=args.compile_baseline, run_timeout_s=args.timeout)
-    with make_evaluator(args) as ev:
+    with evaluator_from_args(args) as ev:
         if args.compile_only:
             result = compile_only(ev, task, source, opts, shown)
         else:

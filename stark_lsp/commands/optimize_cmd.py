@@ -16,6 +16,7 @@ from typing import Any
 
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
+from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
 
@@ -63,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def make_evaluator(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "cluster", None):
         from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
@@ -71,14 +72,6 @@ def make_evaluator(args: argparse.Namespace) -> Any:
     from stark_lsp.evaluate.evaluator import Evaluator
 
     return Evaluator(workers=args.workers, device=args.device)
-
-
-def make_team(args: argparse.Namespace) -> Any:
-    """The agents; an LLM team reads its key from STARK_API_KEY, else OPENAI_API_KEY."""
-    from stark_lsp.agents.team import make_team as factory
-
-    kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
-    return factory(**{k: v for k, v in kwargs.items() if v is not None})
 
 
 def best_path(task: Any, out: str | None) -> Path:
@@ -125,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.search.policies import make_policy
     from stark_lsp.search.tree_store import store_path
 
-    task = refusal.load_task(args.task, args.harness)
+    task = refusal.load_task_or_refuse(args.task, args.harness)
     try:
         make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
         args.cluster = parse_cluster(getattr(args, "cluster", None))
@@ -138,11 +131,11 @@ def run(args: argparse.Namespace) -> int:
         raise refusal.Refusal(str(e)) from None
     out = check_arguments(args, task)
     try:
-        team = make_team(args)
+        team = team_from_args(args)
     except (ImportError, AgentError, ValueError) as e:
         raise refusal.Refusal(f"no agent team: {e}") from None
     try:
-        evaluator = make_evaluator(args)
+        evaluator = evaluator_from_args(args)
     except ImportError as e:
         raise refusal.Refusal(str(e)) from None
     except EvaluatorUnavailable as e:

@@ -22,7 +22,7 @@ class Refusal(Exception):
     """Bad input, or a request this machine cannot serve: nothing was run (exit USAGE)."""
 
 
-def load_task(path: str, harness: str | None = None) -> Any:
+def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
     """``tasks.spec.load_task``, with every reason it refuses as a :class:`Refusal`."""
     from stark_lsp.tasks.spec import TaskError, load_task as load
 

@@ -34,7 +34,7 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
     from stark_lsp.search import StoreError, TreeStore
     from stark_lsp.search.tree_store import store_path
 
-    task = refusal.load_task(args.task, args.harness)
+    task = refusal.load_task_or_refuse(args.task, args.harness)
     path = store_path(args.store)
     if not path.exists():
         raise refusal.Refusal(f"no search store at {path}: run 'stark optimize {args.task}' first"
