@@ -13,7 +13,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 CONSTRAINTS="$REPO/scripts/constraints.txt"
-TOOLS="${STARK_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/stark-lsp/tools}"
+TOOLS="${STARK_TOOLS:-${XDG_CACHE_HOME:-${HOME:?HOME is not set: set STARK_TOOLS to a folder for the tools}/.cache}/stark-lsp/tools}"
 log() { echo "[tools] $*" >&2; }
 
 pin() {
