@@ -16,3 +16,9 @@ for t in "samples/cuda/softmax_rows.cu" "samples/triton/softmax.py" "samples/ker
 done
 python3 benchmarks/optimize_samples.py --budget "${BUDGET:-30}" --json "$out/optimize.json" 2>&1 | tee "$out/optimize.txt"
 python3 benchmarks/eval_latency.py --json "$out/eval_latency.json" 2>&1 | tee "$out/eval_latency.txt"
+# the CLI on a GPU: labelled speedups without the CPU note, a CUDA search that runs (exit 0: it beat the
+# mistuned kernel; 3: nothing did), and the refusals that do not depend on the machine
+python3 -m pytest -q -p no:cacheprovider tests/test_cli_refusals.py 2>&1 | tee "$out/cli_refusals.txt"
+ws=$(mktemp -d) && mkdir "$ws/.git" && cp samples/mistuned/row_sum.cu samples/mistuned/row_sum.harness.py "$ws/"
+(cd "$ws" && python3 -m stark_lsp optimize row_sum.cu --budget 4; echo "exit $?"; python3 -m stark_lsp show row_sum.cu) \
+  2>&1 | tee "$out/cli_optimize_cuda.txt"

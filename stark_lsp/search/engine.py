@@ -27,7 +27,7 @@ from stark_lsp.tasks.spec import TaskSpec
 from .context import build_context
 from .digest import source_digest
 from .lock import tree_lock
-from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
+from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .tree_store import TreeStore, source_hash
 
@@ -64,10 +64,16 @@ class Progress:
     running: int  # attempts in flight
     done: bool
     message: str = ""
-    root_speedup: float | None = None  # the user's kernel against eager: best / this = "x your kernel"
+    root_speedup: float | None = None  # the user's kernel against eager
+    best_vs_yours: float | None = None  # the best against the user's kernel (node.speedup_vs_yours)
+    best_is_root: bool = False  # nothing has beaten the user's kernel yet
+    best_is_reference: bool = False  # ... and that kernel is the KernelBench reference itself
+    cpu: bool = False  # the best's timings come from the CPU (interpreter), not a GPU
 
     @property
     def best_vs_root(self) -> float | None:
+        if self.best_vs_yours is not None:
+            return self.best_vs_yours
         if self.best_speedup is None or not self.root_speedup:
             return None
         return self.best_speedup / self.root_speedup
@@ -241,6 +247,10 @@ class Search:
             done=done,
             message=message,
             root_speedup=root.speedup if root else None,
+            best_vs_yours=speedup_vs_yours(best, root) if best else None,
+            best_is_root=best is not None and best.parent_id is None,
+            best_is_reference=best is not None and best.is_reference_itself,
+            cpu=best is not None and best.cpu_timed,
         )
 
     def _emit(self, done: bool = False, message: str = "") -> None:
@@ -526,6 +536,7 @@ class Search:
             same = self.store.find_evaluated(self.task_id, source)
             if same is not None and same.result is not None:
                 status, speed, runtime, err = outcome_fields(same.result)
+                speed = same.speedup if same.correct else speed  # the stored figure (1 for the reference itself)
                 self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
                              error=err, duplicate_of=same.duplicate_of or same.id)
                 return
@@ -552,4 +563,6 @@ class Search:
             self._update(node.id, status=ABANDONED, error=result.message)
             raise TaskBroken(f"{result.message} (fix the task, then run again)")
         status, speed, runtime, err = outcome_fields(result)
+        if node.is_reference_itself and speed is not None:
+            speed = 1.0  # the KernelBench reference timed against itself: 1 by construction, the rest is noise
         self._update(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)

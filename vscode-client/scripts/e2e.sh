@@ -11,7 +11,7 @@
 #   6. screenshots and logs go to out/e2e/ at the repository root
 #
 # Environment:
-#   STARK_PYTHON        interpreter with stark_lsp (default /work/venv/bin/python, else python3)
+#   STARK_PYTHON        interpreter with stark_lsp (default: the repository's .venv/bin/python, else python3)
 #   STARK_E2E_BACKEND   real (default) or fake (the server's fast stand-in evaluator/agents)
 #   STARK_E2E_SAMPLE    kernel file to copy with its harness (default: samples/mistuned/row_softmax.py,
 #                       else the fixture in test/e2e/fixture)
@@ -25,7 +25,7 @@ BACKEND="${STARK_E2E_BACKEND:-real}"
 BUDGET="${STARK_E2E_BUDGET:-3}"
 TIMEOUT_S="${STARK_E2E_TIMEOUT_S:-1200}"
 PY="${STARK_PYTHON:-}"
-if [ -z "$PY" ]; then if [ -x /work/venv/bin/python ]; then PY=/work/venv/bin/python; else PY="$(command -v python3)"; fi; fi
+if [ -z "$PY" ]; then if [ -x "$REPO/.venv/bin/python" ]; then PY="$REPO/.venv/bin/python"; else PY="$(command -v python3)"; fi; fi
 log() { echo "[e2e] $*" >&2; }
 t0=$(date +%s)
 

@@ -45,7 +45,7 @@ class StarkPolicy:
                 return select_node(rng.choice(leaves), "explore: a random expandable leaf")
         best = best_correct(cands)
         if best is not None:
-            return select_node(best, f"exploit: the best expandable node ({best.speedup:.2f}x)")
+            return select_node(best, f"exploit: the best expandable node, #{best.id}: {best.eager_text()}")
         untimed = [n for n in cands if not n.failed]
         if untimed:
             return select_node(newest(untimed), "exploit: no timed node yet; the newest untimed one")
