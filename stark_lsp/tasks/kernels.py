@@ -259,7 +259,7 @@ class _Lines:
 
 
 def _ident_before(text: str, lo: int, hi: int) -> tuple[int, str] | None:
-    """(start, name) of the identifier that ends ``text[lo:hi]``, trailing
+    r"""(start, name) of the identifier that ends ``text[lo:hi]``, trailing
     whitespace allowed (what ``re.search(r"([A-Za-z_]\w*)\s*$")`` finds), or None.
     Scans backwards, so a long declaration head costs only its last word."""
     end = hi
