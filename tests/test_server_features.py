@@ -259,3 +259,32 @@ async def test_the_api_key_never_reaches_the_log(verbose_client: LanguageClient)
     log = LOG.read_text()
     assert "DEBUG" in log  # verbose logging was on
     assert SECRET not in log and "another-secret-key" not in log
+
+
+@pytest_lsp.fixture(config=config())
+async def key_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    (root / "add_relu.py").write_text(TRITON_KERNEL)
+    (root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    lsp_client.root = root
+    await start(lsp_client, root, {"apiKey": SECRET, "llm": "openai", "baseUrl": "http://llm.example/v1"})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_api_key_is_not_sent_to_a_changed_endpoint_without_asking(key_client: LanguageClient):
+    client = key_client
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://elsewhere.example/v1"}}))
+    (opt,) = await code_actions(client, uri, line_of(TRITON_KERNEL, "def add_relu_kernel"))
+    refused = await run_action(client, opt)
+    ((question, choices),) = client.message_requests
+    assert "send the API key you gave for http://llm.example/v1 to http://elsewhere.example/v1?" in question
+    assert choices == ["Send it", "Don't send"]
+    assert "not sent" in refused["error"] and SECRET not in refused["error"]
+    client.answer = "Send it"
+    assert (await run_action(client, opt))["started"] is True
+    await wait_until(lambda: ended_progress(client), "the search to end")
+    assert (await run_action(client, opt))["started"] is True  # asked once: the key now goes there
+    assert len(client.message_requests) == 2
