@@ -13,7 +13,7 @@ from lsprotocol import types
 from stark_lsp.server.apply_candidate import plan_apply
 from stark_lsp.server.code_actions import ActionContext, MarkerSpan, build_code_actions
 from stark_lsp.server.diagnostics import MAX_DIAGNOSTICS, TaskProblem, build_diagnostics, changed_kernels
-from stark_lsp.server.documents import shift_kernels
+from stark_lsp.server.documents import line_before_edits, line_edit
 from stark_lsp.server.harness_check import unfilled_functions
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import marker_spans, only_marker, splice_marker
@@ -90,7 +90,7 @@ def test_cpu_timings_are_labelled_and_never_exponents():
     assert gain_text(t, t.get(2)) == "3.45× your kernel (CPU interpreter, not a GPU timing)"
     md = hover_markdown("k", t)
     (d,) = build_diagnostics(ROOT, KERNELS, "triton", t, None)
-    for text in (md, d.message, tree_json(t)["nodes"][1]["eager_text"]):
+    for text in (md, d.message, node_detail(t, 2)["eager_text"], node_detail(t, 2)["gain_text"]):
         assert "e-0" not in text and "0.00×" not in text
     assert "CPU interpreter timings, not GPU timings" in md
     assert "CPU interpreter, not a GPU timing" in d.message
@@ -110,10 +110,11 @@ def test_tree_json_has_labels_and_no_sources():
     j = tree_json(tree())
     assert j["best"] == 4 and j["baseline"] == "your kernel" and j["best_text"] == "best 2.19× your kernel (#4)"
     node = j["nodes"][3]
-    assert "source" not in node and node["gain_text"] == "2.19× your kernel" and node["label"] == "2.19×"
+    assert "source" not in node and "error" not in node and node["label"] == "2.19×"
     assert node["outcome"] == "faster" and j["nodes"][0]["label"] == "baseline"
     d = node_detail(tree(), 4)
     assert d["source"] == FASTER and d["can_apply"] and d["diff"].startswith("@@")
+    assert d["gain_text"] == "2.19× your kernel" and d["eager_text"] == "2.41× eager"
     assert "+    mask = offs < n  # hinted" in d["diff"] and d["diff"].count("\n-") == 2  # against its parent #2
     assert node_detail(tree(), 1)["why_not"] == "this is your kernel"
     assert node_detail(tree(), 3)["why_not"] == "only verified candidates can be applied"
@@ -214,8 +215,13 @@ def test_no_correct_root_wording():
 
 
 def test_changed_kernels():
-    assert changed_kernels(ROOT, FASTER, "triton") == {"add_relu_kernel"}
-    assert changed_kernels(ROOT, FAST, "triton") == set()  # only the launcher changed
+    assert [k.name for k in changed_kernels(ROOT, FASTER, KERNELS)] == ["add_relu_kernel"]
+    assert changed_kernels(ROOT, FAST, KERNELS) == []  # only the launcher changed
+    two = ROOT + "\n\n@triton.jit\ndef second(x):\n    pass\n"
+    ks = find_kernels(two, "triton")
+    both = two.replace("    mask = offs < n\n", "    mask = offs < n  # a\n").replace("    pass\n", "    return\n")
+    assert [k.name for k in changed_kernels(two, both, ks)] == ["add_relu_kernel", "second"]
+    assert [k.name for k in changed_kernels(two, two.replace("    pass\n", "    return\n"), ks)] == ["second"]
 
 
 def test_root_failure_on_compiler_lines_and_gone_once_the_file_is_edited():
@@ -427,22 +433,23 @@ def test_unfilled_harness_functions():
     assert unfilled_functions("def reference(:\n") == []
 
 
-def test_kernels_move_with_edits_until_the_next_analysis():
-    text = ROOT
-    (k,) = find_kernels(text, "triton")
+def test_lines_map_back_through_edits_until_the_next_analysis():
+    (k,) = find_kernels(ROOT, "triton")
 
     def change(line0, line1, new):
         rng = types.Range(start=types.Position(line=line0, character=0), end=types.Position(line=line1, character=0))
-        return types.TextDocumentContentChangePartial(range=rng, text=new)
+        return line_edit(types.TextDocumentContentChangePartial(range=rng, text=new))
 
-    (above,) = shift_kernels([k], [change(0, 0, "# one\n# two\n")])  # two lines above
-    assert (above.start_line, above.name_line, above.end_line) == (k.start_line + 2, k.name_line + 2, k.end_line + 2)
-    (inside,) = shift_kernels([k], [change(k.end_line, k.end_line, "    pass\n")])  # a line inside
-    assert (inside.start_line, inside.end_line) == (k.start_line, k.end_line + 1)
-    (same,) = shift_kernels([k], [change(k.end_line + 5, k.end_line + 5, "x = 1\n")])  # below: nothing moves
-    assert same == k
+    two_above = [change(0, 0, "# one\n# two\n")]
+    assert line_before_edits(k.name_line + 2, two_above) == k.name_line
+    assert line_before_edits(0, two_above) == 0 and line_before_edits(1, two_above) == 0  # inside: its first line
     edited = "# one\n# two\n" + ROOT
-    assert above == find_kernels(edited, "triton")[0]
+    assert find_kernels(edited, "triton")[0].name_line == k.name_line + 2
+    # several edits, in order: a line inserted inside the kernel, two lines deleted above it
+    edits = [change(k.end_line, k.end_line, "    pass\n"), change(1, 3, "")]
+    assert line_before_edits(k.name_line - 2, edits) == k.name_line
+    assert line_before_edits(k.end_line + 1 - 2, edits) == k.end_line  # the inserted line: still the kernel
+    assert line_edit(types.TextDocumentContentChangeWholeDocument(text="x")) is None
 
 
 def test_the_server_package_has_no_import_cycles():

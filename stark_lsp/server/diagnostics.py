@@ -18,6 +18,7 @@ diagnostics out.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from dataclasses import dataclass
 
@@ -26,8 +27,8 @@ from lsprotocol import types
 from stark_lsp.server.labels import baseline_name, eager_text, gain_text
 from stark_lsp.server.text_edits import split_lines, utf16_len
 from stark_lsp.server.trees import NodeView, TreeView
-from stark_lsp.tasks.kernels import Kernel, find_kernels
-from stark_lsp.tasks.spec import without_kernelbench_stub
+from stark_lsp.tasks.kernels import Kernel
+from stark_lsp.tasks.spec import KERNELBENCH_STUB, without_kernelbench_stub
 
 SOURCE = "stark"
 CODE_MISSING_HARNESS = "missing-harness"
@@ -65,7 +66,8 @@ class TaskProblem:
 
     @property
     def blocks_search(self) -> bool:
-        return self.kind != CODE_RUN_FAILED
+        """No search can start until the file (or its harness) changes."""
+        return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK)
 
 
 def name_range(lines: list[str], k: Kernel) -> types.Range:
@@ -87,16 +89,58 @@ def line_range(lines: list[str], line0: int) -> types.Range:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def changed_kernels(old: str, new: str, language: str) -> frozenset[str]:
-    """Names of the kernels whose text differs between two sources (memoized:
-    diagnostics are rebuilt on every keystroke and tree change)."""
-    def texts(src: str) -> dict[str, str]:
-        ls = split_lines(src)
-        return {k.name: "".join(ls[k.start_line : k.end_line + 1]) for k in find_kernels(src, language)}
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by halving (each step one C comparison)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
-    a, b = texts(old), texts(new)
-    return frozenset(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
+
+def _common_suffix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid: len(a) - lo] == b[len(b) - mid: len(b) - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@functools.lru_cache(maxsize=64)
+def changed_lines(old: str, new: str) -> tuple[tuple[int, int], ...]:
+    """The 0-based line ranges [start, end) of ``old`` that differ in ``new``
+    (memoized: diagnostics are rebuilt on every tree change). The common head
+    and tail are found by comparing halves of the texts, so two versions of a
+    big file that differ in a few lines cost a few comparisons, not a diff."""
+    if old == new:
+        return ()
+    pre = _common_prefix(old, new)
+    pre = old.rfind("\n", 0, pre) + 1  # back to the start of the first line that differs
+    common_tail = old[len(old) - _common_suffix(old[pre:], new[pre:]):]
+    nl = common_tail.find("\n")
+    tail = len(common_tail) - (nl + 1) if nl >= 0 else 0  # whole lines only
+    head = old.count("\n", 0, pre)
+    a_mid = old[pre: len(old) - tail].split("\n")
+    b_mid = new[pre: len(new) - tail].split("\n")
+    if len(a_mid) * len(b_mid) > 4_000_000:  # far-apart changes in a huge file: one range
+        return ((head, head + max(1, len(a_mid))),)
+    out = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out.append((head + i1, head + max(i2, i1 + 1)))
+    return tuple(out)
+
+
+def changed_kernels(old: str, new: str, kernels: list[Kernel]) -> list[Kernel]:
+    """The kernels (as found in ``old``) whose lines differ in ``new``."""
+    ranges = changed_lines(old, new)
+    return [k for k in kernels if any(a <= k.end_line and k.start_line < b for a, b in ranges)]
 
 
 def _norm(text: str) -> str:
@@ -106,6 +150,10 @@ def _norm(text: str) -> str:
 def same_text(document: str, source: str) -> bool:
     """Whether ``document`` is ``source`` (a KernelBench root: without its ModelNew stub),
     trailing blank lines aside."""
+    if document == source:
+        return True
+    if abs(len(document) - len(source)) > len(KERNELBENCH_STUB) + 64:  # cheap "no" for big files
+        return False
     doc = _norm(document)
     if doc == _norm(source):
         return True
@@ -205,8 +253,9 @@ def build_diagnostics(
         out += _on_names(lines, kernels[:1], applied_message(tree, best), CODE_APPLIED,
                          types.DiagnosticSeverity.Information, node=best.id)
     elif best is not None:
-        names = changed_kernels(root.source, best.source, language) if root is not None else set()
-        targets = [k for k in kernels if k.name in names] or kernels[:1]
+        # the kernels the best candidate changed, placed as in the document when it is the root's text
+        base = text if root is None or same_text(text, root.source) else root.source
+        targets = (changed_kernels(base, best.source, kernels) if root is not None else []) or kernels[:1]
         out += _on_names(lines, targets, best_message(tree), CODE_BEST, types.DiagnosticSeverity.Information, node=best.id)
     if root is not None and checked_root is None:
         out += root_failure(text, lines, kernels, root)

@@ -2,10 +2,11 @@
 
 Kernels (names and line ranges) are found again after changes. In a small
 file that is done at once (under a millisecond or so); in a big one
-(``INLINE_CHARS`` and more) it is debounced and runs in a worker thread,
-and meanwhile the known kernels are moved by the edits' line deltas
-(``shift_kernels``), so hovers and code actions stay right while the user
-types. A file beyond ``MAX_CHARS`` is not analysed at all.
+(``INLINE_CHARS`` and more) it is debounced and runs in a worker thread.
+Meanwhile each change only records its line delta (``LineEdit``), and a
+hover or a code action maps its line back to where it was when the kernels
+were found (``line_before_edits``), so they stay right while the user types,
+at no cost per keystroke. A file beyond ``MAX_CHARS`` is not analysed at all.
 
 The task (``load_task`` on the saved file: harness, task id) is resolved on
 open and save, in a worker thread, because it reads the disk. The task is
@@ -42,7 +43,8 @@ class DocState:
     warned_missing: set[str] = field(default_factory=set)  # kernels already reported as deleted
     resolving: Any = None  # the asyncio.Task resolving the task, while it runs
     version: int = 0  # the document version the kernels were found in
-    stale: bool = False  # edits arrived since: the kernels were shifted, an analysis is due
+    stale: bool = False  # edits arrived since the kernels were found: an analysis is due
+    edits: list["LineEdit"] = field(default_factory=list)  # those edits' line deltas, in order
     analysis: Any = None  # the pending debounce timer or analysis task
     lines: tuple[int, list[str]] | None = None  # (version, lines) for diagnostics
     checked_root: NodeView | None = None  # the kernel as a check without a search saw it (CUDA, no GPU)
@@ -53,9 +55,16 @@ class DocState:
     carry_from: str | None = None  # the task id this file had before a rename: its tree comes along
     too_big: bool = False
 
+    _id_of: Any = None  # the task _id was computed for (TaskSpec.task_id() resolves paths: not on every call)
+    _id: str | None = None
+
     @property
     def task_id(self) -> str | None:
-        return self.task.task_id() if self.task else None
+        if self.task is None:
+            return None
+        if self._id_of is not self.task:
+            self._id_of, self._id = self.task, self.task.task_id()
+        return self._id
 
     @property
     def shown_problem(self) -> TaskProblem | None:
@@ -111,35 +120,36 @@ def update_kernels(state: DocState, text: str, version: int) -> list[str]:
     state.kernels = [] if state.too_big else find_kernels(text, state.language)
     state.version = version
     state.stale = False
+    state.edits = []
     return sorted(before - {k.name for k in state.kernels})
 
 
-def line_delta(start_line: int, end_line: int, new_text: str) -> int:
-    return new_text.count("\n") - (end_line - start_line)
+@dataclass(frozen=True)
+class LineEdit:
+    """An edit replaced lines ``first``..``last`` (its range's lines, as they
+    were) with ``last - first + 1 + delta`` lines."""
+
+    first: int
+    last: int
+    delta: int
 
 
-def shift_kernels(kernels: list[Kernel], changes: Iterable[Any]) -> list[Kernel]:
-    """Kernels moved by incremental edits (``TextDocumentContentChangePartial``:
-    ``range``, ``text``): a kernel below an edit moves by its line delta, one
-    that contains it grows or shrinks. Good enough until the next analysis;
-    a whole-document change leaves them as they are."""
-    out = list(kernels)
-    for ch in changes:
-        rng = getattr(ch, "range", None)
-        if rng is None:
-            continue
-        first, last = rng.start.line, rng.end.line
-        delta = line_delta(first, last, ch.text)
-        if delta == 0:
-            continue
-        moved = []
-        for k in out:
-            if k.start_line > last:
-                k = replace(k, start_line=k.start_line + delta, end_line=k.end_line + delta,
-                            name_line=k.name_line + delta)
-            elif k.end_line >= first:
-                k = replace(k, end_line=max(k.start_line, k.end_line + delta),
-                            name_line=k.name_line + delta if k.name_line > last else k.name_line)
-            moved.append(k)
-        out = moved
-    return out
+def line_edit(change: Any) -> LineEdit | None:
+    """The line delta of an incremental change (``range``, ``text``); None for a whole-document one."""
+    rng = getattr(change, "range", None)
+    if rng is None:
+        return None
+    first, last = rng.start.line, rng.end.line
+    return LineEdit(first, last, change.text.count("\n") - (last - first))
+
+
+def line_before_edits(line: int, edits: list[LineEdit]) -> int:
+    """Where ``line`` (of the text as it is now) was before ``edits``: a line
+    below an edit moves back by its delta; one inside it lands on the edit's
+    first line it covered."""
+    for e in reversed(edits):
+        if line > e.last + e.delta:
+            line -= e.delta
+        elif line > e.first:
+            line = min(line, e.last)
+    return line

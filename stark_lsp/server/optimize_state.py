@@ -37,9 +37,10 @@ class Job:
     replay: bool = True  # the search replays the tree's nodes first: the cache starts afresh from them
     cpu: bool = False  # timed on the CPU (Triton interpreter), not a GPU
 
-    @property
-    def task_id(self) -> str:
-        return self.task.task_id()
+    task_id: str = ""  # TaskSpec.task_id() of ``task`` (it resolves paths: computed once)
+
+    def __post_init__(self) -> None:
+        self.task_id = self.task.task_id()
 
     @property
     def path(self) -> Path:

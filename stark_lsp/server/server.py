@@ -47,17 +47,21 @@ from stark_lsp.server.backend import Backend, load_backend
 from stark_lsp.server.code_actions import ActionContext, build_code_actions
 from stark_lsp.server.create_harness import create_harness, show_harness
 from stark_lsp.server.diagnostics import SOURCE, build_diagnostics, same_text
-from stark_lsp.server.documents import INLINE_CHARS, DocState, document_language, resolve_task, shift_kernels, update_kernels
+from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_language, line_before_edits, line_edit,
+                                        resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import implement_marker, marker_spans
 from stark_lsp.server.optimize_jobs import searches_payload, start_optimize, stop_optimize
 from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.progress import progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
+from stark_lsp.server.stdio import serve_stdio
 from stark_lsp.server.store_watch import StoreWatcher
+from stark_lsp.server.text_document import use_fast_documents
 from stark_lsp.server.text_edits import split_lines
 from stark_lsp.server.tree_cache import TreeCache
-from stark_lsp.server.tree_json import node_detail, tree_json
+from stark_lsp.server.tree_json import node_detail
+from stark_lsp.server.wire import Plain, converter as wire_converter
 from stark_lsp.tasks.kernels import kernels_in_range
 from stark_lsp.tasks.spec import default_harness_path
 
@@ -72,7 +76,8 @@ NO_GPU_NOTE = "No NVIDIA GPU here: nvcc can compile this kernel, but nothing can
 
 class StarkServer(LanguageServer):
     def __init__(self, backend: Backend | None = None) -> None:
-        super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         converter_factory=wire_converter)
         self.backend = backend or load_backend()
         self.settings = Settings()
         self.api_key = Secret()
@@ -185,7 +190,12 @@ class StarkServer(LanguageServer):
             self.analysed(state, update_kernels(state, doc.source, version))
             self.publish(uri)
             return
-        state.kernels = shift_kernels(state.kernels, changes)
+        for change in changes:
+            edit = line_edit(change)
+            if edit is None:  # the whole text: line numbers say nothing any more
+                state.kernels, state.edits = [], []
+            elif edit.delta:
+                state.edits.append(edit)
         state.stale = True
         if state.analysis is not None:
             state.analysis.cancel()
@@ -226,6 +236,14 @@ class StarkServer(LanguageServer):
         Commands wait for it (``ready``), so they never see a half-known file."""
         state.resolving = asyncio.get_running_loop().create_task(self._resolve(state))
         await state.resolving
+
+    async def resolved(self, state: DocState) -> None:
+        """Wait for a resolve in flight (after an open or a save): answers then
+        describe the file as saved, not as it was (the analysis of a big file
+        being typed in is not waited for: the kernels are mapped through the edits)."""
+        task = state.resolving
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=30)
 
     async def ready(self, state: DocState) -> None:
         task = state.resolving
@@ -368,8 +386,8 @@ class StarkServer(LanguageServer):
 
     def publish(self, uri: str) -> None:
         state = self.docs.get(uri)
-        if state is None:
-            return
+        if state is None or state.stale:
+            return  # a big file being typed in: its analysis publishes
         doc = self.workspace.get_text_document(uri)
         lines = self.lines_of(state, doc.source, doc.version)
         diags = build_diagnostics(doc.source, state.kernels, state.language, self.cache.get(state.task_id),
@@ -411,7 +429,8 @@ class StarkServer(LanguageServer):
 
     # -- the features' views ----------------------------------------------------------
     def action_context(self, state: DocState, r: types.Range, diagnostics: list[types.Diagnostic]) -> ActionContext:
-        kernels = kernels_in_range(state.kernels, r.start.line, r.end.line)
+        kernels = kernels_in_range(state.kernels, line_before_edits(r.start.line, state.edits),
+                                   line_before_edits(r.end.line, state.edits))
         text = self.document_text(state.uri)
         markers, _ = marker_spans(text) if kernels and "@stark" in text else ([], None)
         markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
@@ -430,6 +449,7 @@ class StarkServer(LanguageServer):
                              list(diagnostics), harness, orphan.name if orphan else None, continue_by)
 
     def hover_for(self, state: DocState, line: int) -> str | None:
+        line = line_before_edits(line, state.edits)
         kernel = next((k for k in state.kernels if k.contains_line(line)), None)
         if kernel is None:
             return None
@@ -439,6 +459,9 @@ class StarkServer(LanguageServer):
         problem = state.shown_problem
         note = NO_GPU_NOTE if state.language == "cuda" and not self.backend.gpu_available(self.settings) else None
         return hover_markdown(kernel.name, tree, running, problem.message if problem else None, note)
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        serve_stdio(self, stdin, stdout)
 
     # -- shutdown ----------------------------------------------------------------------
     async def stop_everything(self) -> None:
@@ -476,6 +499,7 @@ def register(ls: StarkServer) -> None:
         opts = params.initialization_options
         ls.apply_settings(opts)
         ls.api_key = api_key_from(opts) or ls.api_key
+        use_fast_documents(ls.workspace)
         folders = params.workspace_folders or []
         roots = [to_fs_path(f.uri) for f in folders] or [to_fs_path(params.root_uri) if params.root_uri else params.root_path]
         ls.roots = [Path(r).resolve() for r in roots if r]
@@ -538,15 +562,18 @@ def register(ls: StarkServer) -> None:
             resolve_provider=False,
         ),
     )
-    def code_action(ls: StarkServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def code_action(ls: StarkServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         state = ls.docs.get(params.text_document.uri)
         if state is None:
             return None
+        await ls.resolved(state)
         return build_code_actions(ls.action_context(state, params.range, params.context.diagnostics)) or None
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
+    async def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
         state = ls.docs.get(params.text_document.uri)
+        if state is not None:
+            await ls.resolved(state)
         md = ls.hover_for(state, params.position.line) if state is not None else None
         if md is None:
             return None
@@ -595,7 +622,7 @@ def register(ls: StarkServer) -> None:
         return {"set": bool(ls.api_key)}
 
     @ls.feature(cmd.TREE_REQUEST)
-    async def tree(ls: StarkServer, params: Any) -> dict[str, Any]:
+    async def tree(ls: StarkServer, params: Any) -> dict[str, Any] | Plain:
         p = _args(params)
         uri, kernel = p.get("uri"), p.get("kernel")
         state = ls.docs.get(uri)
@@ -607,18 +634,18 @@ def register(ls: StarkServer) -> None:
         out: dict[str, Any] = {"uri": uri, "kernel": kernel, "task_id": state.task_id, "running": job is not None,
                                "progress": progress_text(job.progress, view, job.phase, job.cancel.is_set())[0] if job else None,
                                "budget": job.budget if job else ls.settings.budget}
-        out.update(tree_json(view))
-        return out
+        out.update(ls.cache.json(state.task_id))
+        return Plain(out)
 
     @ls.feature(cmd.NODE_REQUEST)
-    async def node(ls: StarkServer, params: Any) -> dict[str, Any]:
+    async def node(ls: StarkServer, params: Any) -> dict[str, Any] | Plain:
         p = _args(params)
         state = ls.docs.get(p.get("uri"))
         view = ls.cache.get(state.task_id) if state is not None else None
         if view is None:
             return {"error": "no search tree for this document"}
         detail = await asyncio.to_thread(node_detail, view, int(p.get("id", -1)))
-        return detail if detail is not None else {"error": f"no node #{p.get('id')} in this tree"}
+        return Plain(detail) if detail is not None else {"error": f"no node #{p.get('id')} in this tree"}
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: StarkServer, params: Any) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.server.tree_json import tree_json
 from stark_lsp.server.trees import NodeView, TreeView, node_view
 
 
@@ -24,9 +25,21 @@ class TreeCache:
         self._nodes: dict[str, dict[int, NodeView]] = {}
         self._views: dict[str, TreeView] = {}
         self.harness_digests: dict[str, str | None] = {}  # the harness each tree began with (as last read)
+        self._json: dict[str, tuple[TreeView, dict[str, Any]]] = {}
 
     def get(self, task_id: str | None) -> TreeView | None:
         return self._views.get(task_id) if task_id else None
+
+    def json(self, task_id: str | None) -> dict[str, Any]:
+        """``tree_json`` of the current view, built once per view (a burst of
+        ``stark/tree`` requests for an unchanged tree costs one build)."""
+        view = self.get(task_id)
+        if view is None:
+            return tree_json(None)
+        cached = self._json.get(task_id)
+        if cached is None or cached[0] is not view:
+            cached = self._json[task_id] = (view, tree_json(view))
+        return cached[1]
 
     def _rebuild(self, task_id: str) -> None:
         nodes = self._nodes[task_id]
@@ -59,4 +72,5 @@ class TreeCache:
     def forget(self, task_id: str) -> None:
         self._nodes.pop(task_id, None)
         self._views.pop(task_id, None)
+        self._json.pop(task_id, None)
         self.harness_digests.pop(task_id, None)

@@ -21,7 +21,12 @@ from stark_lsp.server.trees import NodeView, TreeView, outcome
 MAX_DIFF_LINES = 2000
 
 
+SUMMARY_CHARS = 160
+
+
 def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
+    """What the tree view draws for a node (its details come with ``stark/node``)."""
+    summary = n.summary if len(n.summary) <= SUMMARY_CHARS else n.summary[: SUMMARY_CHARS - 1] + "…"
     return {
         "id": n.id,
         "parent": n.parent,
@@ -32,19 +37,26 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
         "speedup": n.speedup,  # against the harness reference (eager)
         "gain": tree.gain(n),  # against the user's kernel
         "label": gain_ratio(tree, n) if n.correct or n.parent is None else "",
+        "runtime_ms": n.runtime_ms,
+        "summary": summary,
+        "duplicate_of": n.duplicate_of,
+    }
+
+
+def node_extra(tree: TreeView, n: NodeView) -> dict[str, Any]:
+    return {
+        "summary": n.summary,
         "gain_text": gain_text(tree, n) if n.correct or n.parent is None else "",
         "eager_text": eager_text(n) if n.correct else "",
-        "runtime_ms": n.runtime_ms,
         "reference_ms": n.reference_ms,
-        "summary": n.summary,
         "error": n.error,
-        "duplicate_of": n.duplicate_of,
         "profile": n.profile,
         "cpu": n.cpu,
     }
 
 
 def tree_json(tree: TreeView | None) -> dict[str, Any]:
+    """The tree for ``stark/tree``: every node, light (the details come with ``stark/node``)."""
     if tree is None:
         return {"best": None, "nodes": []}
     best = tree.best
@@ -110,4 +122,5 @@ def node_detail(tree: TreeView, node_id: int) -> dict[str, Any] | None:
         "can_apply": why is None,
         "why_not": why or "",
         **node_json(tree, n),
+        **node_extra(tree, n),
     }

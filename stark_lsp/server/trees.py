@@ -21,6 +21,7 @@ objects, or anything with the same attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable
 
 from stark_lsp.search.digest import NOTHING_NEW
@@ -79,7 +80,7 @@ class NodeView:
         """An agent had nothing new to try from the parent: no candidate was made."""
         return self.status == AGENT_ERROR and NOTHING_NEW in self.error
 
-    @property
+    @cached_property
     def is_reference(self) -> bool:
         """A KernelBench root: the user's ``Model`` itself, wrapped as ``ModelNew``."""
         return self.parent is None and without_kernelbench_stub(self.source) is not None
@@ -92,10 +93,17 @@ class NodeView:
 
 @dataclass(frozen=True)
 class TreeView:
+    """Immutable: every derived figure is computed once per view (a tree of
+    thousands of nodes is read by every hover and code action)."""
+
     task_id: str
     nodes: tuple[NodeView, ...]
 
-    @property
+    @cached_property
+    def by_id(self) -> dict[int, NodeView]:
+        return {n.id: n for n in self.nodes}
+
+    @cached_property
     def root(self) -> NodeView | None:
         return next((n for n in self.nodes if n.parent is None), None)
 
@@ -104,11 +112,11 @@ class TreeView:
         root = self.root
         return root is not None and root.is_reference
 
-    @property
+    @cached_property
     def attempts(self) -> list[NodeView]:
         return [n for n in self.nodes if n.parent is not None and n.status != ABANDONED]
 
-    @property
+    @cached_property
     def best(self) -> NodeView | None:
         """The correct node (root included) with the highest speedup, earliest on a tie."""
         best = None
@@ -123,23 +131,23 @@ class TreeView:
         b = self.best
         return b if b is not None and b.parent is not None else None
 
-    @property
+    @cached_property
     def finished(self) -> int:
         return sum(1 for n in self.attempts if not n.in_flight)
 
-    @property
+    @cached_property
     def running(self) -> int:
         return sum(1 for n in self.attempts if n.in_flight)
 
-    @property
+    @cached_property
     def correct(self) -> int:
         return sum(1 for n in self.attempts if n.correct)
 
-    @property
+    @cached_property
     def failed(self) -> int:
         return sum(1 for n in self.attempts if outcome(self, n) == FAILED)
 
-    @property
+    @cached_property
     def cpu(self) -> bool:
         return any(n.cpu for n in self.nodes)
 
@@ -157,12 +165,16 @@ class TreeView:
         return None
 
     def get(self, node_id: int) -> NodeView | None:
-        return next((n for n in self.nodes if n.id == node_id), None)
+        return self.by_id.get(node_id)
+
+    @cached_property
+    def _ranked(self) -> tuple[NodeView, ...]:
+        c = [n for n in self.attempts if n.correct and n.duplicate_of is None]
+        return tuple(sorted(c, key=lambda n: (-n.speedup, n.id)))
 
     def ranked_candidates(self) -> list[NodeView]:
         """Correct attempts, fastest first (duplicates left out)."""
-        c = [n for n in self.attempts if n.correct and n.duplicate_of is None]
-        return sorted(c, key=lambda n: (-n.speedup, n.id))
+        return list(self._ranked)
 
 
 def outcome(tree: TreeView, n: NodeView) -> str:
