@@ -27,6 +27,7 @@ import hashlib
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugResult, PlanResult, Team
@@ -74,6 +75,9 @@ class FakeEvaluator:
                 d = Diagnostic(message="error: identifier STARK_BROKEN is undefined", line=i, column=1)
                 return EvalResult(Status.COMPILE_ERROR, "compilation failed",
                                   compile=CompileReport(ok=False, log=d.message, diagnostics=[d]))
+        for f in (task.path, task.harness):
+            if f is not None and not Path(f).exists():  # as the real one fails when it loads the harness
+                return EvalResult(Status.RUNTIME_ERROR, f"FileNotFoundError: {f}")
         gpu = fake_gpu()
         if task.kind == "cuda" and not gpu:
             return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=CompileReport(ok=True))

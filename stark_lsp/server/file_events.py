@@ -39,6 +39,7 @@ from stark_lsp.tasks.spec import CUDA_SUFFIXES, default_harness_path
 
 log = logging.getLogger(__name__)
 RESUME_S = 30.0  # a search stopped by a rename goes on under the new name if that is a task within this time
+EVENT_LAG_S = 2.0  # how long before the editor's report a delete or rename may have happened
 WATCHED_GLOB = "**/*.{cu,cuh,py}"
 
 
@@ -85,11 +86,12 @@ def _carry(host: Host, job: Job, to: Path, resume: bool) -> None:
 # -- what the editor reports ------------------------------------------------------------------
 
 
-def file_gone(host: Host, job: Job, path: Path) -> None:
-    """A running search's file vanished (seen by its watcher)."""
+def file_gone(host: Host, job: Job, path: Path, since: float) -> None:
+    """A running search's file vanished (seen by its watcher; it was there at ``since``)."""
     if job.cancel.is_set():
         return
-    host.jobs.stop(job, f"{path.name} is gone (deleted or moved): its search stopped; the tree is kept in .stark/")
+    host.jobs.stop(job, f"{path.name} is gone (deleted or moved): its search stopped; the tree is kept in .stark/",
+                   files_moved_since=since)
     _carry(host, job, job.path, resume=True)  # a rename reported a moment later still carries it
     job.then = lambda: complete_carries(host)
     host.say(job.stop_reason, types.MessageType.Warning)
@@ -102,7 +104,8 @@ async def files_deleted(host: Host, uris: list[str]) -> None:
         hit = next((p for p in paths if _affected(job.path, [p]) or
                     (job.task.harness and _affected(Path(job.task.harness).resolve(), [p]))), None)
         if hit is not None and not job.cancel.is_set():
-            host.jobs.stop(job, f"{hit.name} was deleted: its search stopped; the tree is kept in .stark/")
+            host.jobs.stop(job, f"{hit.name} was deleted: its search stopped; the tree is kept in .stark/",
+                           files_moved_since=time.time() - EVENT_LAG_S)
             host.say(job.stop_reason, types.MessageType.Warning)
     for key in [k for k in host.carries if _affected(k, paths)]:
         host.carries.pop(key, None)
@@ -126,7 +129,7 @@ async def files_renamed(host: Host, renames: list[tuple[str, str]]) -> None:
             continue
         what = f"{job.path.name} was renamed to {to.name}" if to != job.path else \
             f"its harness {Path(job.task.harness).name} was renamed"
-        host.jobs.stop(job, f"{what}: the search moves with it")
+        host.jobs.stop(job, f"{what}: the search moves with it", files_moved_since=time.time() - EVENT_LAG_S)
         _carry(host, job, to, resume=True)
         job.then = lambda: complete_carries(host)
     for key in list(host.carries):  # carries waiting under an old name follow it
@@ -240,12 +243,15 @@ async def rename_harness(host: Host, uri: str) -> dict[str, Any]:
 async def watch_job(host: Host, job: Job, every_s: float = 1.0) -> None:
     """Stop the search when its files go away without the editor saying so."""
     paths = [job.path] + ([Path(job.task.harness)] if job.task.harness else [])
+    seen = time.time()  # every file was there then
     while not job.cancel.is_set():
         await asyncio.sleep(every_s)
+        checked = time.time()
         for p in paths:
             if not await asyncio.to_thread(p.exists):
                 # the editor's own report of a delete or rename may be on its way: give it a moment
                 await asyncio.sleep(every_s)
                 if not job.cancel.is_set():
-                    file_gone(host, job, p)
+                    file_gone(host, job, p, seen)
                 return
+        seen = checked

@@ -191,7 +191,7 @@ async def refuse_without_gpu(host: Host, state: DocState, kernel: str) -> dict[s
         state.run_error = TaskProblem(msg, code=CODE_NEEDS_GPU)
         host.publish(state.uri)
         return host.fail(msg, types.MessageType.Warning)
-    ui = WorkDone(host, _token(), f"Checking {kernel}", on_cancel=lambda: None)
+    ui = WorkDone(host, _token(), f"Checking {kernel}", on_cancel=None)
     try:
         await ui.begin(PHASE_CHECK)
     except Exception as e:
@@ -206,9 +206,9 @@ async def refuse_without_gpu(host: Host, state: DocState, kernel: str) -> dict[s
     state.checked_root = node
     if result.status.value == "compile_error":
         first = result.message or (node.problems[0].message if node.problems else "compile error")
-        msg = (f"{kernel} needs an NVIDIA GPU, and nvcc could not compile it either: {first} "
-               f"(the errors are on their lines)")
-        state.run_error = None
+        where = " (the errors are on their lines)" if any(p.line for p in node.problems) else ""
+        msg = f"{kernel} needs an NVIDIA GPU, and nvcc could not compile it either: {first}{where}"
+        state.run_error = None if where else TaskProblem(msg, code=CODE_NEEDS_GPU)
     else:
         msg = f"{kernel} {GPU_NEEDED}"
         state.run_error = TaskProblem(msg, code=CODE_NEEDS_GPU)
@@ -264,6 +264,8 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
     finally:
         watch.cancel()
         inbox.drain()
+        if job.files_moved_at is not None and store_path is not None:
+            await asyncio.to_thread(_void_after_move, backend, store_path, job)
         host.jobs.jobs.pop(job.task_id, None)
         await _refresh(host, job)
         tree = host.cache.get(job.task_id)
@@ -283,6 +285,20 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
         except Exception as e:  # resuming elsewhere failed: say so, the tree is kept
             log.exception("after the search of %s", job.kernel)
             host.say(f"{job.kernel}: {type(e).__name__}: {e}", types.MessageType.Error)
+
+
+def _void_after_move(backend: Any, store_path: Path, job: Job) -> None:
+    """Attempts that failed after the search's files were deleted or moved failed
+    because of that, not on their merits: abandoned (redone on resume), not failures."""
+    from stark_lsp.search.node import ABANDONED, FAILED_EVAL_STATUSES
+
+    try:
+        store = backend.open_store(store_path)
+        for n in store.nodes(job.task_id):
+            if n.parent_id is not None and n.status in FAILED_EVAL_STATUSES and n.updated >= job.files_moved_at:
+                store.update_node(n.id, status=ABANDONED, error=f"cut short: {job.stop_reason}")
+    except Exception as e:  # the tree stays as it is; the search's end is reported all the same
+        log.warning("marking the attempts cut short by a file move: %s", e)
 
 
 def _failure(host: Host, job: Job, e: Exception) -> tuple[str, types.MessageType]:

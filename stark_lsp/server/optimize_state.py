@@ -33,6 +33,7 @@ class Job:
     ui: Any = None  # the WorkDone progress
     handle: asyncio.Task | None = None
     stop_reason: str | None = None  # why it is being stopped: "cancelled", "x.cu was deleted", ...
+    files_moved_at: float | None = None  # when its files were deleted or moved (time.time()): verdicts after it are void
     then: Callable[[], Any] | None = None  # run once it has stopped (e.g. resume under a new name)
     replay: bool = True  # the search replays the tree's nodes first: the cache starts afresh from them
     cpu: bool = False  # timed on the CPU (Triton interpreter), not a GPU
@@ -80,9 +81,13 @@ class OptimizeJobs:
     def using(self, path: Path) -> list[Job]:
         return [j for j in self.jobs.values() if j.uses(path)]
 
-    def stop(self, job: Job, reason: str) -> None:
+    def stop(self, job: Job, reason: str, files_moved_since: float | None = None) -> None:
+        """``files_moved_since``: the search's files were deleted or moved, at the
+        latest then (time.time()); verdicts after that are void."""
         if job.stop_reason is None:
             job.stop_reason = reason
+        if files_moved_since is not None and job.files_moved_at is None:
+            job.files_moved_at = files_moved_since
         job.cancel.set()
 
     def stop_all(self, reason: str = "the server is shutting down") -> None:

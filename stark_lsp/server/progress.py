@@ -60,9 +60,11 @@ def final_text(p: Any | None, tree: TreeView | None, reason: str) -> str:
 
 
 class WorkDone:
-    """One work-done progress; ``on_cancel`` runs when the user cancels it."""
+    """One work-done progress; ``on_cancel`` runs when the user cancels it
+    (None: the progress offers no Cancel)."""
 
-    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None], min_interval_s: float = 0.2):
+    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None] | None,
+                 min_interval_s: float = 0.2):
         self.server = server
         self.min_interval_s = min_interval_s
         self._last = 0.0
@@ -87,14 +89,15 @@ class WorkDone:
         self.created = True
         self.server.work_done_progress.begin(
             self.token,
-            types.WorkDoneProgressBegin(title=self.title, cancellable=True, message=message, percentage=0),
+            types.WorkDoneProgressBegin(title=self.title, cancellable=self.on_cancel is not None, message=message,
+                                        percentage=0),
         )
         fut = self.server.work_done_progress.tokens.get(self.token)
-        if fut is not None:  # pygls cancels this future on window/workDoneProgress/cancel
+        if fut is not None and self.on_cancel is not None:  # pygls cancels it on window/workDoneProgress/cancel
             fut.add_done_callback(lambda f: f.cancelled() and self._cancelled())
 
     def _cancelled(self) -> None:
-        if not self.ended:
+        if not self.ended and self.on_cancel is not None:
             self.on_cancel()
 
     def report(self, message: str, percentage: int | None = None) -> None:
@@ -120,7 +123,8 @@ class WorkDone:
         self._pending = None
         self._last = asyncio.get_running_loop().time()
         self.server.work_done_progress.report(
-            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage,
+                                                     cancellable=self.on_cancel is not None)
         )
 
     def end(self, message: str) -> None:

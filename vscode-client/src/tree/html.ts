@@ -25,7 +25,7 @@ body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); 
   overflow: hidden; }
 header { padding: 6px 12px 4px; border-bottom: 1px solid var(--vscode-panel-border, #8884); }
 header h2 { margin: 0 0 2px; font-size: 1.05em; }
-header p { margin: 0 0 6px; opacity: .85; font-size: .92em; }
+header p { margin: 0 0 6px; opacity: .85; font-size: .92em; overflow-wrap: anywhere; }
 .toolbar { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .toolbar .sep { width: 1px; height: 18px; background: var(--vscode-panel-border, #8886); margin: 0 4px; }
 .legend { display: flex; flex-wrap: wrap; gap: 10px; font-size: .85em; margin-left: 8px; }
@@ -35,13 +35,16 @@ header p { margin: 0 0 6px; opacity: .85; font-size: .92em; }
 .legend i.nothing-new { background: transparent; border: 1.5px dashed #999; width: 7px; height: 7px; }
 .legend i.best { border: 3px solid #f5c518; width: 6px; height: 6px; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(320px, 42%); min-height: 0; }
-@media (max-width: 760px) { main { grid-template-columns: 1fr; grid-template-rows: 45% 55%; } }
+@media (max-width: 760px) {
+  main { grid-template-columns: minmax(0, 1fr); grid-template-rows: minmax(0, 40%) minmax(0, 60%); }
+  aside { border-left: 0; border-top: 1px solid var(--vscode-panel-border, #8884); }
+}
 #tree-pane { position: relative; min-height: 0; overflow: hidden; cursor: grab; }
 #tree-pane.dragging { cursor: grabbing; }
 #tree { width: 100%; height: 100%; }
 #tree svg { width: 100%; height: 100%; display: block; }
 #zoom-level { position: absolute; right: 8px; bottom: 6px; font-size: .8em; opacity: .7; }
-aside { display: flex; flex-direction: column; min-height: 0; border-left: 1px solid var(--vscode-panel-border, #8884); }
+aside { display: flex; flex-direction: column; min-height: 0; min-width: 0; border-left: 1px solid var(--vscode-panel-border, #8884); }
 #detail { flex: 1; min-height: 0; overflow: auto; padding: 8px 12px; }
 #detail h3 { margin: 0 0 4px; font-size: 1em; }
 #detail-summary { white-space: pre-wrap; margin: 0 0 8px; opacity: .9; }
@@ -49,8 +52,8 @@ aside { display: flex; flex-direction: column; min-height: 0; border-left: 1px s
 #detail .add { color: #3fa34d; } #detail .del { color: #c0392b; } #detail .hunk { opacity: .6; }
 #detail .placeholder { opacity: .7; }
 #why-not { font-size: .9em; opacity: .8; margin-left: 8px; }
-#chart-box { border-top: 1px solid var(--vscode-panel-border, #8884); padding: 6px 12px; }
-#chart-box h4 { margin: 0 0 2px; font-size: .9em; }
+#chart-box { border-top: 1px solid var(--vscode-panel-border, #8884); padding: 4px 12px; }
+#chart-box summary { cursor: pointer; font-weight: 600; font-size: .9em; }
 .edge { stroke: var(--vscode-foreground); stroke-opacity: .35; stroke-width: 1.5; }
 .edge.best { stroke: #f5c518; stroke-opacity: 1; stroke-width: 3; }
 .node { cursor: pointer; }
@@ -123,7 +126,7 @@ export function treePageHtml(opts: { cspSource: string; nonce: string; scriptUri
         <details><summary>Source</summary><pre id="detail-source"></pre></details>
       </div>
     </section>
-    <div id="chart-box"><h4>Best so far</h4><div id="chart"></div></div>
+    <details id="chart-box" open><summary>Best so far</summary><div id="chart"></div></details>
   </aside>
 </main>
 <script nonce="${nonce}" src="${esc(scriptUri)}"></script>

@@ -61,7 +61,7 @@ export function renderTreeSvg(nodes: readonly ViewNode[], layout: TreeLayout): s
   });
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" class="tree${compact ? ' compact' : ''}" viewBox="0 0 ${width} ${height}" ` +
-    `data-width="${width}" data-height="${height}" preserveAspectRatio="xMidYMin meet">` +
+    `data-width="${width}" data-height="${height}" preserveAspectRatio="xMidYMid meet">` +
     edges.join('') +
     circles.join('') +
     `</svg>`

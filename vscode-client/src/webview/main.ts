@@ -46,12 +46,11 @@ function zoom(factor: number, clientX?: number, clientY?: number): void {
   const b = view ?? { ...natural };
   const pane = $('tree-pane').getBoundingClientRect();
   const s = scale();
-  // the tree point under the pointer (or the pane's centre) stays put
-  const px = (clientX ?? pane.left + pane.width / 2) - pane.left;
-  const py = (clientY ?? pane.top + pane.height / 2) - pane.top;
-  const offX = (pane.width - b.w * s) / 2; // "xMidYMin meet": centred across, top-aligned
-  const tx = b.x + (px - offX) / s;
-  const ty = b.y + py / s;
+  // the tree point under the pointer (or the middle of what is shown) stays put
+  const offX = (pane.width - b.w * s) / 2; // "xMidYMid meet": centred both ways
+  const offY = (pane.height - b.h * s) / 2;
+  const tx = clientX === undefined ? b.x + b.w / 2 : b.x + (clientX - pane.left - offX) / s;
+  const ty = clientY === undefined ? b.y + b.h / 2 : b.y + (clientY - pane.top - offY) / s;
   const w = Math.min(natural.w * 4, Math.max(natural.w / 40, b.w / factor));
   const h = (b.h * w) / b.w;
   view = { x: tx - ((tx - b.x) * w) / b.w, y: ty - ((ty - b.y) * h) / b.h, w, h };
@@ -80,7 +79,12 @@ function renderDiff(pre: HTMLElement, diff: string): void {
   }
 }
 
+/** Below this height the chart folds away when a node is opened: the detail comes first. */
+const ROOM_FOR_BOTH_PX = 520;
+
 function showDetail(d: NodeDetail): void {
+  const aside = document.querySelector('aside');
+  if (aside && aside.clientHeight < ROOM_FOR_BOTH_PX) ($('chart-box') as HTMLDetailsElement).open = false;
   $('detail-placeholder').classList.add('hidden');
   $('detail-body').classList.remove('hidden');
   $('detail-title').textContent = d.title;

@@ -30,7 +30,7 @@ describe('tree page layout', () => {
   it('puts the detail panel beside the tree, above the chart (no scrolling to reach it)', () => {
     const tree = html.indexOf('id="tree-pane"');
     const detail = html.indexOf('id="detail"');
-    const chart = html.indexOf('id="chart-box"');
+    const chart = html.indexOf('<details id="chart-box" open>');
     assert.ok(tree < detail && detail < chart);
     assert.match(html, /html, body \{ height: 100%; margin: 0; \}/);
     assert.match(html, /#detail \{ flex: 1; min-height: 0; overflow: auto;/);
