@@ -140,7 +140,7 @@ def test_hover_fits_without_scrolling_best_first():
     assert "4 attempts, 3 correct · best #4: **2.19× your kernel** (0.3817 ms vs 0.8364 ms)" in md
     assert "| # | plan | status | time | × yours |" in lines
     rows = [l for l in lines if l.startswith("| ") and not l.startswith("| # |")]
-    assert rows[0] == "| baseline | your kernel | ok | 0.8364 ms | 1× |"
+    assert rows[0] == "| baseline | your kernel | ok | 0.8364 ms | - |"
     assert rows[1] == "| #4 ★ | hint | ok | 0.3817 ms | 2.19× |"  # the best right under the baseline
     assert rows[2] == "| #2 | bigger \\| blocks | ok | 0.575 ms | 1.45× |"
     assert "| #3 | boom | compile error | - | - |" in lines

@@ -76,7 +76,7 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
     column = "× eager" if tree.baseline_is_reference else "× yours"
     lines += ["", head, "", f"| # | plan | status | time | {column} |", "|---|---|---|---|---|"]
     if root is not None:
-        lines.append(f"| baseline | {_cell(baseline_name(tree))} | {_cell(_status(root), 30)} | {_ms(root.runtime_ms)} | 1× |")
+        lines.append(f"| baseline | {_cell(baseline_name(tree))} | {_cell(_status(root), 30)} | {_ms(root.runtime_ms)} | - |")
     rows = shown_candidates(tree)
     for n in rows:
         mark = " ★" if best is not None and n.id == best.id else ""
