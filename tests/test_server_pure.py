@@ -481,3 +481,11 @@ def test_the_server_package_has_no_import_cycles():
     for n in graph:
         visit(n)
     assert "fake_backend" not in graph  # test doubles live in tests/
+
+
+def test_a_backend_is_named_by_module_or_by_file():
+    from stark_lsp.server.backend import load_backend
+
+    repo = Path(__file__).resolve().parents[1]
+    assert type(load_backend("tests.fake_backend:FakeBackend")).__name__ == "FakeBackend"
+    assert type(load_backend(f"{repo / 'tests' / 'fake_backend.py'}:FakeBackend")).__name__ == "FakeBackend"

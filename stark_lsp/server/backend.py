@@ -15,9 +15,11 @@ Everything here blocks: call it from worker threads, never the event loop.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -186,9 +188,6 @@ def _import(module: str) -> Any:
     """A module by dotted name, or a ``.py`` file by path."""
     if not module.endswith(".py"):
         return importlib.import_module(module)
-    import importlib.util
-    import sys
-
     path = Path(module).resolve()
     name = f"stark_backend_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)

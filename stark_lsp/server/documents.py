@@ -16,9 +16,9 @@ says so when the buffer has unsaved changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from stark_lsp.server.diagnostics import CODE_UNFILLED_HARNESS, TaskProblem
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
