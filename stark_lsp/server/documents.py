@@ -16,6 +16,7 @@ says so when the buffer has unsaved changes.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ class DocState:
     carry_from: str | None = None  # the task id this file had before a rename: its tree comes along
     too_big: bool = False
 
+    _starts_of: Any = None  # the kernels list _starts was made from
+    _starts: list[int] = field(default_factory=list)
     _id_of: Any = None  # the task _id was computed for (TaskSpec.task_id() resolves paths: not on every call)
     _id: str | None = None
 
@@ -69,6 +72,13 @@ class DocState:
     @property
     def shown_problem(self) -> TaskProblem | None:
         return self.problem or self.run_error
+
+    def kernel_at(self, line: int) -> Kernel | None:
+        """The kernel containing ``line`` (of the analysed text): a bisection, files can hold thousands."""
+        if self._starts_of is not self.kernels:
+            self._starts_of, self._starts = self.kernels, [k.start_line for k in self.kernels]
+        i = bisect.bisect_right(self._starts, line) - 1
+        return self.kernels[i] if i >= 0 and self.kernels[i].contains_line(line) else None
 
 
 @dataclass(frozen=True)

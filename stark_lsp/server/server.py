@@ -449,8 +449,7 @@ class StarkServer(LanguageServer):
                              list(diagnostics), harness, orphan.name if orphan else None, continue_by)
 
     def hover_for(self, state: DocState, line: int) -> str | None:
-        line = line_before_edits(line, state.edits)
-        kernel = next((k for k in state.kernels if k.contains_line(line)), None)
+        kernel = state.kernel_at(line_before_edits(line, state.edits))
         if kernel is None:
             return None
         job = self.jobs.running(state.task_id)
