@@ -62,14 +62,11 @@ class Backend:
         (a cluster is trusted to have one)."""
         if settings.cluster:
             return True
-        device = (settings.device or "auto").lower()
-        if device == "cpu":
+        if (settings.device or "auto").lower() == "cpu":
             return False
-        if device.startswith("cuda"):
-            return True
         from stark_lsp.evaluate.evaluator import gpu_present
 
-        return gpu_present()
+        return gpu_present()  # "auto", and "cuda:N" too: asking for a GPU does not make one
 
     def make_evaluator(self, settings: Settings) -> Any:
         if settings.cluster:
