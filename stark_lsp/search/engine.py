@@ -29,7 +29,7 @@ from .digest import source_digest
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
-from .tree_store import TreeStore, source_hash
+from .tree_store import TreeStore, harness_digest, source_hash
 
 
 RACE_RETRIES = 3  # agents asked again when a concurrent attempt made the same source meanwhile
@@ -50,6 +50,7 @@ class SearchConfig:
     eval_options: EvalOptions = field(default_factory=EvalOptions)
     profile_top: int = 0  # profile (ncu) the top-K correct nodes in the background; 0: off
     profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
+    require_correct_root: bool = False  # the user's kernel fails to build or verify: stop, no search (the editor)
 
 
 @dataclass
@@ -275,6 +276,9 @@ class Search:
                 self._hardware = ""
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
             root = self._ensure_root(note)
+            if root is not None and self.config.require_correct_root and not root.correct:
+                self._emit(done=True, message=f"your kernel did not pass ({root.status}): no search")
+                root = None
             if root is not None:
                 self._start_profiling()
                 self._loop(time.monotonic())
@@ -363,10 +367,12 @@ class Search:
             current = self.task.root_source()
         except OSError:
             return ""
-        if root.source == current:
+        stored, now = self.store.harness_digest(self.task_id), harness_digest(self.task)
+        if root.source == current and (stored is None or stored == now):
             return ""
         kept = self.store.archive_tree(self.task_id)
-        return f"the task file changed since the stored tree began: that tree is kept as {kept}; starting a new one"
+        what = "task file" if root.source != current else "harness"
+        return f"the {what} changed since the stored tree began: that tree is kept as {kept}; starting a new one"
 
     def _ensure_root(self, note: str) -> Node | None:
         root = self.store.root(self.task_id)

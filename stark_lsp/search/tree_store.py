@@ -7,7 +7,8 @@ other processes (the editor) can read it while a search writes.
 
 Schema (version 2; ``schema_version`` holds the number):
 
-* ``trees(task_id PK, spec_json, created)``
+* ``trees(task_id PK, spec_json, created)``; ``spec_json`` is the TaskSpec plus
+  ``harness_digest`` (the harness when the tree began; absent in older files)
 * ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
   source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
   exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
@@ -97,6 +98,17 @@ class StoreError(RuntimeError):
 
 def source_hash(source: str) -> str:
     return source_digest(source)
+
+
+def harness_digest(task: TaskSpec) -> str | None:
+    """Digest of a separate harness file (None: no harness, the harness is the
+    task file itself, or it cannot be read)."""
+    if task.harness is None or Path(task.harness).resolve() == Path(task.path).resolve():
+        return None
+    try:
+        return source_digest(Path(task.harness).read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def find_workspace(start: Path | None = None) -> Path:
@@ -249,14 +261,37 @@ class TreeStore:
 
     # -- trees -------------------------------------------------------------
     def create_tree(self, task: TaskSpec) -> str:
-        """Register the task (idempotent); returns its task id."""
+        """Register the task (idempotent); returns its task id. The harness's
+        digest is kept with it, so a search can tell that the harness changed."""
         tid = task.task_id()
+        spec = dict(task.to_dict(), harness_digest=harness_digest(task))
         with self._tx() as cur:
             cur.execute(
                 "INSERT OR IGNORE INTO trees(task_id, spec_json, created) VALUES (?, ?, ?)",
-                (tid, json.dumps(task.to_dict()), time.time()),
+                (tid, json.dumps(spec), time.time()),
             )
         return tid
+
+    def harness_digest(self, task_id: str) -> str | None:
+        """The digest of the harness when the tree began (None: unknown, or no harness)."""
+        rows = self._query("SELECT spec_json FROM trees WHERE task_id = ?", (task_id,))
+        return json.loads(rows[0][0]).get("harness_digest") if rows else None
+
+    def move_tree(self, task_id: str, task: TaskSpec) -> str:
+        """Give a tree to ``task`` (its files were renamed): same nodes, the new
+        task's id and paths. Refused when ``task`` already has a tree."""
+        new_id = task.task_id()
+        if new_id == task_id:
+            return new_id
+        spec = dict(task.to_dict(), harness_digest=harness_digest(task))
+        with self._tx() as cur:
+            if cur.execute("SELECT 1 FROM trees WHERE task_id = ?", (new_id,)).fetchone():
+                raise StoreError(f"{task.path.name} already has a search tree")
+            cur.execute("INSERT INTO trees(task_id, spec_json, created) SELECT ?, ?, created FROM trees "
+                        "WHERE task_id = ?", (new_id, json.dumps(spec), task_id))
+            cur.execute("UPDATE nodes SET task_id = ? WHERE task_id = ?", (new_id, task_id))
+            cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
+        return new_id
 
     def has_tree(self, task_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM trees WHERE task_id = ?", (task_id,)))

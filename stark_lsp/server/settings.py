@@ -13,7 +13,8 @@ The API key is not a setting: it is accepted from ``initializationOptions``
 (``apiKey``) or the ``stark.setApiKey`` command only, kept in memory, and never
 logged or echoed (``Secret.__repr__`` hides it). A key found in
 ``workspace/configuration`` (which may come from a file in the workspace) is
-ignored.
+ignored. The key is bound to the ``baseUrl`` it was given with; when
+``baseUrl`` changes, the server asks before sending it there.
 
 Pure: no pygls.
 """
@@ -28,13 +29,19 @@ AGENTS = ("plan", "code", "debug")
 
 
 class Secret:
-    """A string that does not show itself."""
+    """A string that does not show itself, bound to the endpoint it was given
+    for (``url``: the base URL then; None: the default endpoint), so it is not
+    sent to another endpoint without asking."""
 
-    def __init__(self, value: str | None = None):
+    def __init__(self, value: str | None = None, url: str | None = None):
         self._value = value or None
+        self.url = url or None
 
     def get(self) -> str | None:
         return self._value
+
+    def rebind(self, url: str | None) -> None:
+        self.url = url or None
 
     def __bool__(self) -> bool:
         return bool(self._value)
@@ -123,9 +130,11 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
 
 
 def api_key_from(options: Any) -> Secret:
-    """The key from ``initializationOptions`` (``apiKey`` or ``stark.apiKey``)."""
+    """The key from ``initializationOptions`` (``apiKey`` or ``stark.apiKey``),
+    bound to the ``baseUrl`` given with it."""
     if not isinstance(options, dict):
         return Secret()
-    if isinstance(options.get("stark"), dict) and options["stark"].get("apiKey"):
-        return Secret(str(options["stark"]["apiKey"]))
-    return Secret(str(options["apiKey"])) if options.get("apiKey") else Secret()
+    if isinstance(options.get("stark"), dict):
+        options = options["stark"]
+    url = options.get("baseUrl") or None
+    return Secret(str(options["apiKey"]), url) if options.get("apiKey") else Secret()

@@ -1,15 +1,18 @@
-"""A fast, deterministic stand-in for the evaluator and the agents.
+"""A fast, deterministic stand-in for the evaluator and the agents (a test double).
 
-Used by the latency benchmark and the fast server tests (``stark serve
---backend stark_lsp.server.fake_backend:FakeBackend``). The tree store and the
-search loop are the real ones; only the expensive or remote parts are fake:
+Used by the fast server tests, the latency benchmark and the editor's
+end-to-end test (``stark serve --backend tests/fake_backend.py:FakeBackend``).
+The tree store and the search loop are the real ones; only the expensive or
+remote parts are fake:
 
 * the evaluator gives the saved task file a speedup of 1.0 and every other
   source one drawn from its hash (so the same source always gets the same
   verdict), sleeping ``STARK_FAKE_DELAY`` seconds
   (default 0.2) to look busy; a source with a ``STARK_BROKEN`` line fails to
   compile there; one containing ``STARK_FAKE_EVALUATOR_CRASH`` makes the
-  evaluator itself raise (a crashed evaluator);
+  evaluator itself raise (a crashed evaluator); with ``STARK_FAKE_GPU=0``
+  the machine has no GPU: a CUDA source is only compile-checked (``not_run``)
+  and Triton timings are CPU timings;
 * the team's planner wraps the first kernel's last line in a marker, the
   coder appends a comment line naming the attempt's seed there, the debugger
   deletes ``STARK_BROKEN`` lines; a task file containing
@@ -24,6 +27,7 @@ import hashlib
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugResult, PlanResult, Team
@@ -35,6 +39,11 @@ from stark_lsp.tasks.kernels import find_kernels
 from stark_lsp.tasks.spec import TaskSpec
 
 REFERENCE_MS = 0.92
+
+
+def fake_gpu() -> bool:
+    """The fake machine has a GPU unless STARK_FAKE_GPU=0."""
+    return os.environ.get("STARK_FAKE_GPU", "1") != "0"
 
 
 def fake_speedup(source: str) -> float:
@@ -66,6 +75,12 @@ class FakeEvaluator:
                 d = Diagnostic(message="error: identifier STARK_BROKEN is undefined", line=i, column=1)
                 return EvalResult(Status.COMPILE_ERROR, "compilation failed",
                                   compile=CompileReport(ok=False, log=d.message, diagnostics=[d]))
+        for f in (task.path, task.harness):
+            if f is not None and not Path(f).exists():  # as the real one fails when it loads the harness
+                return EvalResult(Status.RUNTIME_ERROR, f"FileNotFoundError: {f}")
+        gpu = fake_gpu()
+        if task.kind == "cuda" and not gpu:
+            return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=CompileReport(ok=True))
         try:
             is_root = source == task.root_source()
         except OSError:
@@ -73,8 +88,8 @@ class FakeEvaluator:
         speed = 1.0 if is_root else fake_speedup(source)
         return EvalResult(
             Status.OK,
-            runtime=Runtime(device="Fake GPU", is_gpu=True, candidate=_timing(REFERENCE_MS / speed),
-                            reference=_timing(REFERENCE_MS), speedup=speed),
+            runtime=Runtime(device="Fake GPU" if gpu else "cpu (fake interpreter)", is_gpu=gpu,
+                            candidate=_timing(REFERENCE_MS / speed), reference=_timing(REFERENCE_MS), speedup=speed),
         )
 
     def close(self) -> None:
@@ -133,6 +148,9 @@ def fake_team() -> Team:
 
 class FakeBackend(Backend):
     name = "fake"
+
+    def gpu_available(self, settings: Settings) -> bool:
+        return fake_gpu() and settings.device != "cpu"
 
     def make_evaluator(self, settings: Settings) -> Any:
         return FakeEvaluator()
