@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.llm_args import add_llm_arguments, team_options
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stark: a node with more children than this, all failed, is pruned (default 3)")
     p.add_argument("--leaderboard", type=int, default=5, help="top nodes shown to the Plan agent (default 5)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
-                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
+                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
+                        "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
     p.add_argument("--workers", type=int, default=1,
@@ -48,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-top", type=int, default=0, metavar="K",
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
+    add_llm_arguments(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
@@ -66,7 +68,7 @@ def make_team(args: argparse.Namespace) -> Any:
 
     kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
     if args.llm == "openai":
-        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY")
+        kwargs.update(team_options(args))  # the key: STARK_API_KEY, else OPENAI_API_KEY (make_team reads them)
     return factory(**{k: v for k, v in kwargs.items() if v is not None})
 
 
@@ -77,7 +79,9 @@ def best_path(task: Any, out: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stark_lsp.agents.base import AgentError
+    from stark_lsp.agents.base import AgentError, AgentsUnavailable
+    from stark_lsp.exit_codes import AGENTS_UNAVAILABLE
+    from stark_lsp.safe_text import for_terminal
     from stark_lsp.cluster.spec import parse_cluster
     from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
     from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, StoreError, TreeStore
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
             wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
+            context_tokens=getattr(args, "context_tokens", None) or 12000,
         )
         path = store_path(args.store)
         store = TreeStore.open(path)
@@ -134,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
             config.concurrency = evaluator.placement.actors + 1  # keep every actor busy while agents work
         try:
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
+        except AgentsUnavailable as e:  # the endpoint cannot serve the team: nothing written
+            print(f"stark optimize: agents unavailable: {for_terminal(str(e)).splitlines()[0]}", file=sys.stderr)
+            return AGENTS_UNAVAILABLE
         except (SearchBusy, EvaluatorFailed) as e:
             print(f"stark optimize: {e}", file=sys.stderr)
             code = 1
