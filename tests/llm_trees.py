@@ -31,7 +31,7 @@ CPU_HARDWARE = {"device": "cpu (triton interpreter)", "is_gpu": False, "torch": 
 
 # per sample: (old, faster, broken) text of one line of the root
 EDITS = {
-    "cuda": ("#define THREADS 32", "#define THREADS 256", "#define THREADS 32\n#define BLOCK THREAD"),
+    "cuda": ("#define THREADS 32", "#define THREADS 256", "#define THREADS (2 * THREAD)"),
     "triton": ("BLOCK_SIZE=128, num_warps=4", "BLOCK_SIZE=1024, num_warps=8", "BLOCK_SIZE=100, num_warps=4"),
     "kernelbench": ("class ModelNew(Model):\n    pass",
                     "class ModelNew(Model):\n    def forward(self, x):\n        return torch.clamp_min(x, 0.0)",
@@ -52,8 +52,8 @@ FLOORS = {  # bytes moved, measured bandwidth (GB/s): the memory floor
 }
 ERRORS = {
     "cuda": EvalResult(Status.COMPILE_ERROR, 'identifier "THREAD" is undefined', compile=CompileReport(
-        ok=False, log='row_sum.cu(8): error: identifier "THREAD" is undefined',
-        diagnostics=[Diagnostic('identifier "THREAD" is undefined', line=8, column=15)])),
+        ok=False, log='kernel.cu(9): error: identifier "THREAD" is undefined',
+        diagnostics=[Diagnostic('identifier "THREAD" is undefined', line=9, column=23)])),
     "triton": EvalResult(Status.COMPILE_ERROR, "arange's range must be a power of 2", compile=CompileReport(
         ok=False, log="triton.compiler.errors.CompilationError: at 5:11: arange's range must be a power of 2",
         diagnostics=[Diagnostic("arange's range must be a power of 2", line=14)])),
@@ -111,7 +111,7 @@ def sample_tree(task: TaskSpec, gpu: bool = True, with_io: bool = True) -> list[
     return [
         _node(1, None, ROOT, root_src, root, "the original kernel"),
         _node(2, 1, PLAN_CODE, root_src.replace(old, fast), faster, f"raise the work per block: {fast.splitlines()[-1].strip()}"),
-        _node(3, 1, PLAN_CODE, root_src.replace(old, broken), ERRORS[kind], "alias the block size"),
+        _node(3, 1, PLAN_CODE, root_src.replace(old, broken), ERRORS[kind], "double the block size"),
         _node(4, 3, DEBUG, root_src.replace(old, fast.replace("256", "128").replace("1024", "512")), fixed,
               "fix the undefined name"),
         _node(5, 2, PLAN_CODE, root_src.replace(old, fast) + ("\n// unrolled\n" if kind == "cuda" else "\n# unrolled\n"),

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from .syntax import ID_PATTERN, MarkerError, check_plan, insert_marker, split_lines
 
-_HEAD = re.compile(rf"^[\s>*_\-+#\d.)]*\**\s*marker\b\**\s*:?\s*\**\s*(?P<id>{ID_PATTERN})\**\s*(?P<rest>.*)$", re.I)
+_HEAD = re.compile(rf"^[\s>*_\-+#\d.)]*\**\s*marker\b\**\s*:?\s*\**\s*`?(?P<id>{ID_PATTERN})`?\**\s*(?P<rest>.*)$",
+                   re.I)
 _KEY = re.compile(r"^[\s>*_\-+]*\**\s*(?P<key>lines?|location|where|anchor|at|from|to|before|after|instruction)\**\s*[:=]\s*(?P<val>.*)$", re.I)
 _NUMBERED = re.compile(r"^\s*\d+\s*[|│:]\s?")
 _RANGE = re.compile(r"^(?:lines?\s*)?(?P<a>\d+)\s*(?:-|–|—|\.\.|to|through)\s*(?P<b>\d+)$", re.I)

@@ -21,6 +21,7 @@ class Block:
     info: str
     body: str
     closed: bool
+    before: str = ""  # the last non-blank line of text before the block (a heading such as "Marker `blk`:")
 
 
 def code_blocks(text: str) -> list[Block]:
@@ -40,7 +41,8 @@ def code_blocks(text: str) -> list[Block]:
             body.append(lines[j])
             j += 1
         closed = j < len(lines)
-        out.append(Block(m.group("info").strip(), "\n".join(body) + ("\n" if body else ""), closed))
+        before = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+        out.append(Block(m.group("info").strip(), "\n".join(body) + ("\n" if body else ""), closed, before))
         i = j + 1
     return out
 
@@ -84,11 +86,12 @@ _NUMBERED_LINE = re.compile(r"^\s*\d+ \| ?")
 
 
 def _unnumbered(body: str) -> str:
-    """A block copied from the numbered listing, without its numbers."""
+    """A block copied from the numbered listing (marker lines added without
+    numbers), without its numbers."""
     lines = body.split("\n")
-    filled = [l for l in lines if l.strip()]
+    filled = [l for l in lines if l.strip() and not has_markers(l)]
     if filled and all(_NUMBERED_LINE.match(l) for l in filled):
-        return "\n".join(_NUMBERED_LINE.sub("", l) if l.strip() else l for l in lines)
+        return "\n".join(_NUMBERED_LINE.sub("", l, count=1) for l in lines)
     return body
 
 
@@ -122,6 +125,18 @@ def parse_plan(text: str, finish_reason: str, original: str, language: str = "cu
         raise AgentError(f"the plan breaks the marker rules: {e}", raw=text) from None
     summary = summary_of(text) or "; ".join(m.instruction for m in markers)
     return marked, summary.splitlines()[0][:300]
+
+
+_HEADING_WORDS = re.compile(r"\b(replace|replacement|marker|span|block|for)\b", re.I)
+
+
+def _heading_id(line: str, ids: list[str]) -> str | None:
+    """The one marker id a heading line names, with a word like 'marker' or 'replace'."""
+    if not line or not _HEADING_WORDS.search(line) or len(line) > 200:
+        return None
+    tokens = set(re.findall(r"[A-Za-z0-9_.-]+", line.replace("`", " ")))
+    named = [i for i in ids if i in tokens]
+    return named[0] if len(named) == 1 else None
 
 
 def _without_echo(mid: str, body: str, text: str) -> str:
@@ -174,6 +189,13 @@ def parse_code(text: str, finish_reason: str, marked: str) -> dict[str, str]:
         m = _REPLACE.search(b.info)
         if m:
             headed[m.group("id")] = b
+    if not headed:  # blocks under headings that name one marker each ("### Marker `reduce`")
+        for b in blocks:
+            named = _heading_id(b.before, ids)
+            if named and named not in headed:
+                headed[named] = b
+        if set(headed) != set(ids):
+            headed = {}
     if headed:
         unknown = sorted(set(headed) - set(ids))
         if unknown:
@@ -200,11 +222,18 @@ def parse_code(text: str, finish_reason: str, marked: str) -> dict[str, str]:
     return {i: _without_echo(i, r, text) for i, r in reps.items()}
 
 
+def _looks_like_diff(body: str) -> bool:
+    head = body.lstrip()[:300]
+    return head.startswith(("--- ", "diff --git", "@@ ")) and "\n+++ " in body[:600] or head.startswith("@@ ")
+
+
 def parse_debug(text: str, finish_reason: str, original: str) -> tuple[str, str]:
     """(repaired source, summary); marker comment lines copied into the
     answer are dropped (a candidate never keeps them)."""
     check_reply(text, finish_reason, "debug")
     block = _the_source_block(text, "debug")
+    if block.info.lower().startswith(("diff", "patch")) or _looks_like_diff(block.body):
+        raise AgentError("the debug answer is a diff: give the full repaired source in one fenced block", raw=text)
     body = drop_marker_lines(block.body) if has_markers(block.body) else block.body
     source = _fit_newline(original, body)
     if source == original:
