@@ -10,7 +10,7 @@
 * ``{"hang": true}``: answer nothing until ``release`` is set (or the server stops), then
   close the connection: a hung endpoint. ``hanging`` counts the requests held right now.
 
-An empty script answers 500. Every request is recorded (path, lower-cased headers, JSON
+An empty script asks ``responder(request_body)`` for the entry when one is set, else answers 500. Every request is recorded (path, lower-cased headers, JSON
 body) so tests can check models, temperatures and that no key leaked; ``peak`` is the
 most requests handled at once.
 Recordings of realistic answers live in tests/data/replay/*.json.
@@ -40,8 +40,9 @@ def completion(content: str, finish_reason: str = "stop", model: str = "replay-m
 
 
 class ReplayServer:
-    def __init__(self, script: list[dict[str, Any]] | None = None):
+    def __init__(self, script: list[dict[str, Any]] | None = None, responder: Any = None):
         self.script: deque[dict[str, Any]] = deque(script or [])
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.release = threading.Event()
@@ -69,6 +70,8 @@ class ReplayServer:
                     entry = server.script.popleft() if server.script else None
                     server.active += 1
                     server.peak = max(server.peak, server.active)
+                if entry is None and server.responder is not None and isinstance(body, dict):
+                    entry = server.responder(body)
                 try:
                     delay = (entry or {}).get("delay_s")
                     if delay:

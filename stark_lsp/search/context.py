@@ -289,7 +289,7 @@ def build_context(
         seen=seen_digests(nodes),
         task_card=task_card(task, facts, nodes, shown),
         hardware_card=hardware_card(hardware_info, view.nodes.values(), profiled, ncu_text(profiled) if profiled else ""),
-        node_line=node_line(node, live_root),
+        node_line=node_line(node, live_root, with_error=agent != "debug"),  # Debug: the error follows, once
         node_profile=profiler(node),
         parent_line=node_line(parent, live_root) if parent is not None else "",
         parent_diff=parent_diff,

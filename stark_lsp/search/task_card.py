@@ -115,7 +115,9 @@ def _io(facts: TaskFacts, nodes: list[Node], shown: str) -> str:
     head = "Inputs and outputs: not yet measured (no evaluation has reported them)"
     if not facts.inputs:
         return head + "."
-    where = _lines_of(facts.inputs, shown)
+    pieces = [p for p in facts.inputs.split("\n\n") if p.strip()]
+    fn = next((p for p in pieces if "def get_inputs" in p), "")
+    where = _lines_of(fn, shown) if fn and all(p in shown for p in pieces) else None
     if where:
         return f"{head}; get_inputs() at {where} of the source shown below makes the inputs."
     return f"{head}; the harness makes the inputs with:\n{_block(facts.inputs)}"

@@ -39,7 +39,7 @@ import openai
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
 from stark_lsp.agents.llm.pricing import Price, price_of
-from stark_lsp.agents.llm.secrets import Redactor, key_from_env, register_secret
+from stark_lsp.agents.llm.secrets import Redactor, key_from_env, redact, register_secret
 from stark_lsp.safe_text import scrub
 
 RETRY_STATUSES = {408, 409, 429}
@@ -91,7 +91,8 @@ class ChatClient:
         if not key:
             raise AgentError("no API key: set STARK_API_KEY (or OPENAI_API_KEY), or pass one in")
         register_secret(key)
-        self.redact = Redactor(key)
+        own = Redactor(key)
+        self.redact: Callable[[str], str] = lambda text: redact(own(text))  # this key, any other known one
         self._key = key
         self.base_url = base_url
         read = float(timeout_s if timeout_s is not None else read_timeout_s)
@@ -243,7 +244,9 @@ class ChatClient:
             self._closed.wait(min(POLL_S, left))
 
     def _request(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any) -> Any:
-        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        # no key leaves in a prompt (a task file or an earlier answer may hold one)
+        sent = [dict(m, content=self.redact(scrub(m.get("content") or ""))) for m in messages]
+        kwargs: dict[str, Any] = {"model": model, "messages": sent}
         if self._send_temperature:
             kwargs["temperature"] = temperature
         if self.max_tokens:
