@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
+    from stark_lsp.commands.llm_args import add_llm_arguments
+
+    add_llm_arguments(p)
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="cpu: the Triton interpreter and eager CPU (CI); auto: the GPU when there is one")
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
@@ -84,8 +87,10 @@ def make_team(args: argparse.Namespace) -> Any:
     from stark_lsp.agents.team import make_team as factory
 
     kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
-    if args.llm == "openai":
-        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY")
+    if args.llm == "openai":  # the key: STARK_API_KEY, else OPENAI_API_KEY (make_team reads them)
+        from stark_lsp.commands.llm_args import team_options
+
+        kwargs.update(team_options(args))
     return factory(**{k: v for k, v in kwargs.items() if v is not None})
 
 
@@ -168,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
                          concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
-                         compile_baseline=not args.no_compile_baseline, trials=args.trials)
+                         compile_baseline=not args.no_compile_baseline, trials=args.trials,
+                         context_tokens=getattr(args, "context_tokens", None) or 12000)
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:
         print_plan(tasks, names, problems, found.skipped, config, len(schedule(tasks, config)), out)
