@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=0.35, help="stark: exploration probability (default 0.35)")
     p.add_argument("--n-root", type=int, default=5, help="stark: most children of the root (default 5)")
     p.add_argument("--n-child", type=int, default=3,
-                   help="stark: a node with more children than this, all failed, is pruned (default 3)")
+                   help="stark: most children of a node other than the root; one whose children all failed "
+                        "is pruned (default 3)")
     p.add_argument("--leaderboard", type=int, default=5, help="top nodes shown to the Plan agent (default 5)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
