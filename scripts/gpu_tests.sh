@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the GPU checks on a machine with a CUDA GPU (the device machine):
 #   scripts/gpu_tests.sh [OUTDIR]
-# The evaluator's tests (CPU and GPU ones), `stark eval` on each sample format,
+# The evaluator's tests (CPU and GPU ones), the agents' task and hardware cards
+# from a real evaluation (the printed prompts), `stark eval` on each sample format,
 # the built-in team's search on the mistuned samples, and the evaluation
 # latency benchmark. Output goes to OUTDIR (default out/gpu).
 set -uo pipefail
@@ -11,6 +12,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
 python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py tests/test_evaluator_gpu.py 2>&1 | tee "$out/pytest.txt"
+python3 -m pytest -q -s -p no:cacheprovider tests/test_agent_cards_gpu.py 2>&1 | tee "$out/agent_cards.txt"
 for t in "samples/cuda/softmax_rows.cu" "samples/triton/softmax.py" "samples/kernelbench/relu.py samples/kernelbench/relu_triton_new.py"; do
   python3 -m stark_lsp eval $t --compile-baseline 2>&1 | tee -a "$out/eval_samples.txt"
 done
