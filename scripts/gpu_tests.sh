@@ -2,7 +2,8 @@
 # Run the GPU checks on a machine with a CUDA GPU (the device machine):
 #   scripts/gpu_tests.sh [OUTDIR]
 # The evaluator's tests (CPU and GPU ones), the harness templates on the CUDA
-# samples, `stark eval` on each sample format,
+# samples, the agents' task and hardware cards from a real evaluation (the
+# printed prompts), `stark eval` on each sample format,
 # the built-in team's search on the mistuned samples, and the evaluation
 # latency benchmark. Output goes to OUTDIR (default out/gpu).
 set -uo pipefail
@@ -14,6 +15,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=cs
 python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py tests/test_evaluator_gpu.py 2>&1 | tee "$out/pytest.txt"
 # the editor's harness templates, generated for each CUDA sample, built and run (no launch out of bounds)
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_harness_template.py 2>&1 | tee "$out/pytest_templates.txt"
+python3 -m pytest -q -s -p no:cacheprovider tests/test_agent_cards_gpu.py 2>&1 | tee "$out/agent_cards.txt"
 for t in "samples/cuda/softmax_rows.cu" "samples/triton/softmax.py" "samples/kernelbench/relu.py samples/kernelbench/relu_triton_new.py"; do
   python3 -m stark_lsp eval $t --compile-baseline 2>&1 | tee -a "$out/eval_samples.txt"
 done

@@ -32,6 +32,7 @@ class BenchConfig:
     wall_time_s: float | None = None  # per run
     compile_baseline: bool = True  # also time torch.compile of the reference (GPU)
     trials: int = 5  # correctness trials per evaluation
+    context_tokens: int = 12000  # the token budget of one LLM prompt
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -133,7 +133,7 @@ class BenchRunner:
         options, note = self.options_for(key.task, evaluator)
         cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
-                           eval_options=options)
+                           eval_options=options, context_tokens=self.config.context_tokens)
         directory = tree_dir(self.out_dir, name, key)
         if directory.exists():
             shutil.rmtree(directory)  # a run always starts from a fresh tree

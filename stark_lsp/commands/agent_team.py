@@ -1,4 +1,5 @@
-"""The agent team a command's flags ask for (``--llm``, ``--model``, ``--base-url``)."""
+"""The agent team a command's flags ask for (``--llm``, ``--model``, ``--base-url`` and the
+LLM client's options from ``llm_args.py``)."""
 
 from __future__ import annotations
 
@@ -13,4 +14,8 @@ def team_from_args(args: argparse.Namespace) -> Any:
     from stark_lsp.agents.team import make_team
 
     kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
+    if args.llm == "openai":
+        from stark_lsp.commands.llm_args import team_options
+
+        kwargs.update(team_options(args))
     return make_team(**{k: v for k, v in kwargs.items() if v is not None})

@@ -35,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
+    from stark_lsp.commands.llm_args import add_llm_arguments
+
+    add_llm_arguments(p)
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="cpu: the Triton interpreter and eager CPU (CI); auto: the GPU when there is one")
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
@@ -177,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
                          concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
-                         compile_baseline=not args.no_compile_baseline, trials=args.trials)
+                         compile_baseline=not args.no_compile_baseline, trials=args.trials,
+                         context_tokens=getattr(args, "context_tokens", None) or 12000)
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:
         runnable = [t for i, t in enumerate(tasks) if i not in gpu_only]

@@ -19,6 +19,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.llm_args import add_llm_arguments
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -35,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=0.35, help="stark: exploration probability (default 0.35)")
     p.add_argument("--n-root", type=int, default=5, help="stark: most children of the root (default 5)")
     p.add_argument("--n-child", type=int, default=3,
-                   help="stark: a node with more children than this, all failed, is pruned (default 3)")
+                   help="stark: most children of a node other than the root; one whose children all failed "
+                        "is pruned (default 3)")
     p.add_argument("--leaderboard", type=int, default=5, help="top nodes shown to the Plan agent (default 5)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
@@ -61,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-top", type=int, default=0, metavar="K",
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
+    add_llm_arguments(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
@@ -126,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
             wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
+            context_tokens=getattr(args, "context_tokens", None) or 12000,
         )
     except ValueError as e:
         raise refusal.Refusal(str(e)) from None
@@ -160,7 +164,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluator: Any, team: Any,
             config: Any, out: Path) -> int:
+    from stark_lsp.agents.base import AgentsUnavailable
     from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
+    from stark_lsp.safe_text import for_terminal
     from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, TaskBroken
     from stark_lsp.search.lock import tree_lock
     from stark_lsp.search.progress import ProgressPrinter
@@ -188,6 +194,9 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
             code = exit_codes.USAGE
         except SearchBusy as e:
             raise refusal.Refusal(str(e)) from None
+        except AgentsUnavailable as e:  # the endpoint cannot serve the team: nothing written
+            print(f"stark optimize: agents unavailable: {for_terminal(str(e)).splitlines()[0]}", file=sys.stderr)
+            return exit_codes.AGENTS_UNAVAILABLE
         except (EvaluatorFailed, EvaluatorUnavailable) as e:
             print(f"stark optimize: {e}", file=sys.stderr)
             code = exit_codes.EVALUATOR_UNAVAILABLE

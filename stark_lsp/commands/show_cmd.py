@@ -2,6 +2,10 @@
 
 ``--archived`` lists the trees kept for the task (by ``optimize --fresh``, or
 when the task file changed under a stored tree); ``--archived N`` shows one.
+``--node N`` shows one node in full (its error untrimmed, its plan's markers,
+its verdict); ``--transcript`` adds every exchange with the agents (prompt and
+answer). Everything printed is redacted (no API key) and terminal-safe (no
+escape sequence from an answer reaches the terminal).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sources", action="store_true", help="with --json: include sources, plans and results")
     p.add_argument("--archived", nargs="?", const="list", metavar="N",
                    help="list the task's archived trees (earlier runs kept by --fresh); with N, show tree N")
+    p.add_argument("--node", type=int, metavar="N", help="show node N in full (error, plan, verdict)")
+    p.add_argument("--transcript", action="store_true",
+                   help="with --node: the node's exchanges with the agents (prompts and answers, redacted)")
 
 
 def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
@@ -61,6 +68,8 @@ def tree_ids(store: Any, task_id: str) -> set[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "transcript", False) and getattr(args, "node", None) is None:
+        raise refusal.Refusal("--transcript needs --node N (the node whose exchanges to show)")
     task, store = open_tree(args, "show")
     with store:
         tid = task.task_id()
@@ -85,6 +94,8 @@ def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], 
 
     root = next((n for n in nodes if n.parent_id is None), None)
     best_id = best.id if best else None
+    if getattr(args, "node", None) is not None:
+        return show_node(args, nodes)
     if args.json:
         print(json.dumps({
             "task": task.to_dict(), "task_id": tid, "best_node_id": best_id,
@@ -114,3 +125,27 @@ def list_archived(task: Any, store: Any) -> int:
         print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {len(attempts)} attempts, best {best_line(nodes, store.best(aid))}")
     print(f"(stark show {task.path.name} --archived N shows one; stark export {task.path.name} NODE_ID writes a node)")
     return exit_codes.OK
+
+
+def show_node(args: argparse.Namespace, nodes: list) -> int:
+    from stark_lsp.agents.llm.secrets import redact
+    from stark_lsp.safe_text import for_terminal
+    from stark_lsp.search.render import node_detail, node_dict, transcript
+
+    node = next((n for n in nodes if n.id == args.node), None)
+    if node is None:
+        ids = f"{nodes[0].id}..{nodes[-1].id}" if nodes else "none"
+        raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {ids})")
+    if args.json:
+        d = node_dict(node, with_source=args.sources)
+        if args.transcript:
+            d["exchanges"] = [{"agent": e.agent, "prompt": redact(e.prompt), "response": redact(e.response),
+                               "usage": vars(e.usage)} for e in node.exchanges]
+        print(redact(json.dumps(d, indent=2)))
+        return 0
+    root = next((n for n in nodes if n.parent_id is None), None)
+    text = node_detail(node, root)
+    if args.transcript:
+        text += "\n" + transcript(node)
+    print(for_terminal(redact(text)))
+    return 0

@@ -19,13 +19,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from stark_lsp.agents.base import AgentError, Exchange, Team
+from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, Team
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
+from stark_lsp.tasks.describe import describe_task
+
 from .context import build_context
 from .digest import source_digest
+from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
@@ -190,7 +193,10 @@ class Search:
         self._nodes: dict[int, Node] = {}
         self._lock = threading.Lock()
         self._hardware = ""
+        self._hardware_info: dict[str, Any] = {}
+        self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
         self._cancel = threading.Event()
+        self._abort = threading.Event()  # the search stops on an error: agents waiting for answers give up
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
         self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
         # background profiling (config.profile_top > 0): ``profiler.profile(task, source, cancel)``
@@ -264,6 +270,7 @@ class Search:
         best node. Resumes a tree that exists (in-flight nodes left by a
         killed run are marked abandoned and their attempts redone)."""
         self._cancel = cancel or threading.Event()
+        self._abort = threading.Event()
         with tree_lock(self.store.path, self.task_id):
             archived = self._archive_if_changed()
             self.store.create_tree(self.task)
@@ -274,6 +281,8 @@ class Search:
                 self._hardware = str(self.evaluator.hardware())
             except Exception:
                 self._hardware = ""
+            self._hardware_info = hardware_facts(self.evaluator)
+            self._facts = describe_task(self.task)
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
             root = self._ensure_root(note)
             if root is not None and self.config.require_correct_root and not root.correct:
@@ -427,8 +436,9 @@ class Search:
                     nid = inflight.pop(fut)
                     try:
                         fut.result()
-                    except BaseException as e:  # the evaluator or the store failed
+                    except BaseException as e:  # the evaluator, the store or the agents' endpoint failed
                         error = error or e
+                        self._abort.set()  # agents waiting for answers give up
                         if self._nodes[nid].in_flight:
                             self._update(nid, status=ABANDONED, error=f"search stopped: {e}")
                     n = self._nodes[nid]
@@ -451,11 +461,13 @@ class Search:
             attempt=attempt, seed=attempt_seed(self.config.seed, attempt)))
 
     # -- one attempt (worker thread) ------------------------------------------
-    def _context(self, agent: str, node_id: int, seed: int):
+    def _context(self, agent: str, node_id: int, attempt_node: Node, plan: tuple[str, str] | None = None):
         return build_context(
             agent, self.task, self._snapshot(), node_id,
             leaderboard_size=self.config.leaderboard, token_budget=self.config.context_tokens,
-            hardware=self._hardware, seed=seed,
+            hardware=self._hardware, seed=attempt_node.seed, hardware_info=self._hardware_info,
+            facts=self._facts, attempt=attempt_node.attempt, attempt_node_id=attempt_node.id, plan=plan,
+            cancel=AnyEvent(self._cancel, self._abort), search_seed=self.config.seed,
         )
 
     def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
@@ -469,15 +481,15 @@ class Search:
         node = self._nodes[node_id]
         if sel.action == ROUTE_DEBUG:
             stage[0] = "debug"
-            ctx = self._context("debug", parent.id, node.seed)
+            ctx = self._context("debug", parent.id, node)
             fix = self.team.debugger.debug(ctx)
             exchanges += fix.exchanges
             if not fix.source.strip():
                 raise AgentError("the Debug agent returned an empty source")
             self._update(node_id, summary=fix.summary, exchanges=exchanges)
-            return fix.source, ctx.seen
+            return self._unmarked(fix.source, "Debug"), ctx.seen
         stage[0] = "plan"
-        ctx = self._context("plan", parent.id, node.seed)
+        ctx = self._context("plan", parent.id, node)
         plan = self.team.planner.plan(ctx)
         exchanges += plan.exchanges
         self._update(node_id, plan=plan.marked_source, summary=plan.summary, exchanges=exchanges)
@@ -485,10 +497,20 @@ class Search:
         if self._cancel.is_set():
             return None
         stage[0] = "code"
-        code = self.team.coder.code(self._context("code", parent.id, node.seed), plan.marked_source)
+        code = self.team.coder.code(self._context("code", parent.id, node, (plan.marked_source, plan.summary)),
+                                    plan.marked_source)
         exchanges += code.exchanges
         source = self.markers.apply_replacements(plan.marked_source, code.replacements)
-        return source, ctx.seen
+        return self._unmarked(source, "Code"), ctx.seen
+
+    def _unmarked(self, source: str, agent: str) -> str:
+        """A candidate never keeps ``@stark`` marker lines (nor does a best file)."""
+        has = getattr(self.markers, "has_markers", None)
+        if has is not None and has(source):
+            line = next((i for i, l in enumerate(source.split("\n"), 1) if "@stark" in l), 0)
+            raise AgentError(f"the {agent} agent's candidate still contains '@stark' marker lines (line {line}); "
+                             f"a candidate must not keep them")
+        return source
 
     def _claim(self, node_id: int, source: str, seen: frozenset[str], exchanges: list[Exchange], last: bool) -> bool:
         """Record the candidate source unless another attempt made the same
@@ -518,9 +540,19 @@ class Search:
                 source, seen = got
                 if self._claim(node_id, source, seen, exchanges, last=round_ == RACE_RETRIES):
                     break
+        except AgentCancelled as e:
+            exchanges.extend(e.exchanges)
+            return self._abandon(node_id, exchanges)
+        except AgentsUnavailable as e:  # the endpoint cannot serve the search: stop it, redo this on resume
+            exchanges.extend(e.exchanges)
+            self._abort.set()
+            self._update(node_id, status=ABANDONED, error=f"{box[0]} agent: {e}", exchanges=exchanges)
+            raise
         except AgentError as e:
             stage = box[0]
-            if e.raw or e.usage.calls:
+            if e.exchanges:
+                exchanges.extend(e.exchanges)
+            elif e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
             self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent: {e}", exchanges=exchanges)
             return

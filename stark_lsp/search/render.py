@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.agents.llm.secrets import redact
+from stark_lsp.safe_text import for_terminal
 from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 from .node import Node, speedup_vs_yours
@@ -37,7 +39,7 @@ def _note(n: Node, width: int | None) -> str:
         text = f"(duplicate of #{n.duplicate_of}) {text}"
     if n.error and n.status != "ok":
         text = f"{text} [{n.error}]" if text else n.error
-    text = " ".join(text.split())
+    text = " ".join(for_terminal(redact(text)).split())  # no key, no escape sequence reaches a terminal
     if width is None or len(text) <= width:
         return text
     return text[: width - 3] + "..."
@@ -131,3 +133,53 @@ def node_dict(n: Node, with_source: bool = False, root: Node | None = None) -> d
         d["plan"] = n.plan
         d["result"] = n.result.to_dict() if n.result else None
     return d
+
+
+def node_detail(n: Node, root: Node | None = None) -> str:
+    """One node in full, for ``stark show --node N``: its line, plan, error
+    (untrimmed) and the evaluator's verdict."""
+    from .labels import node_line
+
+    lines = [node_line(n, root, with_summary=False),
+             f"parent: #{n.parent_id}" if n.parent_id is not None else "parent: - (your kernel)",
+             f"attempt: {n.attempt or '-'}, seed {n.seed}"]
+    if n.summary:
+        lines.append(f"summary: {n.summary}")
+    if n.plan:
+        from stark_lsp.markers.syntax import MarkerError, parse_markers
+
+        try:
+            for m in parse_markers(n.plan):
+                lines.append(f"marker {m.id} (lines {m.begin_line}-{m.end_line} of the plan): {m.instruction}")
+        except MarkerError as e:
+            lines.append(f"plan: its markers do not parse: {e}")
+    if n.error:
+        lines.append("error:\n  " + n.error.replace("\n", "\n  "))
+    if n.result is not None and n.status != "ok":
+        from .excerpts import diagnostics_text
+
+        diag = diagnostics_text(n)
+        if diag and diag.strip() != n.error.strip():
+            lines.append("diagnostics:\n  " + diag.replace("\n", "\n  "))
+    u = n.usage
+    if u.calls:
+        cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
+        lines.append(f"agents: {u.calls} call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens{cost}")
+    return "\n".join(lines)
+
+
+def transcript(n: Node) -> str:
+    """The node's exchanges with the agents, in order (prompt, then answer)."""
+    if not n.exchanges:
+        return "(no exchanges with the agents recorded for this node)"
+    out = []
+    total = len(n.exchanges)
+    for k, e in enumerate(n.exchanges, 1):
+        u = e.usage
+        out.append(f"===== exchange {k}/{total}: {e.agent} agent ({u.prompt_tokens} prompt, "
+                   f"{u.completion_tokens} completion tokens) =====")
+        out.append("----- prompt -----")
+        out.append(e.prompt.rstrip() if e.prompt else "(not recorded)")
+        out.append("----- answer -----")
+        out.append(e.response.rstrip() if e.response else "(empty)")
+    return "\n".join(out) + "\n"

@@ -22,7 +22,6 @@ read as it is, every profile None.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -31,7 +30,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
+from stark_lsp.agents.llm.secrets import redact
 from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.safe_text import cap, scrub
 from stark_lsp.tasks.spec import TaskSpec
 
 from .digest import source_digest
@@ -88,8 +89,11 @@ _UPDATABLE = {
     "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile",
 }
 
-# things that look like API keys never reach the file
-_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|Bearer\s+[A-Za-z0-9._-]{16,})")
+# every text column passes safe_text.scrub (valid Unicode: SQLite refuses lone
+# surrogates) and secrets.redact (the registered API keys, the one in the
+# environment, and anything shaped like a key); answers are capped
+MAX_STORED_RESPONSE = 256 * 1024  # bytes of one exchange's response
+MAX_STORED_PROMPT = 512 * 1024  # bytes of one exchange's prompt
 
 
 class StoreError(RuntimeError):
@@ -132,15 +136,21 @@ def store_path(store_dir: str | Path | None = None, start: Path | None = None) -
 
 
 def _redact(text: str) -> str:
-    return _SECRET.sub("[redacted]", text)
+    return redact(scrub(text or ""))
+
+
+def _json_text(obj: Any) -> str:
+    """JSON without lone surrogates (they would come back from json.loads)
+    and without keys."""
+    return _redact(json.dumps(obj, ensure_ascii=False))
 
 
 def _exchanges_json(exchanges: list[Exchange]) -> str:
     return json.dumps([
         {
             "agent": e.agent,
-            "prompt": _redact(e.prompt),
-            "response": _redact(e.response),
+            "prompt": _redact(cap(e.prompt, MAX_STORED_PROMPT, "prompt")),
+            "response": _redact(cap(e.response, MAX_STORED_RESPONSE, "answer")),
             "usage": {
                 "prompt_tokens": e.usage.prompt_tokens,
                 "completion_tokens": e.usage.completion_tokens,
@@ -343,6 +353,7 @@ class TreeStore:
         if status not in STATUSES:
             raise ValueError(f"unknown node status {status!r}")
         now = time.time()
+        source = scrub(source or "")
         with self._tx() as cur:
             cur.execute(
                 "INSERT INTO nodes(task_id, parent_id, kind, status, attempt, source, source_hash, seed,"
@@ -375,15 +386,16 @@ class TreeStore:
                     raise ValueError(f"unknown node status {v!r}")
                 cols["status"] = v
             elif k == "result":
-                cols["result_json"] = v.to_json() if v is not None else None
+                cols["result_json"] = _json_text(v.to_dict()) if v is not None else None
             elif k == "profile":
-                cols["profile_json"] = json.dumps(v) if v is not None else None
+                cols["profile_json"] = _json_text(v) if v is not None else None
             elif k == "exchanges":
                 cols["exchanges_json"] = _exchanges_json(v)
                 u = sum((e.usage for e in v), Usage())
                 cols.update(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
                             cost_usd=u.cost_usd)
             elif k == "source":
+                v = scrub(v or "")
                 cols["source"] = v
                 cols["source_hash"] = source_hash(v) if v else None
             elif k in ("plan", "summary", "error"):
