@@ -16,6 +16,13 @@ def positive_int(text: str) -> int:
     return n
 
 
+def add_sandbox_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run candidates without the sandbox (no network/PID/filesystem isolation); needed to run "
+                        "candidates written by an LLM on a machine where no sandbox can be made (see "
+                        "docs/EVALUATOR.md)")
+
+
 def positive_float(text: str) -> float:
     """A number > 0 (seconds)."""
     try:

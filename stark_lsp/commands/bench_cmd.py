@@ -14,7 +14,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
 
 NAME = "bench"
@@ -56,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="continue the bench in --out: keep its finished runs, do the rest")
     p.add_argument("--dry-run", action="store_true",
                    help="load the tasks, check their files, print the plan; evaluate nothing")
+    add_sandbox_argument(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
@@ -63,10 +64,13 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     """One evaluator, or with --gpus a list of them, one per GPU."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
+    from stark_lsp.evaluate.sandbox import policy
+
+    sandbox = policy(args.llm, getattr(args, "unsafe_no_sandbox", False))
     gpus = parse_gpus(getattr(args, "gpus", None))
     if gpus is None:
-        return Evaluator(workers=args.workers, device=args.device)
-    return [Evaluator(workers=args.workers, device=args.device, gpu=g) for g in gpus]
+        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox)
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox) for g in gpus]
 
 
 def parse_gpus(text: str | None) -> list[int] | None:

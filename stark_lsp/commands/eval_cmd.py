@@ -18,7 +18,7 @@ from typing import Any
 
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
-from stark_lsp.commands.arguments import positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 
 NAME = "eval"
 HELP = "compile, verify and time a candidate kernel against a task's reference"
@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile-only", action="store_true",
                    help="only compile (CUDA: nvcc; Python: parse) and run nothing: exit 0 when it compiles")
     p.add_argument("--trials", type=positive_int, default=5, help="correctness trials, each with fresh inputs (default 5)")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seed", type=int, help="make the trials' inputs reproducible (trial i uses SEED+i); by default "
+                                           "every evaluation draws fresh random seeds, which a candidate cannot know")
     p.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
     p.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
     p.add_argument("--reps", type=positive_int, default=100, help="timed repetitions (default 100)")
@@ -43,13 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, default=120.0,
                    help="seconds a candidate may run before it is killed (default 120)")
     p.add_argument("--cache-dir", help="where builds are cached (default ~/.cache/stark-lsp)")
+    add_sandbox_argument(p)
 
 
 # the expensive part, separate so tests can swap it ----------------------------
 def evaluator_from_args(args: argparse.Namespace) -> Any:
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    return Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    return Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                     sandbox="off" if getattr(args, "unsafe_no_sandbox", False) else "auto")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ AGENTS = ("plan", "code", "debug")
 
 
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
-    from stark_lsp.agents.llm.client import DEFAULTS
+    from stark_lsp.agents.llm.defaults import DEFAULTS
 
     g = p.add_argument_group("LLM team (--llm openai; the key comes from STARK_API_KEY, else OPENAI_API_KEY)")
     g.add_argument("--max-tokens", type=_positive_int, metavar="N",

@@ -17,7 +17,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.commands.llm_args import add_llm_arguments
 
@@ -64,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
     add_llm_arguments(p)
+    add_sandbox_argument(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
@@ -71,10 +72,17 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "cluster", None):
         from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
-        return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers)
+        return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers,
+                                 sandbox=sandbox_policy(args))
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    return Evaluator(workers=args.workers, device=args.device)
+    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args))
+
+
+def sandbox_policy(args: argparse.Namespace) -> str:
+    from stark_lsp.evaluate.sandbox import policy
+
+    return policy(getattr(args, "llm", "builtin"), getattr(args, "unsafe_no_sandbox", False))
 
 
 def best_path(task: Any, out: str | None) -> Path:

@@ -95,6 +95,15 @@ def _lower(which: int, value: int) -> None:
         pass
 
 
+def policy(llm: str | None, unsafe: bool = False) -> str:
+    """The evaluator's sandbox policy for a team: candidates an LLM writes are not run
+    without a sandbox (unless the user says ``--unsafe-no-sandbox``); the user's own code
+    and the built-in team's rewrites of it run sandboxed where a sandbox can be made."""
+    if unsafe:
+        return "off"
+    return "auto" if (llm or "builtin") == "builtin" else "required"
+
+
 # ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Layout:
@@ -189,8 +198,23 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
-    drop = drop_privileges and all(readable_by_others(p, hidden) for p in [*needed, *rw] if os.path.exists(p))
+    drop = (drop_privileges and all(readable_by_others(p, hidden) for p in [*needed, *rw] if os.path.exists(p))
+            and gpu_usable_by_others())
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None, cwd=str(cwd))
+
+
+def gpu_usable_by_others() -> bool:
+    """Whether a user with no relation to root may open the NVIDIA device nodes (true where none exist)."""
+    import stat
+
+    for dev in Path("/dev").glob("nvidia*"):
+        try:
+            st = os.stat(dev)
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode) and (st.st_mode & 0o006) != 0o006:
+            return False
+    return True
 
 
 def readable_by_others(path: str, hidden: tuple[str, ...] = ()) -> bool:

@@ -7,8 +7,14 @@ Trusted and small: it never imports torch or candidate code. In order:
 
 1. keep a handle on every path the layout binds back (before it is covered);
 2. make every mount read-only, recursively (``mount_setattr``; a remount per
-   mount where the kernel lacks it);
-3. cover each hidden directory with an empty tmpfs;
+   mount where the kernel lacks it), except the sandbox's own ``/proc``, which
+   CUDA writes to (its machine-wide knobs under ``/proc/sys`` and the like stay
+   read-only);
+3. give the sandbox its own ``/dev``: a tmpfs holding only the ordinary
+   character devices and the NVIDIA ones, bound from the real ``/dev``
+   writable (CUDA maps the device files shared and writable, which a
+   read-only mount refuses), so nothing can be created in the machine's /dev;
+   then cover each hidden directory with an empty tmpfs;
 4. bind the exposed paths back read-only, and the writable ones read-write;
 5. as real root, become ``nobody`` when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
@@ -25,6 +31,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from pathlib import Path
 
 from stark_lsp.evaluate.sandbox import Layout
 
@@ -99,14 +106,54 @@ def _mountpoint(path: str, is_dir: bool) -> None:
             open(path, "w").close()
 
 
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def device_nodes() -> list[str]:
+    """The device files a candidate may use: the ordinary ones and the NVIDIA driver's."""
+    nodes = [f"/dev/{d}" for d in DEVICES if os.path.exists(f"/dev/{d}")]
+    nodes += sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    return nodes
+
+
+PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def writable_proc() -> None:
+    """The sandbox's own /proc writable again (CUDA writes there: a read-only /proc fails
+    cudaGetDeviceCount with error 304), except the machine-wide knobs, as container runtimes do."""
+    mount(None, "/proc", None, MS_REMOUNT | MS_BIND | _kept_flags("/proc"))
+    for p in PROC_READONLY:
+        if os.path.exists(p):
+            mount(p, p, None, MS_BIND | MS_REC)
+            mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(p))
+
+
+def own_dev(handles: dict[str, tuple[int, bool]]) -> None:
+    """A fresh /dev with the given nodes bound in (writable: the devices themselves decide)."""
+    mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755")
+    for p, (fd, is_dir) in sorted(handles.items()):
+        _mountpoint(p, is_dir)
+        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | (MS_REC if is_dir else 0))
+        mount(None, p, None, MS_REMOUNT | MS_BIND | _kept_flags(p))  # writable (the bind kept the read-only flag)
+        os.close(fd)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"/dev/{name}")
+
+
 def prepare_mounts(layout: Layout) -> None:
     under_hidden = lambda p: any(p == h or p.startswith(h.rstrip("/") + "/") for h in layout.hidden)  # noqa: E731
     handles: dict[str, tuple[int, bool]] = {}
     for p in (*layout.expose, *layout.writable):
         if os.path.exists(p):
             handles[p] = (os.open(p, os.O_PATH), os.path.isdir(p))
+    devices = {p: (os.open(p, os.O_PATH), os.path.isdir(p)) for p in device_nodes()}
     make_readonly("/")
+    writable_proc()
+    own_dev(devices)
     for h in layout.hidden:
+        os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
         mode = "1777" if h in SCRATCH else "0755"
         mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
     for p in sorted(handles, key=len):

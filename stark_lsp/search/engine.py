@@ -411,6 +411,7 @@ class Search:
 
     def _loop(self, started: float) -> None:
         cfg = self.config
+        self._stopping = False
         inflight: dict[Future, int] = {}
         error: BaseException | None = None
         message = ""
@@ -431,6 +432,11 @@ class Search:
                 if not inflight:
                     message = stop or "budget spent"
                     break
+                if stop in ("cancelled", "wall time reached") and not self._stopping:
+                    self._stopping = True  # evaluations in flight are stopped too, not waited for
+                    stop_all = getattr(self.evaluator, "cancel", None)
+                    if stop_all is not None:
+                        stop_all()
                 done, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
                     nid = inflight.pop(fut)

@@ -73,18 +73,23 @@ class Backend:
             from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
             try:
-                return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers)
+                from stark_lsp.evaluate.sandbox import policy
+
+                return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers,
+                                         sandbox=policy(settings.llm))
             except ImportError as e:
                 raise BackendUnavailable(str(e)) from e
         try:
             from stark_lsp.evaluate.evaluator import Evaluator
         except ImportError as e:
             raise BackendUnavailable(f"the evaluator cannot be imported: {e}") from e
-        return Evaluator(workers=settings.workers, device=settings.device)
+        from stark_lsp.evaluate.sandbox import policy
+
+        return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm))
 
     def evaluator(self, settings: Settings) -> Any:
         """One evaluator per (device, workers, cluster), kept warm between searches."""
-        key = (settings.device, settings.workers, settings.cluster)
+        key = (settings.device, settings.workers, settings.cluster, settings.llm == "builtin")
         with self._lock:
             ev = self._evaluators.get(key)
             if ev is None:
@@ -94,7 +99,7 @@ class Backend:
     def drop_evaluator(self, settings: Settings) -> None:
         """Forget a crashed evaluator so the next search starts a fresh one."""
         with self._lock:
-            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster), None)
+            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster, settings.llm == "builtin"), None)
         if ev is not None:
             _close(ev)
 

@@ -48,13 +48,7 @@ MAX_RETRY_AFTER_S = 120.0
 POLL_S = 0.05  # how often a waiting call looks at its cancel event
 FAILURE_STREAK = 3  # calls failing in a row (after their retries) that stop the search
 
-DEFAULTS = {
-    "connect_timeout_s": 10.0,
-    "read_timeout_s": 300.0,
-    "max_retries": 3,
-    "timeout_retries": 1,
-    "max_tokens": 8192,
-}
+from stark_lsp.agents.llm.defaults import DEFAULTS  # noqa: E402  (kept importable without openai)
 
 
 @dataclass
