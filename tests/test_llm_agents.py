@@ -189,7 +189,7 @@ def test_stark_api_key_wins_over_openai_api_key(monkeypatch, replay):
     from stark_lsp.commands import optimize_cmd
 
     args = argparse.Namespace(llm="openai", base_url=replay.base_url, model="m")
-    optimize_cmd.make_team(args).planner.client.chat("m", [{"role": "user", "content": "x"}], 0.1)
+    optimize_cmd.team_from_args(args).planner.client.chat("m", [{"role": "user", "content": "x"}], 0.1)
     assert replay.requests[1]["headers"]["authorization"] == f"Bearer {KEY}"
 
 
