@@ -86,9 +86,12 @@ def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict
                      "reps": rt.candidate.reps if rt else None,
                      "overhead_ms": (rt.candidate.wall_median_ms - rt.candidate.median_ms)
                      if rt and rt.candidate.wall_median_ms is not None else None,
-                     "message": r.message})
+                     "phases": r.phases, "message": r.message})
+        over = rows[-1]["overhead_ms"]
+        steps = " ".join(f"{k.replace(' ', '_')}={v:.2f}" for k, v in r.phases.items() if v >= 0.05)
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "
-              f"median {rows[-1]['median_ms'] or 0:.4f} ms  {r.message[:80]}", flush=True)
+              f"median {rows[-1]['median_ms'] or 0:.4f} ms  overhead {over if over is not None else float('nan'):.3f} ms"
+              f"  [{steps}]  {r.message[:100]}", flush=True)
     return rows
 
 

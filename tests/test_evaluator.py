@@ -131,13 +131,11 @@ def test_cheat_caching_by_shape_fails_on_fresh_inputs(ev):
     assert r.correctness.trials[0].passed and not r.correctness.trials[1].passed
 
 
-def test_cheat_caching_by_pointer_is_caught(ev):
-    # every timed call gets fresh inputs; from the second one on, the allocator hands the
-    # cheat the addresses it cached (a single timed call may miss and compute honestly)
+def test_cheat_caching_by_pointer_never_hits(ev):
+    # every timed call's inputs take storage the candidate has never seen (the warm-up repeats
+    # one set on purpose): the cache misses, the candidate computes, and its figure is honest
     r = evaluate(ev, "cheat_cache_pointer.py", opts=replace(FAST, cpu_reps=3))
-    assert r.status in (Status.CHEAT, Status.INCORRECT)
-    if r.status is Status.CHEAT:
-        assert r.cheats[0].kind == "wrong_while_timed"
+    assert r.status is Status.OK, (r.summary(), r.output[-2000:])
 
 
 def test_cheat_try_except_fallback(ev):
@@ -165,7 +163,7 @@ def test_patching_the_public_timer_changes_nothing_measured(ev):
 def test_large_speedup_is_flagged_for_review(ev):
     task = load_task(DATA / "slow_ref_task.py")
     r = evaluate(ev, "slow_ref_fast.py", task=task, opts=EvalOptions(**{**FAST.to_dict(), "cpu_reps": 3}))
-    assert r.status is Status.OK
+    assert r.status is Status.OK, r.summary()
     assert r.runtime.speedup > 10
     assert any("review" in f for f in r.flags)
 

@@ -77,12 +77,24 @@ def test_3_patching_torch_cannot_change_the_reference(ev):
     assert_no_forged_number(run(ev, "patch_torch_add.py"))
 
 
-@pytest.mark.parametrize("name", ["cache_ptr_version.py", "cache_first_result.py"])
-def test_4_cached_results_are_caught_on_fresh_inputs(ev, name):
-    r = run(ev, name)
+def test_4_cached_results_are_caught_on_fresh_inputs(ev):
+    r = run(ev, "cache_first_result.py")
     assert r.status in (Status.INCORRECT, Status.CHEAT), r.summary()
     if r.status is Status.CHEAT:
         assert r.cheats[0].kind == "wrong_while_timed"
+
+
+def test_4_inputs_never_come_back_in_storage_the_candidate_has_seen(ev):
+    r = run(ev, "storage_probe.py")
+    assert r.status is Status.OK, r.summary()
+    assert "calls so far" in r.output and "STORAGE REUSED" not in r.output, r.output[-2000:]
+
+
+def test_4_a_cache_keyed_on_storage_never_hits_so_it_computes_honestly(ev):
+    # the warm-up repeats one set of inputs on purpose; every timed call gets new storage
+    # (test_4_inputs_never_come_back_in_storage_the_candidate_has_seen), so it computes
+    r = run(ev, "cache_ptr_version.py")
+    assert r.status is Status.OK, (r.summary(), r.output[-2000:])
 
 
 @pytest.mark.parametrize("name", ["forge_channel.py", "forge_replies.py"])

@@ -45,3 +45,9 @@ def test_a_kernel_defined_but_launched_indirectly_must_still_run():
 def test_a_dead_kernel_beside_a_launched_one_does_not_count_as_launched():
     src = "live[grid](x)\n"
     assert missing_launches(src, ["live", "dead"], {"dead"}) == ["live"]
+
+
+def test_a_kernel_reached_but_not_launched_is_a_failed_launch_even_when_another_ran():
+    src = "try:\n    fast[grid](x)\nexcept Exception:\n    y = torch.relu(x)\nnoop[(1,)](x)\n"
+    assert missing_launches(src, ["fast", "noop"], {"noop"}, reached={"fast", "noop"}) == ["fast"]
+    assert missing_launches(src, ["fast", "noop"], {"noop", "fast"}, reached={"fast", "noop"}) == []

@@ -97,20 +97,29 @@ class CandidateLink:
         self.ready = True
 
     def request(self, msg: dict[str, Any] | None, limit_s: float, *, launched_limit_s: float | None = None,
-                cancel_fd: int | None = None) -> dict[str, Any]:
-        """Send ``msg`` (if any) and return the reply. ``launched_limit_s``: once the process
-        says its call returned (``{"launched": true}``), the reply must come within this."""
+                progress_limit_s: float | None = None, cancel_fd: int | None = None) -> dict[str, Any]:
+        """Send ``msg`` (if any) and return the reply, within ``limit_s``.
+
+        ``launched_limit_s``: once the process says its call returned
+        (``{"launched": true}``), the reply must come within this.
+        ``progress_limit_s``: after each ``{"progress": kernel}`` (a launch went
+        through in a first call), the next word must come within this: a call
+        that hangs after its kernels compiled is killed in seconds, while one
+        that compiles many kernels keeps its whole ``limit_s``.
+        """
         if msg is not None:
             self.chan.send(msg)
-        deadline = time.monotonic() + limit_s
+        hard = time.monotonic() + limit_s
+        deadline = hard
         self.last_limit_s = limit_s
         watch = (cancel_fd,) if cancel_fd is not None else ()
         while True:
             reply = self.chan.recv(deadline, watch)
-            if reply.get("launched") is True and len(reply) == 1:
-                if launched_limit_s is not None and time.monotonic() + launched_limit_s < deadline:
-                    deadline = time.monotonic() + launched_limit_s
-                    self.last_limit_s = launched_limit_s
+            if len(reply) == 1 and (reply.get("launched") is True or isinstance(reply.get("progress"), str)):
+                step = launched_limit_s if "launched" in reply else progress_limit_s
+                if step is not None:
+                    deadline = min(hard, time.monotonic() + step)
+                    self.last_limit_s = step
                 continue
             return reply
 

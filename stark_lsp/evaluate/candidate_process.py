@@ -8,11 +8,13 @@ answers the judge's requests one at a time on its private channel
     load       import the candidate / load its library; build the callable
     trial      draw the inputs of a seed, call once, write the outputs to the
                shared buffer (sends {"launched": true} once the call returned,
-               before it waits for the device)
+               before it waits for the device; in the first call,
+               {"progress": name} after each Triton launch)
     warm       call n times on the inputs of a seed
-    rep        one timed call: fresh inputs from a seed, L2 flushed, timed
-               (CUDA events, or the host clock on the CPU), answered with the
-               time and a digest of the output (``digest.py``)
+    prep       draw the inputs of the next timed call from a seed, flush L2
+    rep        one timed call on the prepared inputs, timed (CUDA events, or
+               the host clock on the CPU), answered with the time and a
+               digest of the output (``digest.py``)
     launches   which kernels ran (Triton launch counter; the profiler on a GPU)
     resources  registers / shared memory / spills of its own Triton kernels
 
@@ -22,6 +24,7 @@ the times with its own clock, and computes every verdict (``judge.py``).
 
 from __future__ import annotations
 
+import collections
 import os
 import socket
 import sys
@@ -42,6 +45,8 @@ from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, clone_i
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
+_KEEP_CPU = 1 << 30  # inputs kept alive so that new ones take new storage (bytes)
+_KEEP_GPU = 8 << 30
 
 
 def describe(values: list[Any]) -> list[dict[str, Any]]:
@@ -74,6 +79,24 @@ class CandidateProcess:
         self.cand_file: Path | None = None
         self.source = ""
         self.calls = 0
+        self.pending: list[Any] | None = None
+        self.handed: collections.deque[tuple[list[Any], int]] = collections.deque()  # inputs kept alive
+        self.handed_bytes = 0
+        self.keep_bytes = _KEEP_CPU if not self.is_gpu else min(
+            _KEEP_GPU, torch.cuda.mem_get_info(self.device)[0] // 4)
+
+    def draw(self, seed: int) -> list[Any]:
+        """The inputs of ``seed``, in storage the candidate has never seen: every set handed
+        out stays alive (within ``keep_bytes``), so no later set can take its addresses and
+        a cache keyed on storage only ever misses."""
+        assert self.ref is not None
+        inputs = self.ref.inputs(seed)
+        size = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+        self.handed.append((inputs, size))
+        self.handed_bytes += size
+        while self.handed_bytes > self.keep_bytes and len(self.handed) > 1:
+            self.handed_bytes -= self.handed.popleft()[1]
+        return inputs
 
     # ------------------------------------------------------------------
     def serve(self) -> None:
@@ -135,13 +158,18 @@ class CandidateProcess:
 
     def op_trial(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None
-        inputs = self.ref.inputs(int(msg["seed"]))
+        inputs = self.draw(int(msg["seed"]))
         pristine = clone_inputs(inputs)
         if self.is_gpu:
             poison_cached_memory(self.device)  # an output that is never written reads as NaN
         first = self.calls == 0
+        if first:  # a long first call (Triton compiles) says how far it got
+            self.launches.on_launch = lambda name: self.chan.send({"progress": name})
         try:
-            out = self._call(inputs)
+            try:
+                out = self._call(inputs)
+            finally:
+                self.launches.on_launch = None
             self.chan.send({"launched": True})
             self._sync()
         except Exception as e:  # noqa: BLE001
@@ -175,20 +203,30 @@ class CandidateProcess:
 
     def op_warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None
-        inputs = self.ref.inputs(int(msg["seed"]))
+        inputs = self.draw(int(msg["seed"]))
         t0 = _perf()
         for _ in range(max(1, int(msg.get("calls", 1)))):
             self._call(inputs)
         self._sync()
         return {"ms": (_perf() - t0) * 1e3}
 
+    def op_prep(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The inputs of the next timed call, drawn and the L2 flushed, outside the judge's clock."""
+        assert self.ref is not None
+        self.pending = None
+        inputs = self.draw(int(msg["seed"]))
+        if self.is_gpu and self.flusher is not None and msg.get("flush", True):
+            self.flusher()
+        self._sync()
+        self.pending = inputs
+        return {"prepared": True}
+
     def op_rep(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None
-        inputs = self.ref.inputs(int(msg["seed"]))
+        inputs, self.pending = self.pending, None
+        if inputs is None:
+            return error_reply("runtime_error", "a timed call without prepared inputs")
         if self.is_gpu:
-            if self.flusher is not None and msg.get("flush", True):
-                self.flusher()
-            self._sync()
             start, end = T.new_events()
             T.record(start)
             out = self._call(inputs)
@@ -205,8 +243,9 @@ class CandidateProcess:
         assert self.ref is not None
         profiled: list[str] = []
         if self.is_gpu and msg.get("profile", True):
-            profiled = profiled_kernel_names(self.fn, self.ref.inputs(int(msg["seed"])))
-        return {"triton": sorted(self.launches.launches), "profiled": profiled[:200]}
+            profiled = profiled_kernel_names(self.fn, self.draw(int(msg["seed"])))
+        return {"triton": sorted(self.launches.launches), "reached": sorted(self.launches.reached),
+                "profiled": profiled[:200]}
 
     def op_resources(self, msg: dict[str, Any]) -> dict[str, Any]:
         wanted = set(msg.get("kernels") or [])

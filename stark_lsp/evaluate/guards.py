@@ -7,11 +7,13 @@ again, see docs/EVALUATOR.md):
 * ``poison_cached_memory``: fills every free block of PyTorch's CUDA caching
   allocator with NaN bytes, so an output that is never written reads as NaN;
 * ``LaunchCounter``: counts Triton kernel launches by name (JIT and
-  interpreter), only launches that went through; ``profiled_kernel_names``:
+  interpreter), only launches that went through, and the kernels whose
+  launch was attempted; ``profiled_kernel_names``:
   every GPU kernel of one call, from the profiler.
 
-In the judge: ``missing_launches`` says whether none of the kernels the
-source defines and launches ran, matching exact names (a kernel called
+In the judge: ``missing_launches`` says which kernels were reached but never
+launched, or whether none of the kernels the source launches ran, matching
+exact names (a kernel called
 ``elementwise`` is not PyTorch's ``vectorized_elementwise_kernel``).
 """
 
@@ -60,15 +62,34 @@ def poison_cached_memory(device: torch.device, limit_bytes: int = 16 << 30) -> i
     return total
 
 
+def _kernel_name(obj: Any) -> str:
+    """The Python function's name behind a Triton kernel object (JIT, autotuner, heuristics, interpreter)."""
+    for _ in range(8):
+        inner = getattr(obj, "fn", None)
+        if inner is None:
+            break
+        obj = inner
+    return getattr(obj, "__name__", "?")
+
+
 class LaunchCounter:
-    """Counts launches of Triton kernels by name (JIT and interpreter)."""
+    """Counts launches of Triton kernels by name (JIT and interpreter), and which
+    kernels a launch was attempted for (``kernel[grid]`` evaluated): a kernel
+    reached but never launched is a failed launch behind a fallback.
+
+    ``on_launch`` (when set) is called with the name after each launch went
+    through: the candidate process reports progress through a long first call.
+    """
 
     def __init__(self) -> None:
         self.launches: dict[str, int] = {}
+        self.reached: set[str] = set()
+        self.on_launch: Any = None
         self._installed = False
 
     def reset(self) -> None:
         self.launches.clear()
+        self.reached.clear()
 
     def install(self) -> None:
         if self._installed:
@@ -77,24 +98,37 @@ class LaunchCounter:
             import triton.runtime.jit as jit
         except ImportError:
             return
-        classes = [jit.JITFunction]
+        runners = [jit.JITFunction]
+        indexers = [jit.KernelInterface]
         try:
             from triton.runtime.interpreter import InterpretedFunction
 
-            classes.append(InterpretedFunction)
+            runners.append(InterpretedFunction)
+            if "__getitem__" in vars(InterpretedFunction):
+                indexers.append(InterpretedFunction)
         except ImportError:
             pass
         counter = self
-        for cls in classes:
+        for cls in runners:
             original = cls.run
 
             def run(self: Any, *a: Any, __orig: Any = original, **k: Any) -> Any:
                 out = __orig(self, *a, **k)  # count only launches that went through
-                name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?")
+                name = _kernel_name(self)
                 counter.launches[name] = counter.launches.get(name, 0) + 1
+                if counter.on_launch is not None:
+                    counter.on_launch(name)
                 return out
 
             cls.run = run  # type: ignore[method-assign]
+        for cls in indexers:
+            get = cls.__getitem__
+
+            def getitem(self: Any, grid: Any, __orig: Any = get) -> Any:
+                counter.reached.add(_kernel_name(self))
+                return __orig(self, grid)
+
+            cls.__getitem__ = getitem  # type: ignore[method-assign]
         self._installed = True
 
 
@@ -122,6 +156,11 @@ def custom_kernel_names(source: str) -> list[str]:
     names = [m.group(1) for m in _CUDA_KERNEL.finditer(source)]
     names += [m.group(1) for m in _TRITON_KERNEL.finditer(source)]
     return list(dict.fromkeys(names))
+
+
+def triton_kernel_names(source: str) -> list[str]:
+    """The ``@triton.jit`` functions a candidate defines (Triton's launch counter sees them)."""
+    return list(dict.fromkeys(m.group(1) for m in _TRITON_KERNEL.finditer(source)))
 
 
 def kernel_base_name(name: str) -> str:
@@ -164,14 +203,20 @@ def launch_sites(source: str, kernels: list[str]) -> list[str]:
     return [k for k in kernels if re.search(r"\b" + re.escape(k) + r"\s*(\[|<<<)", source)]
 
 
-def missing_launches(source: str, defined: list[str], ran: set[str]) -> list[str]:
-    """The candidate's kernels, when none of them ran (exact names); else nothing.
+def missing_launches(source: str, defined: list[str], ran: set[str], reached: set[str] = frozenset()) -> list[str]:
+    """The candidate's kernels that should have run and did not (exact names).
 
-    At least one kernel the source launches by name (any defined one, where it
-    launches none by name: an indirect launch) must have run. Not every one:
-    a kernel chosen by shape (``if inner == 1: rows_kernel[...] else:
-    strided_kernel[...]``) rightly leaves the other unlaunched.
+    Every kernel whose launch the forward path reached (``kernel[grid]``
+    evaluated) must have launched: reached but not launched is a launch that
+    failed behind a fallback. And at least one kernel the source launches by
+    name (any defined one, where it launches none by name: an indirect launch)
+    must have run. Not every one: a kernel chosen by shape (``if inner == 1:
+    rows_kernel[...] else: strided_kernel[...]``) rightly leaves the other
+    unreached.
     """
+    failed = [k for k in defined if k in reached and k not in ran]
+    if failed:
+        return failed
     expected = launch_sites(source, defined) or list(defined)
     return [] if any(k in ran for k in expected) else list(expected)
 

@@ -40,6 +40,7 @@ import torch
 
 from stark_lsp.evaluate import digest as D
 from stark_lsp.evaluate import timing_check as TC
+from stark_lsp.speedups import ratio_text, speedup_text
 from stark_lsp.evaluate.candidate_errors import clean_text, first_line
 from stark_lsp.evaluate.candidate_link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.channel import (
@@ -52,7 +53,8 @@ from stark_lsp.evaluate.channel import (
     checked_number,
 )
 from stark_lsp.evaluate.compare import as_outputs, compare_outputs, tolerance_for
-from stark_lsp.evaluate.guards import custom_kernel_names, launched_kernel_names, missing_launches, source_flags
+from stark_lsp.evaluate.guards import (custom_kernel_names, launched_kernel_names, missing_launches, source_flags,
+                                       triton_kernel_names)
 from stark_lsp.evaluate.loading import HarnessError, Reference, clone_inputs, load_reference
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (
@@ -78,6 +80,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
 READY_LIMIT_S = 120.0
+PROGRESS_SLACK_S = 15.0  # a first call's time after a kernel launched (module loads, the next compile)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -120,10 +123,18 @@ class _Eval:
     correctness: Correctness | None = None
     io: TaskIO | None = None
     cheats: list[Cheat] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    _since: float = field(default_factory=lambda: _perf())
+
+    def mark(self, phase: str) -> None:
+        """The time since the last mark goes to ``phase`` (seconds, the judge's clock)."""
+        now = _perf()
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 4)
+        self._since = now
 
     def result(self, status: Status, message: str, **kw: Any) -> EvalResult:
         return EvalResult(status, message, compile=self.compile, correctness=self.correctness, resources=self.resources,
-                          flags=self.flags, io=self.io, **kw)
+                          flags=self.flags, io=self.io, phases=dict(self.phases), **kw)
 
 
 def _value_info(v: Any) -> ValueInfo:
@@ -243,7 +254,9 @@ class Judge:
         paths = [str(p) for p in job.get("expose", [])]
         try:
             zygote = self._zygote_for(paths, job.get("sandbox", "auto"))
+            ev.mark("sandbox")
             ref_t = self._time_reference(spec, ref, opts, param_seed, zygote, cancel_fd)
+            ev.mark("reference timing")
             return self._evaluate(spec, opts, ref, ref_t, param_seed, zygote, cand_file, source, job, ev, cancel_fd)
         except _Verdict as v:
             return v.result
@@ -265,9 +278,11 @@ class Judge:
         inputs0, ref_out0 = self._reference_outputs(ref, seeds[0], param_seed)
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
         ev.io = TaskIO(inputs=[_value_info(v) for v in inputs0], outputs=[_value_info(v) for v in ref_out0])
+        ev.mark("reference outputs")
         link = zygote.take(out_bytes + (1 << 20))
         try:
             self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
+            ev.mark("process start")
             load_limit = opts.load_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
             tl = _perf()
             reply = self._ask(link, {"op": "load", "task": spec.to_dict(), "role": "candidate",
@@ -276,8 +291,13 @@ class Judge:
             if spec.kind != "cuda":
                 ev.compile.seconds += _perf() - tl
             self._raise_on_error(reply, ev, link, role="candidate")
+            ev.mark("load")
 
             # 2. correctness ------------------------------------------------------
+            # the first call compiles Triton kernels (it says after each launch); a CUDA
+            # candidate's library is loaded already: its first call gets no compile time
+            first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
+                           if spec.kind == "cuda" and not job.get("load_inline") else opts.load_timeout_s)
             trials: list[Trial] = []
             ev.correctness = Correctness(passed=False, trials=trials)
             atol = opts.atol if opts.atol is not None else ref.atol
@@ -286,9 +306,10 @@ class Judge:
                 ref_out = ref_out0 if i == 0 else self._reference_outputs(ref, seed, param_seed)[1]
                 first = i == 0
                 reply = self._ask(link, {"op": "trial", "seed": seed},
-                                  opts.load_timeout_s if first else call_limit + self._transfer_s(out_bytes),
+                                  first_limit if first else call_limit + self._transfer_s(out_bytes),
                                   ev, cancel_fd, "the first call" if first else f"trial {i + 1}",
-                                  launched_limit=call_limit + self._transfer_s(out_bytes))
+                                  launched_limit=call_limit + self._transfer_s(out_bytes),
+                                  progress_limit=call_limit + PROGRESS_SLACK_S)
                 self._raise_on_error(reply, ev, link, role="candidate", first=first)
                 outs = self._read_outputs(reply.get("outputs"), link, ev)
                 changed = reply.get("inputs_changed")
@@ -308,17 +329,21 @@ class Judge:
                                              output=link.output_tail()))
                 del ref_out, outs
             ev.correctness.passed = True
+            ev.mark("trials")
 
             # 3. every kernel the source launches must run ------------------------------
             self._launch_check(link, source, spec, opts, ev, call_limit, cancel_fd)
+            ev.mark("launch check")
 
             # 4. timing ------------------------------------------------------------------
             timed = self._time(link, ref, opts, param_seed, ref_ms, ev, cancel_fd, role="candidate", atol=atol, rtol=rtol)
             cand_t, slow = timed.timing, timed.slow
             hidden = TC.untimed_work(timed.samples, timed.walls, ref_t.samples, ref_t.walls, self.is_gpu)
+            ev.mark("timing")
             if not ev.resources:
                 ev.resources = self._resources(link, source, ev, cancel_fd)
             output = link.output_tail()
+            ev.mark("resources")
         finally:
             link.close()
 
@@ -339,20 +364,22 @@ class Judge:
         if hidden.cheat:
             ev.cheats.append(Cheat("untimed_work", hidden.message()))
         if speedup > opts.review_speedup:
-            ev.flags.append(f"speedup {speedup:.1f}x is over {opts.review_speedup:g}x: review before trusting it")
+            ev.flags.append(f"speedup {speedup_text(speedup, 'eager')} is over {ratio_text(opts.review_speedup)}: "
+                            "review before trusting it")
         if ev.cheats:
             return ev.result(Status.CHEAT, ev.cheats[0].message, runtime=runtime, cheats=ev.cheats, output=output)
         return ev.result(Status.OK, "", runtime=runtime, output=output)
 
     # ------------------------------------------------------------------
     def _ask(self, link: CandidateLink, msg: dict[str, Any] | None, limit_s: float, ev: _Eval, cancel_fd: int | None,
-             phase: str, launched_limit: float | None = None) -> dict[str, Any]:
+             phase: str, launched_limit: float | None = None, progress_limit: float | None = None) -> dict[str, Any]:
         """One request to the candidate process; any misbehaviour ends the evaluation."""
         try:
             if msg is None:
                 link.wait_ready(limit_s, cancel_fd)
                 return {}
-            return link.request(msg, limit_s, launched_limit_s=launched_limit, cancel_fd=cancel_fd)
+            return link.request(msg, limit_s, launched_limit_s=launched_limit, progress_limit_s=progress_limit,
+                                cancel_fd=cancel_fd)
         except Interrupted:
             self._kill(link)
             raise Cancelled() from None
@@ -428,19 +455,23 @@ class Judge:
         custom = custom_kernel_names(source)
         if not custom or (spec.kind == "cuda" and not self.is_gpu):
             return
-        reply = self._ask(link, {"op": "launches", "seed": self._seeds(opts, 1, 3000)[0],
-                                 "profile": bool(self.is_gpu and opts.profile_launches)},
+        cuda_kernels = [k for k in custom if k not in triton_kernel_names(source)]
+        profile = bool(self.is_gpu and opts.profile_launches and cuda_kernels)  # Triton's counter sees the rest
+        reply = self._ask(link, {"op": "launches", "seed": self._seeds(opts, 1, 3000)[0], "profile": profile},
                           call_limit + 30.0, ev, cancel_fd, "the launch check")
         ran = launched_kernel_names(_strings(reply.get("triton")) + _strings(reply.get("profiled")))
+        reached = set(_strings(reply.get("reached")))
         if not self.is_gpu or not opts.profile_launches:
             ran |= set()  # only Triton's counter: CUDA kernels cannot be seen without the profiler
             if spec.kind == "cuda":
                 return
-        missing = missing_launches(source, custom, ran)
+        missing = missing_launches(source, custom, ran, reached)
         if missing:
             ev.cheats.append(Cheat("kernel_not_launched", f"defined: {custom}; ran: {sorted(ran)[:10]}"))
             raise _Verdict(ev.result(
-                Status.CHEAT, f"kernel(s) {', '.join(missing)} defined but never launched (dead code or a fallback to PyTorch)",
+                Status.CHEAT, f"kernel(s) {', '.join(missing)} " + (
+                    "reached but never launched (a failed launch behind a fallback)" if set(missing) & reached
+                    else "defined but never launched (dead code or a fallback to PyTorch)"),
                 cheats=ev.cheats, output=link.output_tail()))
 
     def _resources(self, link: CandidateLink, source: str, ev: _Eval, cancel_fd: int | None) -> list[KernelResources]:
@@ -470,6 +501,7 @@ class Judge:
             calls = int(min(50, max(2, opts.warmup_ms / max(one, 1e-3))))
             limit = (TC.phase_limit_s(ref_ms, calls) if ref_ms else opts.load_timeout_s) + 2.0
             self._ask(link, {"op": "warm", "seed": seed, "calls": calls}, limit, ev, cancel_fd, "warm-up")
+        ev.mark("warm-up")
         if slow:
             n = TC.SLOW_REPS
         elif self.is_gpu:
@@ -485,13 +517,16 @@ class Judge:
                 bounds = [D.bound([o], *tolerance_for(getattr(o, "dtype", None), atol, rtol))[0] for o in out]
                 checked[i] = (D.digest(out, proj[i]), bounds)
                 del out
+            ev.mark("reference digests")
         per_call_s = max(one, ref_ms or 0.0) / 1000.0
         rep_limit = max(call_limit, 20 * per_call_s) + 2.0  # one call plus drawing inputs, the flush and the digest
         phase_end = _perf() + n * rep_limit
         samples, walls = [], []
         for i in range(n):
-            t0 = _perf()
-            reply = self._ask(link, {"op": "rep", "seed": rep_seeds[i], "proj": proj[i], "flush": opts.flush_l2},
+            self._ask(link, {"op": "prep", "seed": rep_seeds[i], "flush": opts.flush_l2},
+                      max(0.1, min(rep_limit, phase_end - _perf())), ev, cancel_fd, f"inputs of timed call {i + 1}")
+            t0 = _perf()  # the judge's clock: the call, the device sync and the digest, nothing else
+            reply = self._ask(link, {"op": "rep", "proj": proj[i]},
                               max(0.1, min(rep_limit, phase_end - t0)), ev, cancel_fd, f"timed call {i + 1}")
             w = (_perf() - t0) * 1e3
             self._raise_on_error(reply, ev, link, role=role)

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
+from stark_lsp.speedups import speedup_text
+
 
 class Status(str, Enum):
     """Outcome of one evaluation, from worst to best stage reached."""
@@ -171,6 +173,7 @@ class EvalResult:
     output: str = ""  # tail of what the candidate printed
     seconds: float = 0.0  # source to verdict, wall clock
     io: TaskIO | None = None  # shapes and dtypes of the inputs and reference outputs
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the evaluation (judge's clock)
 
     @property
     def ok(self) -> bool:
@@ -188,9 +191,8 @@ class EvalResult:
         """One line for tables, hovers and logs."""
         if self.status is Status.OK and self.runtime:
             r = self.runtime
-            x = f"{r.speedup:.2f}x" if r.speedup >= 0.01 else f"{r.speedup:.2g}x"
-            s = f"{x}: {r.candidate.median_ms:.4g} ms vs {r.reference.median_ms:.4g} ms"
-            return s if r.is_gpu else s + " (CPU interpreter)"
+            x = speedup_text(r.speedup, "eager", cpu=not r.is_gpu)
+            return f"{x}: {r.candidate.median_ms:.4g} ms vs {r.reference.median_ms:.4g} ms"
         return f"{self.status.value}: {self.message}".strip()
 
     # JSON ----------------------------------------------------------------
