@@ -3,7 +3,7 @@
 # 10-minute device call:
 #   scripts/gpu_evaluator_check.sh [OUTDIR]      (default $OUT, else out/gpu-evaluator)
 # 1. the evaluator's tests (CPU and GPU attacks, hung kernel, exact-name launch
-#    check, sandbox keeps the GPU) and the built-in team's level-1 lowerings, on the GPU;
+#    check, sandbox keeps the GPU) and the profiler's, on the GPU (EXTRA_TESTS adds files);
 # 2. eval latency (candidate turnaround per path, judge overhead, hung-kernel
 #    kill time, slow candidates per minute);
 # 3. the ncu path inside the sandbox.
@@ -19,9 +19,9 @@ fi
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
-timeout "${PYTEST_S:-330}" python3 -m pytest -q -p no:cacheprovider --timeout 240 -rfE \
-  tests/test_evaluator_gpu.py tests/test_evaluator_attacks.py tests/test_evaluator.py tests/test_kb_lowering.py \
-  2>&1 | tee "$out/pytest.txt" | tail -25
-timeout "${LATENCY_S:-170}" python3 benchmarks/eval_latency.py --n 4 --repeat 4 --no-inline --json "$out/lat.json" \
+timeout "${PYTEST_S:-300}" python3 -m pytest -q -p no:cacheprovider --timeout 120 --tb=short -rfE \
+  tests/test_evaluator_gpu.py tests/test_evaluator_attacks.py tests/test_profile_ncu.py tests/test_profile_search.py \
+  ${EXTRA_TESTS:-} 2>&1 | tee "$out/pytest.txt" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -30
+timeout "${LATENCY_S:-170}" python3 benchmarks/eval_latency.py --n 3 --repeat 3 --no-inline --json "$out/lat.json" \
   2>&1 | tee "$out/lat.txt" | tail -45
-timeout "${NCU_S:-80}" bash scripts/ncu_check.sh "$(mktemp -d)" 2>&1 | tail -12
+timeout "${NCU_S:-60}" bash scripts/ncu_check.sh "$(mktemp -d)" 2>&1 | tail -4

@@ -162,10 +162,13 @@ def test_patching_the_public_timer_changes_nothing_measured(ev):
 
 def test_large_speedup_is_flagged_for_review(ev):
     task = load_task(DATA / "slow_ref_task.py")
-    r = evaluate(ev, "slow_ref_fast.py", task=task, opts=EvalOptions(**{**FAST.to_dict(), "cpu_reps": 3}))
+    r = evaluate(ev, "slow_ref_fast.py", task=task, opts=EvalOptions(**{**FAST.to_dict(), "cpu_reps": 3,
+                                                                        "review_speedup": 3.0}))
     assert r.status is Status.OK, r.summary()
-    assert r.runtime.speedup > 10
-    assert any("review" in f for f in r.flags)
+    # ~100x on an idle CPU; on a busy one the figure moves, the rule does not: flagged iff over 3x
+    flagged = [f for f in r.flags if "review" in f]
+    assert bool(flagged) == (r.runtime.speedup > 3.0), (r.runtime.speedup, r.flags)
+    assert not flagged or "× eager" in flagged[0] and "3×" in flagged[0]
 
 
 def test_secrets_do_not_reach_candidates(ev):

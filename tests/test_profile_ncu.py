@@ -183,6 +183,9 @@ def fake_ncu(tmp_path, mode="ok"):
 
 
 def cpu_profiler(tmp_path, ncu, **kw):
+    # the stand-in logs into tmp_path, which the sandbox hides: these tests are about running and
+    # parsing ncu; test_ncu_runs_in_the_evaluators_sandbox covers the wrapping
+    kw.setdefault("sandbox", "off")
     return NcuProfiler(str(ncu), cache_dir=tmp_path / "cache", device="cpu", calls=2,
                        env={"TRITON_INTERPRET": "1", "STARK_SMALL": "1", "CUDA_VISIBLE_DEVICES": ""}, **kw)
 
@@ -297,3 +300,19 @@ def test_the_gpu_check_says_what_is_missing(tmp_path, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "ncu: NOT FOUND" in text and text.count("FAILED: profile unavailable: ncu not found") == 2
     assert "0/2 profiled" in text
+
+
+def test_ncu_runs_in_the_evaluators_sandbox(tmp_path):
+    from stark_lsp.evaluate.sandbox import probe
+
+    task = load_task(ROOT / "samples/triton/softmax.py")
+    cmd = ["/usr/local/cuda/bin/ncu", "--csv", "python3", "-m", "stark_lsp.profile.run_once", "job.json"]
+    off = NcuProfiler("ncu", cache_dir=tmp_path, sandbox="off")
+    assert off._sandboxed(cmd, task, tmp_path) == cmd
+    on = NcuProfiler("ncu", cache_dir=tmp_path, sandbox="required")
+    if probe().available:
+        wrapped = on._sandboxed(cmd, task, tmp_path)
+        assert wrapped[-len(cmd):] == cmd and len(wrapped) > len(cmd)
+    else:
+        r = on.profile(task, task.root_source())
+        assert not r.ok and "no sandbox" in r.reason

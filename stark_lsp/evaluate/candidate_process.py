@@ -210,6 +210,28 @@ class CandidateProcess:
         self._sync()
         return {"ms": (_perf() - t0) * 1e3}
 
+    def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A timed call that does nothing, on outputs shaped like the reference's: before any
+        candidate code is loaded, the judge's measure of this process's own overhead (the
+        round trip, the sync, the digest)."""
+        if self.calls or self.fn is not None:
+            return error_reply("runtime_error", "calibration after the candidate was loaded")
+        if getattr(self, "cal_out", None) is None:
+            g = torch.Generator(device=self.device).manual_seed(int(msg.get("proj", 1)))
+            self.cal_out = [torch.rand(o["shape"], generator=g, device=self.device).to(getattr(torch, o["dtype"]))
+                            for o in msg["outputs"]]
+        out = self.cal_out
+        if self.is_gpu:
+            start, end = T.new_events()
+            T.record(start)
+            T.record(end)
+            self._sync()
+            ms = T.elapsed(start, end)
+        else:
+            t0 = _perf()
+            ms = (_perf() - t0) * 1e3
+        return {"ms": ms, "digest": digest(out, int(msg["proj"]))}
+
     def op_prep(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The inputs of the next timed call, drawn and the L2 flushed, outside the judge's clock."""
         assert self.ref is not None

@@ -34,12 +34,18 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
 
 
 def _signs(g: torch.Generator, n: int, device: torch.device) -> torch.Tensor:
-    return torch.randint(0, 2, (n,), generator=g, device=device, dtype=torch.int8).to(torch.float64).mul_(2).sub_(1)
+    s = torch.empty(n, dtype=torch.float64, device=device)
+    return s.bernoulli_(0.5, generator=g).mul_(2).sub_(1)
 
 
 def digest(values: list[Any], seed: int) -> list[list[float]]:
-    """Per output: ``[signed sum of the finite elements, #NaN, #+inf, #-inf]`` (a scalar: itself)."""
-    out: list[list[float]] = []
+    """Per output: ``[signed sum of the finite elements, #NaN, #+inf, #-inf]`` (a scalar: itself).
+
+    One device synchronization for all outputs (every figure is gathered
+    into one tensor first): its cost is small and steady, which the judge's
+    cross-check of the call's time relies on."""
+    out: list[list[float] | None] = []
+    parts: list[torch.Tensor] = []
     for k, v in enumerate(values):
         if not isinstance(v, torch.Tensor):
             x = float(v) if isinstance(v, (int, float)) else float("nan")
@@ -48,17 +54,16 @@ def digest(values: list[Any], seed: int) -> list[list[float]]:
         flat = _flat(v)
         g = torch.Generator(device=flat.device)
         g.manual_seed((seed * 1_000_003 + k) & 0x7FFF_FFFF_FFFF_FFFF)
-        total, nan, pinf, ninf = 0.0, 0, 0, 0
+        acc = torch.zeros(4, dtype=torch.float64, device=flat.device)
         for start in range(0, flat.numel(), CHUNK):
             x = flat[start:start + CHUNK].to(torch.float64)
             s = _signs(g, x.numel(), x.device)
-            finite = torch.isfinite(x)
-            nan += int(torch.isnan(x).sum())
-            pinf += int(torch.isposinf(x).sum())
-            ninf += int(torch.isneginf(x).sum())
-            total += float((torch.where(finite, x, torch.zeros_like(x)) * s).sum())
-        out.append([total, float(nan), float(pinf), float(ninf)])
-    return out
+            acc += torch.stack([torch.dot(torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), s),
+                                torch.isnan(x).sum(), torch.isposinf(x).sum(), torch.isneginf(x).sum()]).to(torch.float64)
+        parts.append(acc)
+        out.append(None)
+    gathered = iter(torch.stack([p.to(parts[0].device) for p in parts]).tolist() if parts else [])
+    return [o if o is not None else next(gathered) for o in out]
 
 
 def bound(values: list[Any], atol: float, rtol: float) -> list[float]:

@@ -283,6 +283,8 @@ class Judge:
         try:
             self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
             ev.mark("process start")
+            cal_e, cal_w = self._calibrate(link, ref_out0, ev, cancel_fd)
+            ev.mark("calibration")
             load_limit = opts.load_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
             tl = _perf()
             reply = self._ask(link, {"op": "load", "task": spec.to_dict(), "role": "candidate",
@@ -338,7 +340,7 @@ class Judge:
             # 4. timing ------------------------------------------------------------------
             timed = self._time(link, ref, opts, param_seed, ref_ms, ev, cancel_fd, role="candidate", atol=atol, rtol=rtol)
             cand_t, slow = timed.timing, timed.slow
-            hidden = TC.untimed_work(timed.samples, timed.walls, ref_t.samples, ref_t.walls, self.is_gpu)
+            hidden = TC.untimed_work(timed.samples, timed.walls, cal_e, cal_w, self.is_gpu)
             ev.mark("timing")
             if not ev.resources:
                 ev.resources = self._resources(link, source, ev, cancel_fd)
@@ -546,6 +548,29 @@ class Judge:
             samples.append(e)
             walls.append(w)
         return _Timed(summarize(samples, walls), samples, walls, slow)
+
+    def _calibrate(self, link: CandidateLink, ref_out: list[Any], ev: _Eval,
+                   cancel_fd: int | None) -> tuple[list[float], list[float]]:
+        """This process's own overhead per timed call, measured before candidate code exists in
+        it: calls that do nothing, answered with a digest of outputs shaped like the reference's.
+        The candidate's calls are compared with these, in the same process (same allocator, same
+        clocks), so what the judge's clock sees beyond them is work hidden from the call."""
+        shapes = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")}
+                  for o in ref_out if isinstance(o, torch.Tensor)]
+        n, skip = (12, 2) if self.is_gpu else (5, 1)
+        samples, walls = [], []
+        for i in range(n):
+            t0 = _perf()
+            reply = self._ask(link, {"op": "calib", "outputs": shapes, "proj": self._rng.randrange(1, 2**31)},
+                              30.0, ev, cancel_fd, "calibration")
+            w = (_perf() - t0) * 1e3
+            if "error" in reply:  # nothing of the candidate's has run yet: the evaluator's own failure
+                err = reply["error"] if isinstance(reply["error"], dict) else {}
+                raise _Verdict(ev.result(Status.CRASHED, f"calibration failed: {err.get('message', '?')}"))
+            if i >= skip:
+                samples.append(checked_number(reply, "ms", 0.0, 1e7))
+                walls.append(w)
+        return samples, walls
 
     def _time_reference(self, spec: TaskSpec, ref: Reference, opts: EvalOptions, param_seed: int,
                         zygote: SandboxedZygote, cancel_fd: int | None) -> _RefTiming:

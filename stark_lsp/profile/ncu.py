@@ -294,6 +294,10 @@ def cuda_arch() -> str:
     return "sm_90"
 
 
+class _NoSandbox(Exception):
+    pass
+
+
 class NcuProfiler:
     """Profiles candidates of a task with ncu, one process per candidate, in a
     scrubbed environment (``stark_lsp.evaluate.sandbox.scrubbed_env``) with a
@@ -302,8 +306,9 @@ class NcuProfiler:
     def __init__(self, ncu: str | None = None, cache_dir: Path | None = None, *, timeout_s: float = 300.0,
                  launch_count: int = 3, calls: int = 3, seed: int = 0, device: str = "auto",
                  metrics: tuple[str, ...] = METRICS, builder: Any = None, env: dict[str, str] | None = None,
-                 python: str | None = None):
+                 python: str | None = None, sandbox: str = "auto"):
         self.ncu = ncu
+        self.sandbox = sandbox  # as the evaluator's: "required", "auto" or "off" (--unsafe-no-sandbox)
         if cache_dir is None:
             from stark_lsp.evaluate.evaluator import default_cache_dir
 
@@ -376,7 +381,14 @@ class NcuProfiler:
         kernels = kernel_names(source)
         for _ in range(2):
             cmd = ncu_command(ncu, job, kernels, launch_count=self.launch_count, metrics=metrics, python=self.python)
-            rc, stdout, stderr = self._run(self._sandboxed(cmd, task, work), work, cancel)
+            if shutil.which(cmd[0]) is None:
+                return ProfileReport.unavailable(f"cannot start ncu: {cmd[0]} not found or not executable",
+                                                 seconds=time.perf_counter() - t0)
+            try:
+                run = self._sandboxed(cmd, task, work)
+            except _NoSandbox as e:
+                return ProfileReport.unavailable(str(e), seconds=time.perf_counter() - t0)
+            rc, stdout, stderr = self._run(run, work, cancel)
             self.last_stdout, self.last_stderr = stdout, stderr
             shown = shlex.join(cmd)
             if rc is None:
@@ -400,11 +412,18 @@ class NcuProfiler:
         refused where the driver restricts profiling to admins: the report then says so."""
         from stark_lsp.evaluate.sandbox import make_layout, probe
 
+        if self.sandbox == "off":
+            return cmd
         sb = probe()
         if not sb.available:
+            if self.sandbox == "required":
+                raise _NoSandbox(f"no sandbox can be made here ({sb.reason}): ncu does not run LLM-written candidates "
+                                 "without one")
             return cmd
         os.chmod(work, 0o777)
-        expose = [str(task.path.parent), str(work), str(self.cache_dir)] + ([str(task.harness.parent)] if task.harness else [])
+        tool = os.path.dirname(os.path.realpath(cmd[0]))  # ncu itself, wherever it is installed
+        expose = [tool, str(task.path.parent), str(work), str(self.cache_dir)] + (
+            [str(task.harness.parent)] if task.harness else [])
         return sb.wrap(cmd, make_layout(expose=expose, writable=[work], cwd=work, drop_privileges=False))
 
     def _env(self, work: Path) -> dict[str, str]:

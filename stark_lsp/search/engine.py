@@ -153,7 +153,8 @@ def default_profiler(evaluator: Any) -> tuple[Any, str]:
     if not gpu_present():
         return None, "no GPU on this machine"
     builder = getattr(evaluator, "builder", None)
-    return NcuProfiler(cache_dir=getattr(evaluator, "cache_dir", None), builder=builder if callable(builder) else None), ""
+    return NcuProfiler(cache_dir=getattr(evaluator, "cache_dir", None), builder=builder if callable(builder) else None,
+                       sandbox=getattr(evaluator, "sandbox_policy", "auto")), ""
 
 
 def _default_markers() -> ModuleType:
