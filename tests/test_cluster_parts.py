@@ -231,7 +231,7 @@ def test_optimize_cluster_builds_the_cluster_evaluator_and_feeds_every_actor(tmp
     code = cli.main(["optimize", str(task.path), "--cluster", "auto", "--workers", "5", "--budget", "3",
                      "--store", str(tmp_path / "store")])
     assert code == 0
-    assert calls == [("auto", {"device": "auto", "cpu_actors": 5})]
+    assert calls == [("auto", {"device": "auto", "cpu_actors": 5, "sandbox": "auto"})]  # the built-in team: "auto"
 
 
 def test_server_setting_cluster(monkeypatch):
@@ -249,7 +249,7 @@ def test_server_setting_cluster(monkeypatch):
     monkeypatch.setattr(stark_lsp.cluster, "make_evaluator", lambda c, **kw: made.append((c, kw)) or object())
     backend = Backend()
     ev = backend.evaluator(s)
-    assert backend.evaluator(s) is ev and made == [("ray://head:10001", {"device": "auto", "cpu_actors": 3})]
+    assert backend.evaluator(s) is ev and made == [("ray://head:10001", {"device": "auto", "cpu_actors": 3, "sandbox": "auto"})]
 
     def no_ray(c, **kw):
         raise ImportError("the cluster backend needs Ray: pip install 'stark-lsp[ray]'")
