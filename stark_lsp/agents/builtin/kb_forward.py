@@ -1,12 +1,8 @@
-"""What a KernelBench ``Model.forward`` computes, when it is one known operation.
+"""What a KernelBench ``Model.forward`` computes, when it is one operation with a template of its own.
 
 ``recognize(source)`` reads the file with ``ast`` (nothing is imported or run)
 and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
 
-* an elementwise expression of its inputs (``kb_elementwise``): arithmetic,
-  numbers, scalar attributes and activations such as ``torch.relu``,
-  ``F.gelu``, ``F.leaky_relu(x, self.slope)``, ``torch.clamp``, or an ``nn``
-  activation module built in ``__init__``;
 * a reduction over one dimension: ``torch.sum`` / ``mean`` / ``amax`` /
   ``amin`` with ``dim=`` a literal or an attribute set in ``__init__``;
 * ``torch.softmax(x, dim=...)`` and ``log_softmax`` (also ``F.``, methods);
@@ -17,7 +13,8 @@ and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
   ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared).
 
 Anything else raises ``NotRecognized`` with the reason (``recognize`` gives
-None): the built-in team then leaves the task to an LLM team.
+None); the built-in team then reads the model as a graph (``fusion``), which
+covers elementwise expressions and multi-statement forwards.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import ast
 from dataclasses import dataclass
 
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
-from stark_lsp.agents.builtin.kb_elementwise import compile_elementwise
 
 REDUCTIONS = {"sum", "mean", "amax", "amin"}
 MATMUL = {"matmul", "mm", "bmm"}
@@ -36,19 +32,14 @@ _PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
 
 @dataclass(frozen=True)
 class Op:
-    kind: str  # elementwise | reduce | softmax | layernorm | matmul
-    name: str  # relu, leaky_relu, sum, softmax, layernorm, matmul, ...
+    kind: str  # reduce | softmax | layernorm | matmul
+    name: str  # sum, softmax, layernorm, matmul, ...
     args: tuple[str, ...]  # forward's tensor parameters, in order
     dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
     keepdim: str = "False"
     module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
-    body: tuple[str, ...] = ()  # elementwise: Triton statements over x0, x1, ... and scalars s0, s1, ...
-    result: str = ""  # elementwise: the variable holding the result
-    scalars: tuple[str, ...] = ()  # elementwise: Python expressions passed as s0, s1, ...
 
     def describe(self) -> str:
-        if self.kind == "elementwise":
-            return f"{self.name} (elementwise)"
         if self.kind in ("reduce", "softmax"):
             return f"{self.name} over dim {self.dim}"
         if self.kind == "layernorm":
@@ -164,9 +155,7 @@ def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> O
             lib = library_function(func)
             if lib in MATMUL or lib in REDUCTIONS or lib in SOFTMAX:
                 return _call(lib, list(e.args), e, params, attrs)
-    ew = compile_elementwise(e, params, attrs)
-    return Op("elementwise", ew.name(), tuple(ew.inputs), body=tuple(ew.body), result=ew.result,
-              scalars=tuple(ew.scalars))
+    raise NotRecognized("forward is not a single reduction, softmax, LayerNorm or matrix product of its inputs")
 
 
 def _picked_extreme(e: ast.expr) -> tuple[ast.Call, str] | None:

@@ -17,49 +17,13 @@ from stark_lsp.agents.builtin.kb_forward import Op
 HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 
 def render(op: Op) -> str:
-    body = {"elementwise": _elementwise, "reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
+    body = {"reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
             "matmul": _matmul}[op.kind](op)
     return HEADER + "\n\n" + body.strip("\n") + "\n"
 
 
 def _doc(op: Op) -> str:
     return f'    """{op.describe()} in Triton (written by the built-in team from Model.forward)."""\n'
-
-
-def _elementwise(op: Op) -> str:
-    n = len(op.args)
-    ptrs = "".join(f"x{i}_ptr, " for i in range(n))
-    scalars = "".join(f"s{i}, " for i in range(len(op.scalars)))
-    loads = "".join(f"    x{i} = tl.load(x{i}_ptr + offs, mask=mask).to(tl.float32)\n" for i in range(n))
-    body = "".join(f"    {line}\n" for line in op.body)
-    params = ", ".join(op.args)
-    first = op.args[0]
-    check = ""
-    if n > 1:
-        others = ", ".join(op.args[1:])
-        check = (f"        if any(t.shape != {first}.shape or t.dtype != {first}.dtype for t in ({others},)):\n"
-                 f"            raise ValueError(\"this kernel needs inputs of one shape and dtype (no broadcasting)\")\n")
-    contig = "".join(f"        _in{i} = {a}.contiguous()\n" for i, a in enumerate(op.args))
-    args = "".join(f"_in{i}, " for i in range(n))
-    scalar_args = "".join(f"float({expr}), " for expr in op.scalars)
-    return f'''
-@triton.jit
-def _stark_{op.kind}_kernel({ptrs}y_ptr, {scalars}n, BLOCK_SIZE: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offs < n
-{loads}{body}    tl.store(y_ptr + offs, {op.result}.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(Model):
-{_doc(op)}
-    def forward(self, {params}):
-{check}{contig}        y = torch.empty_like(_in0)
-        n = _in0.numel()
-        BLOCK_SIZE = 1024
-        grid = (triton.cdiv(n, BLOCK_SIZE),)
-        _stark_{op.kind}_kernel[grid]({args}y, {scalar_args}n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
-        return y
-'''
 
 
 _REDUCE = {  # initial value, combine two tiles, reduce a tile, scale by 1/R
