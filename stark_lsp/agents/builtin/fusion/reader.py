@@ -452,7 +452,7 @@ class Reader:
         if m.cls in cat.NORM_MODULES:
             x = self._single(pos, kw, m)
             return self.norm(cat.NORM_MODULES[m.cls], m, self.as_value(x))
-        if m.cls in cat.POOL_MODULES and not _keyword_true(m.ctor, ("ceil_mode", "return_indices")):
+        if m.cls in cat.POOL_MODULES and not _keyword_literal_true(m.ctor, "return_indices"):
             op, nd = cat.POOL_MODULES[m.cls]
             x = self._single(pos, kw, m)
             return self.add(Pool(op, self.as_value(x), nd, f"_stark_pool_module({m.expr}, {nd})"))
@@ -790,11 +790,11 @@ def _keyword_const(call: ast.Call | None, name: str, position: int) -> object:
     return None
 
 
-def _keyword_true(call: ast.Call | None, names: tuple[str, ...]) -> bool:
+def _keyword_literal_true(call: ast.Call | None, name: str) -> bool:
+    """The constructor sets ``name=True`` literally (other values are checked at run time)."""
     if call is None:
         return False
-    return any(k.arg in names and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-               for k in call.keywords)
+    return any(k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
 
 
 def _is_one(node: ast.expr | None) -> bool:

@@ -133,6 +133,8 @@ def _stark_pool_config(nd, op, kernel_size, stride=None, padding=0, dilation=1, 
 
 def _stark_pool_module(m, nd):
     op = "max" if "Max" in type(m).__name__ else "avg"
+    if getattr(m, "return_indices", False):
+        raise NotImplementedError("this kernel does not return pooling indices")
     return _stark_pool_config(nd, op, m.kernel_size, m.stride, m.padding, getattr(m, "dilation", 1), m.ceil_mode,
                               getattr(m, "count_include_pad", True), getattr(m, "divisor_override", None))
 
@@ -390,11 +392,14 @@ def _stark_track(m, mean, var, count, kind):
             bm, bv = bm.mean(0), bv.mean(0)
         bm, bv = bm.reshape(-1), bv.reshape(-1)
         bv = bv * (count / max(count - 1, 1))
-        if m.num_batches_tracked is not None:
-            m.num_batches_tracked.add_(1)
-        momentum = m.momentum
-        if momentum is None:
-            momentum = 1.0 / float(m.num_batches_tracked)
+        if kind == "instance":  # F.instance_norm: no batch counter, momentum None means 0
+            momentum = m.momentum if m.momentum is not None else 0.0
+        else:
+            if m.num_batches_tracked is not None:
+                m.num_batches_tracked.add_(1)
+            momentum = m.momentum
+            if momentum is None:
+                momentum = 1.0 / float(m.num_batches_tracked)
         m.running_mean.mul_(1 - momentum).add_(bm.to(m.running_mean.dtype), alpha=momentum)
         m.running_var.mul_(1 - momentum).add_(bv.to(m.running_var.dtype), alpha=momentum)
 
