@@ -20,7 +20,7 @@ covers elementwise expressions and multi-statement forwards.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
 
@@ -34,10 +34,11 @@ _PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
 class Op:
     kind: str  # reduce | softmax | layernorm | matmul
     name: str  # sum, softmax, layernorm, matmul, ...
-    args: tuple[str, ...]  # forward's tensor parameters, in order
+    args: tuple[str, ...]  # the operation's operands: forward parameters (matmul: maybe transposed, "A.T")
     dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
     keepdim: str = "False"
     module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
+    params: tuple[str, ...] = ()  # forward's parameters, in order (ModelNew.forward takes the same)
 
     def describe(self) -> str:
         if self.kind in ("reduce", "softmax"):
@@ -73,7 +74,7 @@ def analyse(source: str) -> Op:
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         raise NotRecognized("forward is not a single return statement")
     attrs = _init_attrs(methods.get("__init__"))
-    return _expression(body[0].value, params, attrs)
+    return replace(_expression(body[0].value, params, attrs), params=tuple(params))
 
 
 def _init_attrs(init: ast.FunctionDef | None) -> dict[str, ast.expr]:
@@ -129,9 +130,24 @@ def _is_param(node: ast.expr, params: list[str]) -> str:
     raise NotRecognized("the operation is not applied to forward's own input")
 
 
+def _matmul_operand(node: ast.expr, params: list[str]) -> str:
+    """A forward parameter, or its transpose (``A.T``, ``A.mT``, ``A.t()``, ``A.transpose(-2, -1)``):
+    the kernel reads the transposed view through its strides."""
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+        return f"{_is_param(node.value, params)}.{node.attr}"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        x = node.func.value
+        if node.func.attr == "t" and not node.args:
+            return f"{_is_param(x, params)}.t()"
+        if node.func.attr == "transpose" and len(node.args) == 2 and all(
+                isinstance(a, (ast.Constant, ast.UnaryOp)) for a in node.args):
+            return f"{_is_param(x, params)}.transpose({ast.unparse(node.args[0])}, {ast.unparse(node.args[1])})"
+    return _is_param(node, params)
+
+
 def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> Op:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
-        return Op("matmul", "matmul", (_is_param(e.left, params), _is_param(e.right, params)))
+        return Op("matmul", "matmul", (_matmul_operand(e.left, params), _matmul_operand(e.right, params)))
     picked = _picked_extreme(e)
     if picked is not None:  # torch.max(x, dim)[0], x.min(dim=1).values: the values of a max/min over a dim
         call, name = picked
@@ -179,7 +195,8 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
     if name in MATMUL:
         if len(args) != 2 or call.keywords:
             raise NotRecognized(f"{name} with other than two inputs")
-        return Op("matmul", name if name == "bmm" else "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
+        return Op("matmul", name if name == "bmm" else "matmul",
+                  (_matmul_operand(args[0], params), _matmul_operand(args[1], params)))
     x = _is_param(args[0], params)
     if name in REDUCTIONS:
         if set(k.arg for k in call.keywords) - {"dim", "keepdim"}:

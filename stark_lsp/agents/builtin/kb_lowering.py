@@ -28,6 +28,7 @@ from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
 from stark_lsp.agents.builtin import fusion
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
+from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
 from stark_lsp.agents.builtin.kb_triton import render
 from stark_lsp.agents.builtin.tunables import set_value
 from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables
@@ -83,8 +84,7 @@ STARTS: dict[str, list[dict[str, int]]] = {
     "softmax": [{}, {"BLOCK_SIZE": 4096, "num_warps": 8}, {"BLOCK_SIZE": 256, "num_warps": 2}],
     "layernorm": [{}, {"CHUNK_SIZE": 16384, "BLOCK_SIZE": 2048, "num_warps": 8},
                   {"CHUNK_SIZE": 1024, "BLOCK_SIZE": 256, "num_warps": 2}],
-    "matmul": [{}, {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
-               {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 2}],
+    "matmul": MATMUL_STARTS,  # the defaults, then the configurations of Triton's matmul tutorial
 }
 _START = re.compile(r";\s*start with\s+(.+)$", re.I)
 
