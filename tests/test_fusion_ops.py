@@ -152,3 +152,29 @@ def test_refusals_say_why(forward, reason):
     source = model("self.conv = nn.Conv2d(3, 3, 3)", forward, "[torch.randn(1, 3, 8, 8)]")
     with pytest.raises(fusion.NotRecognized, match=reason):
         fusion.analyse(source)
+
+
+GEMM_CASES = {
+    "bias_relu_scale": ("self.fc = nn.Linear(24, 40)\nself.s = 0.5", "return torch.relu(self.fc(x) - 1.0) * self.s",
+                        f"[{R}(7, 24)]"),
+    "no_bias_residual_3d_input": ("self.fc = nn.Linear(24, 40, bias=False)", "y = self.fc(x)\nreturn y * torch.sigmoid(y) + y",
+                                  f"[{R}(2, 5, 24)]"),
+    "epilogue_broadcasts_larger": ("self.fc = nn.Linear(24, 40)\nself.p = nn.Parameter(torch.randn(3, 1, 40))",
+                                   "return self.fc(x) + self.p", f"[{R}(7, 24)]"),
+}
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", sorted(GEMM_CASES))
+def test_linear_with_its_epilogue_in_a_triton_matmul(name):
+    pytest.importorskip("triton")
+    source = model(*GEMM_CASES[name])
+    assert fusion.analyse(source).gemm_epilogue
+    code = fusion.render(source, {"gemm": 1})
+    assert "_stark_gemm_epilogue[grid]" in code
+    compare(source, code)
+
+
+def test_no_gemm_variant_when_something_else_follows_the_linear_layer():
+    source = model("self.fc = nn.Linear(24, 40)", "return torch.softmax(self.fc(x), dim=1)", f"[{R}(7, 24)]")
+    assert not fusion.analyse(source).gemm_epilogue

@@ -133,7 +133,8 @@ class View(Value):
 class Lib(Value):
     code: str  # Python expression with {0}, {1}, ... for the tensor arguments
     args: tuple[Value, ...]
-    what: str = ""  # a short name for descriptions: "self.conv (Conv2d)", "torch.matmul"
+    what: str = ""  # a short name for descriptions: "self.conv", "torch.matmul"
+    module_class: str = ""  # the nn module called ("Linear"), when it is a module call
 
     def operands(self) -> tuple[Value, ...]:
         return self.args

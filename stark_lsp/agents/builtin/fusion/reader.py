@@ -462,7 +462,10 @@ class Reader:
             return self.reduce(op, self.as_value(x), f"('last', {nd})", "True")
         if m.cls in cat.PASSTHROUGH_MODULES:
             self.dropouts.append(m.expr)
-        return self.generic(m.expr, pos, kw)
+        out = self.generic(m.expr, pos, kw)
+        if isinstance(out, Lib):
+            out.module_class = m.cls
+        return out
 
     def _single(self, pos: list, kw: dict, m: ModuleRef) -> object:
         if len(pos) != 1 or kw:

@@ -500,3 +500,18 @@ def _stark_pool(shape, cfg, ops, out, block):
     meta.update(KD=kk[0], KH=kk[1], KW=kk[2], IS_MAX=op == "max", INCLUDE_PAD=bool(include_pad), BLOCK=block)
     return _StarkLaunch(grid, flat + [groups[0][1], groups[1][1]] + list(sp_in) + list(sp_out) + list(ss) + list(pp)
                         + list(dd) + [div], meta)
+
+
+# -- a matmul's epilogue ----------------------------------------------------------------
+def _stark_rows_cols(ops, M, N):
+    """Operands of a matmul epilogue as (M, N) views: arguments (two strides each) and modes."""
+    flat, modes = [], {}
+    for i, v in enumerate(ops):
+        if isinstance(v, torch.Tensor):
+            v = v.reshape(M, N)
+            flat += [v, v.stride(0), v.stride(1)]
+            modes[f"M{i}"] = 1
+        else:
+            flat += [float(v), 0, 0]
+            modes[f"M{i}"] = 0
+    return flat, modes
