@@ -18,14 +18,16 @@ def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
 
 
 def policy_table(summary: dict[str, dict[str, Any]]) -> str:
-    header = ["policy", "runs", "success"] + [f"fast{p:g}" for p in FAST_P] + [
-        "geomean x eager", "x compile", "best@", "cand/min", "wall", "tokens"]
+    header = ["policy", "runs", "attempted", "success"] + [f"fast{p:g}" for p in FAST_P] + [
+        "fast1 x compile", "geomean x eager", "x compile", "attempted x eager", "best@", "cand/min", "wall", "tokens"]
     rows = []
     for policy, s in summary.items():
         rows.append([
-            policy, str(s["runs"]) + (f" ({s['errors']} err)" if s["errors"] else ""), fmt.pct(s["success_rate"]),
-            *[fmt.pct(s[fast_key(p)]) for p in FAST_P],
+            policy, str(s["runs"]) + (f" ({s['errors']} err)" if s["errors"] else ""),
+            fmt.pct(s.get("attempted_rate")), fmt.pct(s["success_rate"]),
+            *[fmt.pct(s[fast_key(p)]) for p in FAST_P], fmt.pct(s.get("fast_1_vs_compiled")),
             fmt.speedup(s["geomean_speedup"]), fmt.speedup(s["geomean_speedup_vs_compiled"]),
+            fmt.speedup(s.get("geomean_attempted")),
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
             fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
         ])

@@ -153,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
         yours = (f"{root.runtime_ms / best.runtime_ms:.2f}x your kernel ({best.runtime_ms:.4g} ms vs {root.runtime_ms:.4g} ms); "
                  if root and root.runtime_ms and best.runtime_ms and best.parent_id is not None else "")
         print(f"best: {what}, {yours}against eager: {best.result.summary() if best.result else best.outcome()}")
+        if best.retimed:
+            from stark_lsp.search.retime import Retimed
+
+            print(f"re-timed in turn with your kernel: {Retimed.from_dict(best.retimed).text()}")
         print(f"wrote {out}")
         return 130 if cancel.is_set() else code
     finally:
