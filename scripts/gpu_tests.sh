@@ -4,6 +4,8 @@
 # The evaluator's tests (CPU and GPU ones), `stark eval` on each sample format,
 # the built-in team's search on the mistuned samples, and the evaluation
 # latency benchmark. Output goes to OUTDIR (default out/gpu).
+# The built-in team's Triton templates (tests/test_fusion_gpu.py) run last; in a
+# 10-minute command run them alone, a group at a time: scripts/gpu_fusion_tests.sh GROUP.
 set -uo pipefail
 out=${1:-out/gpu}
 mkdir -p "$out"
@@ -16,3 +18,6 @@ for t in "samples/cuda/softmax_rows.cu" "samples/triton/softmax.py" "samples/ker
 done
 python3 benchmarks/optimize_samples.py --budget "${BUDGET:-30}" --json "$out/optimize.json" 2>&1 | tee "$out/optimize.txt"
 python3 benchmarks/eval_latency.py --json "$out/eval_latency.json" 2>&1 | tee "$out/eval_latency.txt"
+for g in level1 level2 variants ops; do
+  scripts/gpu_fusion_tests.sh "$g" "$out"
+done

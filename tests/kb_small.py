@@ -37,20 +37,21 @@ def with_sizes(source: str, sizes: dict[str, Any]) -> str:
 
 
 def compare(source: str, code: str, train: bool = False, atol: float = 1e-4, rtol: float = 1e-4,
-            seed: int = 0) -> None:
-    """Run Model and ModelNew (``code`` replaces the stub) on the same inputs; assert they agree,
-    outputs and floating buffers (a norm's running statistics) alike."""
+            seed: int = 0, device: str = "cpu") -> None:
+    """Run Model and ModelNew (``code`` replaces the stub) on the same inputs on ``device``; assert
+    they agree, outputs and floating buffers (a norm's running statistics) alike."""
     import torch
 
     ns: dict[str, Any] = {"__name__": "stark_candidate_under_test"}
     exec(compile(source + "\n\n" + code, "candidate.py", "exec"), ns)
     init = ns["get_init_inputs"]()
     torch.manual_seed(seed)
-    ref = ns["Model"](*init).train(train)
+    ref = ns["Model"](*init).to(device).train(train)
     torch.manual_seed(seed)
-    new = ns["ModelNew"](*init).train(train)
+    new = ns["ModelNew"](*init).to(device).train(train)
     torch.manual_seed(seed + 1)
-    xs = ns["get_inputs"]()
+    with torch.device(device):
+        xs = ns["get_inputs"]()
     with torch.no_grad():
         a = ref(*[x.clone() if isinstance(x, torch.Tensor) else x for x in xs])
         b = new(*xs)
