@@ -194,7 +194,8 @@ def reduce_kernel(name: str, tree: Tree, acc: str, finish: str, doc: str) -> str
     bases = [f"b{i} = k0 * a{i}_s0 + k1 * a{i}_s1 + k2 * a{i}_s2" for i in range(n)]
     shift: list[str] = []
     if acc == "moments":  # the first element of each kept lane: the shift of the shifted sums
-        shift = ["r0 = 0", "r1 = 0", "rv = tl.zeros([BLOCK_R], tl.int64)",
+        # (typed as in the loop below: Triton requires a loop-carried variable to keep its type)
+        shift = ["r0 = tl.zeros([], tl.int64)", "r1 = tl.zeros([], tl.int64)", "rv = tl.zeros([BLOCK_R], tl.int64)",
                  "m = (tl.arange(0, BLOCK_R) == 0)[:, None] & kmask[None, :]"] + loads + tree.lines + \
                 [f"first = {_result(tree, 'tl.zeros([BLOCK_R, BLOCK_K], CDT)')}",
                  "c = tl.sum(tl.where(m, first, 0.0), axis=0)"]
