@@ -274,7 +274,11 @@ class Assembler:
         if isinstance(v, Leaf):
             self.emit(f"{s} = ()" if v.const is not None else f"{s} = _stark_shape({self.subst(v.expr)})")
         elif isinstance(v, Pointwise):
-            self.emit(f"{s} = _stark_bshape({', '.join(self.shape(a) for a in v.args)})")
+            shapes = list(dict.fromkeys(self.shape(a) for a in v.args if not (isinstance(a, Leaf) and a.const is not None)))
+            if len(shapes) <= 1:
+                self.emit(f"{s} = {shapes[0] if shapes else '()'}")
+            else:
+                self.emit(f"{s} = _stark_bshape({', '.join(shapes)})")
         elif isinstance(v, View):
             args = f", {self.subst(v.args)}" if v.args else ""
             self.emit(f"{s} = _stark_vshape({self.shape(v.x)}, {v.method!r}{args})")
