@@ -18,7 +18,6 @@ launches each kernel through the runtime's packers, and keeps PyTorch calls
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass, field
 
 from . import kernels, runtime
@@ -367,9 +366,3 @@ class ModelNew(Model):
 def assemble(graph: Graph, values: list[Value], defaults: dict[str, int] | None = None) -> Program:
     return Assembler(graph, list(values), defaults).build()
 
-
-def count_kernels(program: Program) -> int:
-    return len(program.kernels)
-
-
-_WS = re.compile(r"\s+")

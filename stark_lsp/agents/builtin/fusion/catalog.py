@@ -52,7 +52,6 @@ ADAPTIVE_FUNCTIONS = {"adaptive_avg_pool1d": ("mean", 1), "adaptive_avg_pool2d":
                       "adaptive_avg_pool3d": ("mean", 3), "adaptive_max_pool1d": ("amax", 1),
                       "adaptive_max_pool2d": ("amax", 2), "adaptive_max_pool3d": ("amax", 3)}
 SOFTMAX_MODULES = {"Softmax": "softmax", "LogSoftmax": "log_softmax"}
-PASSTHROUGH_MODULES = {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"}  # PyTorch: identity in eval
 
 # reductions: name -> (accumulator, finisher)
 REDUCTIONS = {"sum": ("sum", "sum"), "mean": ("sum", "mean"), "amax": ("max", "max"), "amin": ("min", "min"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
 
-from . import kernels
 from .assemble import Assembler, render_program
 from .graph import Graph, Leaf, Lib, Pointwise, Value
 from .reader import read_model

@@ -156,7 +156,6 @@ class Graph:
     outputs: list[Value]
     tuple_output: bool  # forward returns a tuple (or list) of values
     statements: list[PyAssign] = field(default_factory=list)
-    dropout_modules: list[str] = field(default_factory=list)
 
     def live(self) -> list[Value]:
         """Every value the outputs need, each after its operands (creation order kept)."""

@@ -90,7 +90,6 @@ class Reader:
         self.numbers: dict[int, int] = {}
         self.leaves: dict[str, Leaf] = {}
         self.statements: list[PyAssign] = []
-        self.dropouts: list[str] = []
         for p in self.params:
             self.env[p] = self.leaf(p)
 
@@ -179,7 +178,7 @@ class Reader:
             tuple_output = False
         if not any(isinstance(o, Value) for o in outs):
             raise NotRecognized("forward returns no tensor")
-        return Graph(self.params, [self.as_value(o) for o in outs], tuple_output, self.statements, self.dropouts)
+        return Graph(self.params, [self.as_value(o) for o in outs], tuple_output, self.statements)
 
     def resolve(self, x: object) -> object:
         if isinstance(x, Flipped):
@@ -437,8 +436,6 @@ class Reader:
         if m.cls in cat.ACTIVATION_MODULES:
             op, settings = cat.ACTIVATION_MODULES[m.cls]
             x = self._single(pos, kw, m)
-            if m.cls == "GELU":
-                pass
             return self.pw(op, x, *[Py(f"{m.expr}.{s}") for s in settings])
         if m.cls == "GELU":
             x = self._single(pos, kw, m)
@@ -460,8 +457,6 @@ class Reader:
             op, nd = cat.ADAPTIVE_MODULES[m.cls]
             x = self._single(pos, kw, m)
             return self.reduce(op, self.as_value(x), f"('last', {nd})", "True")
-        if m.cls in cat.PASSTHROUGH_MODULES:
-            self.dropouts.append(m.expr)
         out = self.generic(m.expr, pos, kw)
         if isinstance(out, Lib):
             out.module_class = m.cls

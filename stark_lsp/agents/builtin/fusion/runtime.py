@@ -457,22 +457,14 @@ def _stark_scan(shape, dim, ops, out, block, block_k):
 # -- pools --------------------------------------------------------------------------
 def _stark_pool(shape, cfg, ops, out, block):
     """Pooling over the last nd dims: planes (the leading dims, at most 2 groups) are scalar per
-    program, output positions a vector, the window a static loop."""
+    program, output positions a vector, the window a loop."""
     op, nd, k, s, p, d, ceil, include_pad, divisor = cfg
     shape = tuple(shape)
     lead = len(shape) - nd
     oshape = _stark_pshape(shape, cfg)
     roles = "p" * lead
-    ins = [v for v in ops]
-
-    def fits(groups):
-        return len(groups) <= 2
-
+    ins = list(ops)
     lead_shape = shape[:lead]
-    # merge leading dims jointly for the operands and the output
-    lead_views = []
-    for v in ins:
-        lead_views.append(v if not isinstance(v, torch.Tensor) else v)
     strides_in = [(_stark_strides(v, shape)[:lead] if isinstance(v, torch.Tensor) else (0,) * lead) for v in ins]
     out_strides = tuple(out.stride()[:lead])
     groups = _stark_merge(lead_shape, roles, strides_in + [out_strides])
