@@ -132,3 +132,26 @@ def test_kernelbench_coverage(level):
     else:
         assert all("only library operations" in why for why in refused.values()), refused
         assert len(refused) <= 56, sorted(refused)
+
+
+@pytest.mark.timeout(900)
+def test_a_short_search_tunes_the_fused_kernels_and_every_candidate_is_correct(tmp_path, ev):
+    """After the rewrite, the usual tunables (BLOCK_<k>, BLOCK_R_<k>, num_warps) move; every candidate
+    the built-in team makes stays correct."""
+    pytest.importorskip("triton")
+    from stark_lsp.search import Search, SearchConfig, TreeStore
+    from stark_lsp.search.node import ROOT
+
+    path = tmp_path / "m92.py"
+    path.write_text(small_source("92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp"))
+    task = load_task(path)
+    with TreeStore.open(tmp_path / ".stark" / "tree.sqlite") as store:
+        Search(task, store, ev, make_builtin_team(), SearchConfig(budget=8, policy="greedy", concurrency=1,
+                                                                   eval_options=FAST, retime_top=1,
+                                                                   retime_rounds=2)).run()
+        nodes = [n for n in store.nodes(task.task_id()) if n.kind != ROOT]
+    evaluated = [n for n in nodes if n.evaluated]
+    assert len(evaluated) >= 6 and all(n.status == "ok" for n in evaluated), [(n.summary, n.status) for n in nodes]
+    summaries = [n.summary for n in evaluated]
+    assert any(s.startswith("rewrite ModelNew") for s in summaries) and any(s.startswith("set ") for s in summaries)
+    assert sum(1 for n in nodes if n.retimed) == 1

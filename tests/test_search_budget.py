@@ -121,3 +121,13 @@ def test_a_model_the_team_cannot_lower_ends_at_once_and_spends_nothing(tmp_path,
     last = progress[-1]
     assert last.done and last.attempt == 0
     assert "nothing to expand" in last.message and "only library operations (self.conv)" in last.message
+
+
+def test_when_the_retimed_leaders_are_slower_than_the_root_the_root_stays_best(tmp_path):
+    task = make_fake_task(tmp_path)
+    with TreeStore.open(tmp_path / ".stark" / "tree.sqlite") as store:
+        Search(task, store, FakeEvaluator(), FakeTeam(factor=0.5), SearchConfig(budget=3, concurrency=1,
+                                                                                 retime_top=2)).run()
+        nodes = store.nodes(task.task_id())
+        assert any(n.retimed for n in nodes)
+        assert store.best(task.task_id()).kind == ROOT

@@ -298,7 +298,7 @@ class Search:
         if cfg.retime_top <= 0 or cfg.retime_rounds <= 0 or self._cancel.is_set():
             return
         nodes = self._snapshot()
-        leaders = [n for n in leaderboard(nodes, cfg.retime_top) if n.kind != ROOT]
+        leaders = leaderboard([n for n in nodes if n.kind != ROOT], cfg.retime_top)
         root = next((n for n in nodes if n.parent_id is None), None)
         if not leaders:
             return

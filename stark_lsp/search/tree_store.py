@@ -391,12 +391,18 @@ class TreeStore:
 
     def best(self, task_id: str) -> Node | None:
         """The correct node with the highest speedup (the earliest on a tie). When the search
-        re-timed its leaders (``Node.retimed``), the one with the highest re-timed median."""
+        re-timed its leaders (``Node.retimed``), the one with the highest re-timed median, unless
+        the root timed in the same rounds was faster (median ``vs_root`` below 1): then the root."""
         retimed = [_node(r) for r in self._query(
             f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND retimed_json IS NOT NULL",
             (task_id, Status.OK.value))] if self._has_retimed else []
         if retimed:
-            return min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
+            top = min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
+            vs_root = top.retimed.get("vs_root")
+            root = self.root(task_id)
+            if vs_root is not None and vs_root < 1.0 and root is not None and root.correct:
+                return root  # timed in the same rounds, the user's kernel was faster
+            return top
         rows = self._query(
             f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
             " ORDER BY speedup DESC, id ASC LIMIT 1",
