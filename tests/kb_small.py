@@ -36,14 +36,36 @@ def with_sizes(source: str, sizes: dict[str, Any]) -> str:
     return "".join(lines)
 
 
+_LOADED: list[Any] = []
+_FOLDER: list[Any] = []  # one temporary folder per test process, removed at exit
+
+
+def _load(text: str) -> dict[str, Any]:
+    """The candidate as a module from a real file: Triton's JIT (off the interpreter) reads the
+    source of its kernels from their file."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    if not _FOLDER:
+        _FOLDER.append(tempfile.TemporaryDirectory(prefix="stark_candidates_"))
+    path = Path(_FOLDER[0].name) / f"candidate_{len(_LOADED)}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _LOADED.append(module)
+    return module.__dict__
+
+
 def compare(source: str, code: str, train: bool = False, atol: float = 1e-4, rtol: float = 1e-4,
             seed: int = 0, device: str = "cpu") -> None:
     """Run Model and ModelNew (``code`` replaces the stub) on the same inputs on ``device``; assert
     they agree, outputs and floating buffers (a norm's running statistics) alike."""
     import torch
 
-    ns: dict[str, Any] = {"__name__": "stark_candidate_under_test"}
-    exec(compile(source + "\n\n" + code, "candidate.py", "exec"), ns)
+    ns = _load(source + "\n\n" + code)
     init = ns["get_init_inputs"]()
     torch.manual_seed(seed)
     ref = ns["Model"](*init).to(device).train(train)
