@@ -8,9 +8,16 @@
 * load_inline (KernelBench ModelNew with inline CUDA): one new extension.
 * Repeat spread: the same candidate evaluated again and again; the spread of
   its median runtime across evaluations (max-min over median).
+* Hung kernel (GPU): seconds from submitting a candidate whose Triton kernel
+  never ends to its TIMEOUT verdict, then to the next verdict.
+* Slow mix: candidates per minute on a task where every other candidate is
+  far slower than the reference (they are cut after a few calls).
+* Overhead: the judge's clock around a timed call minus the time the
+  candidate process reports (what the cross-check compares), per path.
 
-The reference's timing is measured once per worker and reused (same process),
-as the search does. Prints a table; figures go to docs/benchmarks.md by hand.
+Every candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md);
+the reference's timing is measured once per judge and task, as in a search.
+Prints a table; figures go to docs/benchmarks.md by hand.
 """
 
 from __future__ import annotations
@@ -52,15 +59,33 @@ def triton_variants(n: int) -> list[str]:
     return out
 
 
+def slow_variants(n: int) -> list[str]:
+    """Correct axpy kernels that re-read x REPEAT times: far slower than the reference."""
+    src = (TASKS / "axpy_triton.py").read_text()
+    out = []
+    for i in range(n):
+        s = src.replace("def axpy_kernel(x_ptr, b_ptr, y_ptr, a, n, BLOCK: tl.constexpr):",
+                        "def axpy_kernel(x_ptr, b_ptr, y_ptr, a, n, BLOCK: tl.constexpr, REPEAT: tl.constexpr = 400):")
+        s = s.replace("    mask = offs < n\n", "    mask = offs < n\n    acc = tl.zeros([BLOCK], dtype=tl.float32)\n"
+                      "    for _ in range(REPEAT):\n        acc += tl.load(x_ptr + offs, mask=mask, other=0.0, volatile=True)\n")
+        s = s.replace("tl.load(b_ptr + offs, mask=mask), mask=mask)", "tl.load(b_ptr + offs, mask=mask) + acc * 0.0, mask=mask)")
+        out.append(s + f"\n# variant {uuid.uuid4().hex}\n")
+    return out
+
+
 def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict]:
     rows = []
     for s in sources:
         t0 = time.perf_counter()
         r = ev.evaluate(task, s, opts)
         wall = time.perf_counter() - t0
+        rt = r.runtime
         rows.append({"status": r.status.value, "seconds": wall,
                      "compile_s": r.compile.seconds if r.compile else None,
-                     "median_ms": r.runtime.candidate.median_ms if r.runtime else None,
+                     "median_ms": rt.candidate.median_ms if rt else None,
+                     "reps": rt.candidate.reps if rt else None,
+                     "overhead_ms": (rt.candidate.wall_median_ms - rt.candidate.median_ms)
+                     if rt and rt.candidate.wall_median_ms is not None else None,
                      "message": r.message})
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "
               f"median {rows[-1]['median_ms'] or 0:.4f} ms  {r.message[:80]}", flush=True)
@@ -97,6 +122,18 @@ def main() -> int:
             src = src.replace("stark_sample_relu_inline", f"stark_bench_{uuid.uuid4().hex[:8]}")
             ev.evaluate(kb, kb.root_source(), opts)  # reference timing first
             results["load_inline"] = run(ev, kb, [src], opts)
+        if ev.hardware_info().get("is_gpu"):
+            print("Hung kernel (a Triton kernel that never ends):", flush=True)
+            big = load_task(ROOT / "tests" / "data" / "evaluator" / "gpu_big_task.py")
+            ev.evaluate(big, big.root_source(), opts)
+            hang = (ROOT / "tests" / "data" / "attacks" / "gpu_hang_kernel.py").read_text()
+            results["hang"] = run(ev, big, [hang], opts)
+            results["after_hang"] = run(ev, big, [(ROOT / "tests" / "data" / "evaluator" / "good_big.py").read_text()], opts)
+        print("Slow mix (every other candidate far slower than the reference):", flush=True)
+        mix = [s for pair in zip(triton_variants(args.n), slow_variants(args.n)) for s in pair]
+        t0 = time.perf_counter()
+        results["slow_mix"] = run(ev, triton_task, mix, opts)
+        results["slow_mix_per_minute"] = len(mix) / ((time.perf_counter() - t0) / 60.0)
         for key, path in (("repeat", TASKS / "axpy_triton.py"), ("repeat_softmax", ROOT / "samples" / "triton" / "softmax.py")):
             task = load_task(path)
             print(f"Repeat spread (same candidate x{args.repeat}): {path.name}", flush=True)
@@ -107,8 +144,18 @@ def main() -> int:
         rows = [r for r in results.get(key, []) if r["status"] == "ok"]
         if rows:
             secs = [r["seconds"] for r in rows]
-            print(f"{key:14s} {len(rows):3d} {statistics.median(secs):9.2f} {min(secs):7.2f} {max(secs):7.2f}")
+            over = [r["overhead_ms"] for r in rows if r.get("overhead_ms") is not None]
+            print(f"{key:14s} {len(rows):3d} {statistics.median(secs):9.2f} {min(secs):7.2f} {max(secs):7.2f}"
+                  + (f"   judge-clock overhead per call {statistics.median(over):.3f} ms" if over else ""))
             results[f"{key}_median_s"] = statistics.median(secs)
+    if results.get("hang"):
+        h, a = results["hang"][0], results.get("after_hang", [{}])[0]
+        print(f"hung kernel: {h['status']} after {h['seconds']:.1f} s ({h['message']}); next verdict {a.get('status')} "
+              f"in {a.get('seconds', 0):.1f} s")
+    if results.get("slow_mix"):
+        cut = [r for r in results["slow_mix"] if r.get("reps") is not None and r["reps"] <= 3]
+        print(f"slow mix: {results['slow_mix_per_minute']:.1f} candidates per minute; {len(cut)} of "
+              f"{len(results['slow_mix'])} cut after a few calls")
     for key in ("repeat", "repeat_softmax"):
         meds = [r["median_ms"] for r in results[key] if r["median_ms"]]
         if meds:

@@ -4,16 +4,22 @@
 # kernels run under the Triton interpreter. Idempotent.
 #   scripts/setup.sh            # Python side
 #   STARK_SETUP_EDITORS=1 scripts/setup.sh   # also Neovim (for the Neovim test)
+# Node 24 and code-server (the VS Code client's tests) are installed by scripts/test.sh
+# through scripts/tools.sh, into a user cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
-# torch: keep one that is already there (a CUDA build on a GPU machine); else the CPU build.
-python -c "import torch" 2>/dev/null || python -m pip install -q torch==2.13.0
-python -m pip install -q triton -e '.[test]'
-if [ "${STARK_SETUP_RAY:-0}" = 1 ]; then python -m pip install -q -e '.[ray]'; fi
+# every version comes from scripts/constraints.txt (one place; CI installs exactly these)
+PIN=(-c scripts/constraints.txt)
+python -m pip install -q "${PIN[@]}" pip
+# torch and triton: keep ones that are already there (a CUDA build on a GPU machine, with the
+# triton it was built for); else the pinned ones (the CPU build of torch without a GPU).
+python -c "import torch" 2>/dev/null || python -m pip install -q "${PIN[@]}" torch
+python -c "import triton" 2>/dev/null || python -m pip install -q "${PIN[@]}" triton
+python -m pip install -q "${PIN[@]}" -e '.[test]'
+if [ "${STARK_SETUP_RAY:-0}" = 1 ]; then python -m pip install -q "${PIN[@]}" -e '.[ray]'; fi
 if [ "${STARK_SETUP_EDITORS:-0}" = 1 ] && ! command -v nvim >/dev/null; then
   if command -v apt-get >/dev/null; then
     (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null || echo "setup: could not install neovim; its test will be skipped"

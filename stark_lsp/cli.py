@@ -3,13 +3,24 @@
 A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``. Modules are imported lazily, so ``stark --help`` does not
 pay for torch or pygls.
+
+Every command runs under :func:`guarded`: bad input (a ``Refusal``) is one line
+and exit ``USAGE``; an unexpected exception is one line and exit ``INTERNAL``
+(with ``--debug`` or ``STARK_DEBUG=1``, the traceback too). Exit codes:
+``stark_lsp/exit_codes.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from stark_lsp import exit_codes
 
 COMMANDS = {
     "eval": "stark_lsp.commands.eval_cmd",
@@ -33,11 +44,17 @@ def _available() -> dict[str, object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stark", description="STARK-LSP: agents that make GPU kernels faster.")
+    parser = argparse.ArgumentParser(prog="stark", description="STARK-LSP: agents that make GPU kernels faster.",
+                                     epilog="Exit codes: see README.md, 'Exit codes'.")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="print the full traceback of an unexpected error (also STARK_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in _available().items():
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+        # accepted after the command too (stark eval x --debug); SUPPRESS keeps a global --debug
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="print the full traceback of an unexpected error")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -47,12 +64,56 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 2
+        return exit_codes.USAGE
+    debug = bool(args.debug) or os.environ.get("STARK_DEBUG", "") not in ("", "0")
+    return guarded(args._run, args, f"stark {args.command}", debug)
+
+
+def guarded(run: Callable[[argparse.Namespace], int | None], args: argparse.Namespace, prog: str,
+            debug: bool = False) -> int:
+    """Run a command so that no path prints a raw traceback: a refusal is one line
+    and ``USAGE``; anything unexpected is one line and ``INTERNAL`` (the
+    traceback with ``debug``)."""
+    from stark_lsp.commands.refusal import Refusal
+
     try:
-        return int(args._run(args) or 0)
+        return int(run(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+    except Refusal as e:
+        if debug:
+            traceback.print_exc()
+        print(f"{prog}: {e}", file=sys.stderr)
+        return exit_codes.USAGE
+    except BrokenPipeError:  # stark show | head
+        _quiet_stdout()
+        return exit_codes.OK
+    except Exception as e:  # noqa: BLE001 - the guard: one line, never a raw traceback
+        if type(e).__name__ == "EvaluatorUnavailable":
+            if debug:
+                traceback.print_exc()
+            print(f"{prog}: {e}", file=sys.stderr)
+            return exit_codes.EVALUATOR_UNAVAILABLE
+        if debug:
+            traceback.print_exc()
+        where = _where(e)
+        print(f"{prog}: internal error: {type(e).__name__}: {e}{where} (a bug in stark; run again with --debug "
+              f"for the traceback)", file=sys.stderr)
+        return exit_codes.INTERNAL
+
+
+def _where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    return f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

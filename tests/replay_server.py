@@ -6,10 +6,13 @@
 * ``{"content": "...", "finish_reason": "stop", "usage": {...}}``: a chat completion;
 * ``{"status": 429, "headers": {"Retry-After": "0"}, "body": {...}}``: an HTTP error;
 * ``{"raw": "text", "status": 200}``: a body that is not JSON (garbage);
-* ``{"drop": true}``: start a response, then close the socket mid-way.
+* ``{"drop": true}``: start a response, then close the socket mid-way;
+* ``{"hang": true}``: answer nothing until ``release`` is set (or the server stops), then
+  close the connection: a hung endpoint. ``hanging`` counts the requests held right now.
 
-An empty script answers 500. Every request is recorded (path, lower-cased headers, JSON
-body) so tests can check models, temperatures and that no key leaked.
+An empty script asks ``responder(request_body)`` for the entry when one is set, else answers 500. Every request is recorded (path, lower-cased headers, JSON
+body) so tests can check models, temperatures and that no key leaked; ``peak`` is the
+most requests handled at once.
 Recordings of realistic answers live in tests/data/replay/*.json.
 """
 
@@ -37,10 +40,16 @@ def completion(content: str, finish_reason: str = "stop", model: str = "replay-m
 
 
 class ReplayServer:
-    def __init__(self, script: list[dict[str, Any]] | None = None):
+    def __init__(self, script: list[dict[str, Any]] | None = None, responder: Any = None):
         self.script: deque[dict[str, Any]] = deque(script or [])
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self.release = threading.Event()
+        self.hanging = 0
+        self.active = 0
+        self.peak = 0
+        self.closed_hangs = threading.Semaphore(0)  # released once per hung request whose client went away
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -59,7 +68,18 @@ class ReplayServer:
                 with server._lock:
                     server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "raw": raw})
                     entry = server.script.popleft() if server.script else None
-                server._answer(self, entry, body)
+                    server.active += 1
+                    server.peak = max(server.peak, server.active)
+                if entry is None and server.responder is not None and isinstance(body, dict):
+                    entry = server.responder(body)
+                try:
+                    delay = (entry or {}).get("delay_s")
+                    if delay:
+                        server.release.wait(delay)
+                    server._answer(self, entry, body)
+                finally:
+                    with server._lock:
+                        server.active -= 1
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -79,6 +99,7 @@ class ReplayServer:
         return self
 
     def stop(self) -> None:
+        self.release.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -92,6 +113,26 @@ class ReplayServer:
     def _answer(self, h: BaseHTTPRequestHandler, entry: dict[str, Any] | None, request: Any) -> None:
         if entry is None:
             return _send(h, 500, {"error": {"message": "replay script is empty", "type": "server_error"}})
+        if entry.get("hang"):
+            with self._lock:
+                self.hanging += 1
+            h.connection.settimeout(0.05)
+            try:
+                while not self.release.is_set():
+                    try:
+                        if h.connection.recv(1, socket.MSG_PEEK) == b"":  # the client closed its end
+                            self.closed_hangs.release()
+                            break
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        self.closed_hangs.release()
+                        break
+            finally:
+                with self._lock:
+                    self.hanging -= 1
+            h.close_connection = True
+            return None
         if entry.get("drop"):
             h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"id\": \"chat")
             h.wfile.flush()

@@ -24,7 +24,7 @@ from stark_lsp.server.text_edits import apply_text_edits
 from stark_lsp.server.trees import TreeView, tree_view
 
 REPO = Path(__file__).resolve().parents[1]
-FAKE_BACKEND = "stark_lsp.server.fake_backend:FakeBackend"
+FAKE_BACKEND = f"{REPO / 'tests' / 'fake_backend.py'}:FakeBackend"
 TEST_SETTINGS = {"budget": 3, "concurrency": 1, "seed": 0}
 
 TRITON_KERNEL = '''"""Vector add with a ReLU, one program per block."""
@@ -129,6 +129,9 @@ def make_client() -> LanguageClient:
     client.texts = {}  # uri -> [version, text]
     client.applied_edits = []
     client.tree_changes = []
+    client.searches = []  # every stark/searches notification
+    client.message_requests = []  # window/showMessageRequest: (message, titles)
+    client.answer = None  # the title to answer them with (None: dismissed)
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -138,6 +141,9 @@ def make_client() -> LanguageClient:
                 p = Path(to_fs_path(change.uri))
                 if not p.exists():
                     p.write_text("")
+                continue
+            if isinstance(change, types.RenameFile):
+                Path(to_fs_path(change.old_uri)).rename(to_fs_path(change.new_uri))
                 continue
             if not isinstance(change, types.TextDocumentEdit):
                 return types.ApplyWorkspaceEditResult(applied=False, failure_reason="unsupported change")
@@ -155,6 +161,15 @@ def make_client() -> LanguageClient:
     def tree_changed(params: Any) -> None:
         client.tree_changes.append(params)
 
+    @client.feature("stark/searches")
+    def searches(params: Any) -> None:
+        client.searches.append(plain(params))
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        client.message_requests.append((params.message, [a.title for a in params.actions or []]))
+        return types.MessageActionItem(title=client.answer) if client.answer else None
+
     return client
 
 
@@ -167,11 +182,17 @@ async def start(client: LanguageClient, root: Path, options: dict | None = None)
     await client.initialize_session(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(
-                window=types.WindowClientCapabilities(work_done_progress=True),
+                window=types.WindowClientCapabilities(
+                    work_done_progress=True,
+                    show_document=types.ShowDocumentClientCapabilities(support=True),
+                    show_message=types.ShowMessageRequestClientCapabilities(),
+                ),
                 workspace=types.WorkspaceClientCapabilities(
                     configuration=True, apply_edit=True,
                     workspace_edit=types.WorkspaceEditClientCapabilities(
-                        document_changes=True, resource_operations=[types.ResourceOperationKind.Create]),
+                        document_changes=True,
+                        resource_operations=[types.ResourceOperationKind.Create, types.ResourceOperationKind.Rename]),
+                    file_operations=types.FileOperationClientCapabilities(did_rename=True, did_delete=True),
                 ),
             ),
             root_uri=from_fs_path(str(root)),
@@ -200,6 +221,42 @@ def change_document(client: LanguageClient, uri: str, text: str) -> None:
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
         )
     )
+
+
+def close_document(client: LanguageClient, uri: str) -> None:
+    client.texts.pop(uri, None)
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def rename_files(client: LanguageClient, *pairs: tuple[Path, Path]) -> None:
+    """What VS Code does when files are renamed in its explorer: rename them,
+    tell the server, and move open documents (close the old, open the new)."""
+    for old, new in pairs:
+        old.rename(new)
+    client.workspace_did_rename_files(types.RenameFilesParams(files=[
+        types.FileRename(old_uri=from_fs_path(str(o)), new_uri=from_fs_path(str(n))) for o, n in pairs]))
+    for old, new in pairs:
+        if from_fs_path(str(old)) in client.texts:
+            close_document(client, from_fs_path(str(old)))
+            language = "cuda-cpp" if new.suffix in (".cu", ".cuh") else "python"
+            open_document(client, new, language)
+
+
+def delete_file(client: LanguageClient, path: Path) -> None:
+    path.unlink()
+    client.workspace_did_delete_files(types.DeleteFilesParams(files=[types.FileDelete(uri=from_fs_path(str(path)))]))
+
+
+def change_lines(client: LanguageClient, uri: str, line: int, new_text: str, end_line: int | None = None) -> None:
+    """An incremental change, as editors send them: replace lines [line, end_line) with ``new_text``."""
+    version, text = client.texts[uri]
+    end_line = line if end_line is None else end_line
+    rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=end_line, character=0))
+    new = apply_text_edits(text, [types.TextEdit(range=rng, new_text=new_text)])
+    client.texts[uri] = [version + 1, new]
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
+        content_changes=[types.TextDocumentContentChangePartial(range=rng, text=new_text)]))
 
 
 def save_document(client: LanguageClient, uri: str) -> None:
@@ -264,6 +321,25 @@ def line_of(text: str, needle: str) -> int:
 
 def messages(client: LanguageClient) -> list[str]:
     return [m.message for m in client.messages]
+
+
+def running_uris(client: LanguageClient) -> list[str] | None:
+    """The uris the last stark/searches notification says are being optimized."""
+    if not client.searches:
+        return None
+    return [s["uri"] for s in client.searches[-1]["searches"]]
+
+
+def progress_tokens(client: LanguageClient) -> list[Any]:
+    return list(client.progress_reports)
+
+
+def ends_of(client: LanguageClient, token: Any) -> list[types.WorkDoneProgressEnd]:
+    return [v for v in client.progress_reports.get(token, []) if isinstance(v, types.WorkDoneProgressEnd)]
+
+
+async def node_of(client: LanguageClient, uri: str, kernel: str, node_id: int) -> dict:
+    return plain(await client.protocol.send_request_async("stark/node", {"uri": uri, "kernel": kernel, "id": node_id}))
 
 
 def plain(obj: Any) -> Any:

@@ -41,20 +41,22 @@ def fakes(monkeypatch):
         evaluators.append(FlakyEvaluator())
         return evaluators[-1]
 
-    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
-    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
     return evaluators
 
 
 def test_dry_run_prints_the_plan_and_evaluates_nothing(fakes, capsys, tmp_path):
     code = main(["bench", str(ROOT / "samples"), "--policies", "stark,greedy", "--budget", "3", "--repeat", "2",
-                 "--dry-run", "--out", str(tmp_path / "out")])
+                 "--dry-run", "--out", str(tmp_path / "out"), "--device", "cpu"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert fakes == [] and not (tmp_path / "out").exists()
     assert "17 task(s):" in out and "triton/matmul" in out and "cuda/layernorm" in out
     assert "relu_inline_new.py: relu_inline_new.py: not a task" in out
-    assert "68 run(s), at most 204 attempts" in out and "seeds 0..1" in out
+    # the 7 CUDA tasks cannot run on the CPU: listed, not planned
+    assert len([l for l in out.splitlines() if "skipped on this machine: needs an NVIDIA GPU" in l]) == 7
+    assert "40 run(s), at most 120 attempts" in out and "seeds 0..1" in out
 
 
 def test_dry_run_fails_on_a_broken_harness(fakes, capsys, tmp_path):
@@ -93,7 +95,7 @@ def test_a_failing_task_never_stops_the_bench(fakes, capsys, tmp_path):
     assert len((out / "runs.jsonl").read_text().splitlines()) == 8
     assert "<svg" in (out / "bench.html").read_text()
     printed = capsys.readouterr().out
-    assert "geomean x eager" in printed and "b_fine" in printed
+    assert "geomean × eager" in printed and "b_fine" in printed
 
 
 def test_reports_are_written_after_every_run_and_resume_keeps_them(fakes, monkeypatch, capsys, tmp_path):
@@ -206,8 +208,8 @@ def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, cap
             made.append(ev)
         return list(made)
 
-    monkeypatch.setattr(bench_cmd, "make_evaluator", make)
-    monkeypatch.setattr(bench_cmd, "make_team", lambda args: FakeTeam())
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     for name in ("a", "b", "c", "d"):

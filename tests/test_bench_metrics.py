@@ -74,7 +74,7 @@ def test_summarize_aggregates_speedups_tokens_and_throughput():
     rs = [rec(speed=2.0, compiled=0.5, wall_s=30.0, evaluated=5, prompt_tokens=100, completion_tokens=10, attempt=3),
           rec(speed=8.0, compiled=2.0, wall_s=30.0, evaluated=7, prompt_tokens=50, completion_tokens=5, attempt=1),
           rec(speed=None, wall_s=60.0, evaluated=0, outcome="error", error="boom")]
-    s = metrics.summarize(rs)
+    s = metrics.summarize_runs(rs)
     assert s["runs"] == 3 and s["errors"] == 1
     assert s["geomean_speedup"] == pytest.approx(4.0)
     assert s["geomean_speedup_vs_compiled"] == pytest.approx(1.0)
@@ -190,10 +190,10 @@ def test_short_names_add_the_folder_only_where_stems_repeat(tmp_path):
 def test_progress_lines():
     p = Progress("t", attempt=2, budget=5, best_speedup=1.5, best_node_id=3, failures=1, correct=1, running=1, done=False)
     line = run_line(2, 8, "a / stark / r0", p, 65.0)
-    assert line.startswith("[3/8] a / stark / r0") and "attempt 2/5" in line and "best 1.50x" in line and "1m05s" in line
+    assert line.startswith("[3/8] a / stark / r0") and "attempt 2/5" in line and "best 1.50× eager" in line and "1m05s" in line
     assert "starting" in run_line(0, 1, "a", None, 0.0)
     done = finished_line(0, 1, "a", rec(speed=2.0, attempt=4, attempts=5, outcome="error", error="EvaluatorFailed: x"))
-    assert "best 2.00x at attempt 4" in done and "error: EvaluatorFailed" in done
+    assert "best 2.00× eager (CPU interpreter, not a GPU timing) at attempt 4" in done and "error: EvaluatorFailed" in done
 
 
 # --- svg, tables, json, html -----------------------------------------------------------
@@ -252,7 +252,7 @@ def test_text_tables_show_policies_and_tasks():
     doc = sample_doc(rs)
     pt = policy_table(doc["summary"]["policies"])
     assert pt.splitlines()[0].split()[:4] == ["policy", "runs", "attempted", "success"]
-    assert "2.00x" in pt and "100%" in pt
+    assert "2.00×" in pt and "100%" in pt
     tt = task_table(doc["summary"]["tasks"])
     assert "0/1" in tt and "1/1" in tt
 

@@ -226,7 +226,7 @@ def test_optimize_cluster_builds_the_cluster_evaluator_and_feeds_every_actor(tmp
         return ev
 
     monkeypatch.setattr(stark_lsp.cluster, "make_evaluator", fake_cluster)
-    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam())
     task = make_fake_task(tmp_path)
     code = cli.main(["optimize", str(task.path), "--cluster", "auto", "--workers", "5", "--budget", "3",
                      "--store", str(tmp_path / "store")])

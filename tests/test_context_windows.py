@@ -62,7 +62,7 @@ def test_node_and_root_in_full_others_as_diffs(task):
     assert by[8].code.startswith("--- #4\n+++ #8")
     assert "-SPEED = 1.5" in by[8].code and "+SPEED = 3.0" in by[8].code
     assert ctx.node_source == fake_source(1.5) and ctx.node_id == 4
-    assert "3.00x" in by[8].summary and "summary of 8" in by[8].summary
+    assert "3.00× eager" in by[8].summary and "summary of 8" in by[8].summary
     assert "```diff" in ctx.rendered and "```python" in ctx.rendered
 
 

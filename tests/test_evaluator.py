@@ -134,7 +134,7 @@ def test_cheat_caching_by_pointer_is_caught(ev):
     r = evaluate(ev, "cheat_cache_pointer.py")
     assert r.status in (Status.CHEAT, Status.INCORRECT)
     if r.status is Status.CHEAT:
-        assert r.cheats[0].kind == "stale_results"
+        assert r.cheats[0].kind == "wrong_while_timed"
 
 
 def test_cheat_try_except_fallback(ev):
@@ -149,11 +149,14 @@ def test_cheat_kernel_never_launched(ev):
     assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched"
 
 
-def test_cheat_patching_the_timer(ev):
+def test_patching_the_public_timer_changes_nothing_measured(ev):
+    """time.perf_counter patched to read 0: the candidate process bound its clocks before the
+    candidate was imported, and the judge times with its own (tests/test_evaluator_attacks.py
+    forges the process's own clocks)."""
     r = evaluate(ev, "cheat_timer.py")
-    assert r.status is Status.CHEAT
-    assert "time.perf_counter" in r.message
-    assert evaluate(ev, "good_torch.py").status is Status.OK  # the patched worker was replaced
+    assert r.status is Status.OK, r.summary()
+    assert r.runtime.candidate.median_ms > 0 and r.runtime.speedup < 100
+    assert evaluate(ev, "good_torch.py").status is Status.OK
 
 
 def test_large_speedup_is_flagged_for_review(ev):

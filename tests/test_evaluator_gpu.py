@@ -34,7 +34,7 @@ def test_honest_candidate_on_a_big_task(ev):
 def test_cheat_work_on_a_side_stream(ev):
     r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "cheat_side_stream.py").read_text(), OPTS)
     assert r.status is Status.CHEAT, r.summary()
-    assert any(c.kind == "side_stream" for c in r.cheats)
+    assert any(c.kind == "untimed_work" for c in r.cheats)
 
 
 def test_out_of_memory_is_a_clean_failure(ev):
@@ -70,3 +70,36 @@ def test_floor_counts_the_bytes_the_task_must_move(ev):
     f = r.runtime.floor
     assert f is not None and f.bytes == 3 * 8192 * 8192 * 4  # two inputs read, one output written
     assert f.flops == 0 and f.bound == "memory"
+
+
+# ---- the trust boundary on the GPU (issue 10) --------------------------------------------
+ATTACKS = ROOT / "tests" / "data" / "attacks"
+
+
+def test_a_hung_gpu_kernel_is_killed_within_30_s_and_the_gpu_serves_the_next(ev):
+    task = load_task(DATA / "gpu_big_task.py")
+    r = ev.evaluate(task, (ATTACKS / "gpu_hang_kernel.py").read_text(), OPTS)
+    assert r.status is Status.TIMEOUT, r.summary()
+    limit = float(r.message.split("(")[-1].split(" s)")[0])
+    assert limit <= 30.0, r.message
+    print(f"hung kernel: {r.message}; evaluation took {r.seconds:.1f} s")
+    assert ev.evaluate(task, (DATA / "good_big.py").read_text(), OPTS).status is Status.OK
+
+
+def test_a_kernel_named_like_pytorchs_must_really_launch(ev):
+    r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (ATTACKS / "gpu_elementwise_fallback.py").read_text(), OPTS)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
+
+
+def test_resources_name_only_the_candidates_own_kernels(ev):
+    task = load_task(DATA / "gpu_big_task.py")
+    first = ev.evaluate(task, (DATA / "good_triton.py").read_text(), OPTS)
+    assert first.status is Status.OK, first.summary()
+    r = ev.evaluate(task, (ATTACKS / "gpu_two_kernels.py").read_text(), OPTS)
+    assert r.status is Status.OK, r.summary()
+    assert r.resources and {k.kernel for k in r.resources} <= {"scale2", "add_into"}, r.resources
+
+
+def test_the_sandbox_keeps_the_gpu(ev):
+    hw = ev.hardware_info()
+    assert hw["is_gpu"] and "no sandbox" not in hw["sandbox"] and hw["sandbox"] != "none", hw

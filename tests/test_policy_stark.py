@@ -64,17 +64,35 @@ def test_the_root_takes_at_most_n_root_children_in_flight_ones_included():
     assert sel.node_id in {2, 3, 4, 5} and not sel.fallback
 
 
-def test_a_node_with_more_than_n_child_children_all_failed_is_pruned():
+def test_a_node_takes_at_most_n_child_children_in_flight_ones_included():
     base = [mk(1, speedup=1.0), mk(2, 1, speedup=2.0)]
-    three = [mk(i, 2, status="compile_error", kind=DEBUG) for i in (3, 4, 5)]
     pol = StarkPolicy(epsilon=0.0, n_child=3)
-    assert pol.select(base + three, random.Random(0)).node_id == 2  # 3 failures: still selectable
-    four = three + [mk(6, 2, status=AGENT_ERROR)]
-    assert pol.select(base + four, random.Random(0)).node_id != 2  # 4 failures: pruned
-    mixed = three + [mk(6, 2, speedup=0.5)]
-    assert pol.select(base + mixed, random.Random(0)).node_id == 2  # one success: not pruned
-    pending = three + [mk(6, 2, status=RUNNING, speedup=None)]
-    assert pol.select(base + pending, random.Random(0)).node_id == 2  # in flight is not a failure
+    two = [mk(3, 2, speedup=0.5), mk(4, 2, status="incorrect")]
+    assert pol.select(base + two, random.Random(0)).node_id == 2  # 2 children: room for one more
+    three = two + [mk(5, 2, speedup=0.7)]
+    sel = pol.select(base + three, random.Random(0))
+    assert sel.node_id != 2 and not sel.fallback  # full, though one child is correct
+    pending = two + [mk(5, 2, status=RUNNING, speedup=None)]
+    assert pol.select(base + pending, random.Random(0)).node_id != 2  # an attempt in flight counts
+    abandoned = two + [mk(5, 2, status="abandoned", speedup=None)]
+    assert pol.select(base + abandoned, random.Random(0)).node_id == 2  # an abandoned one does not
+    assert StarkPolicy(epsilon=0.0, n_child=4).select(base + three, random.Random(0)).node_id == 2
+
+
+def test_a_full_node_whose_children_all_failed_is_pruned_from_the_fallbacks():
+    # node 2 (3x) has three failed children; node 3 (2x) three children, one correct; the root is full
+    nodes = [mk(1, speedup=1.0), mk(2, 1, speedup=3.0), mk(3, 1, speedup=2.0)]
+    nodes += [mk(i, 1, status=AGENT_ERROR) for i in (4, 5, 6)]
+    nodes += [mk(i, 2, status="compile_error", kind=DEBUG) for i in (7, 8, 9)]
+    nodes += [mk(10, 3, speedup=0.5), mk(11, 3, status=AGENT_ERROR), mk(12, 3, status=AGENT_ERROR)]
+    # every leaf that could be expanded is full of failures
+    nodes += [mk(200 + 10 * i + j, i, status=AGENT_ERROR, kind=DEBUG) for i in (7, 8, 9, 10) for j in range(3)]
+    pol = StarkPolicy(epsilon=0.0, n_root=5, n_child=3)
+    view_sel = pol.select(nodes, random.Random(0))
+    assert view_sel.fallback and view_sel.node_id == 3  # 2 is the best, but a dead end
+    from stark_lsp.search.policies import TreeView
+    view = TreeView(nodes)
+    assert view.pruned(view.nodes[2], 3) and not view.pruned(view.nodes[3], 3)
 
 
 def test_everything_pruned_falls_back_to_the_best_node_and_says_so():

@@ -43,12 +43,12 @@ def test_profile_line_with_resources_floor_and_ncu():
                   peak_tflops=None, bound="memory")
     node = _ok_node(floor, ProfileReport(ok=True, kernels=[KP]).to_dict())
     assert node_profile(node) == ("entry_kernel: 32 regs, 0 B smem, spills 0 st / 0 ld"
-                                  " | 3.1x above the memory floor (0.12 ms, memory-bound) | " + NCU_LINE)
+                                  " | 3.10× the memory floor (0.12 ms, memory-bound) | " + NCU_LINE)
     compute = Floor(bytes=1, flops=10, memory_floor_ms=0.01, compute_floor_ms=0.2, bandwidth_gbs=1.0,
                     peak_tflops=900.0, bound="compute")
-    assert floor_text(_ok_node(compute)) == "1.9x above the compute floor (0.2 ms, compute-bound)"
+    assert floor_text(_ok_node(compute)) == "1.86× the compute floor (0.2 ms, compute-bound)"
     # the floor as a plain dict (a result stored before Floor was a dataclass), and absent
-    assert floor_text(_ok_node({"memory_floor_ms": 0.12, "compute_floor_ms": 0.0, "bound": "memory"})).startswith("3.1x")
+    assert floor_text(_ok_node({"memory_floor_ms": 0.12, "compute_floor_ms": 0.0, "bound": "memory"})).startswith("3.10× the memory floor")
     assert floor_text(_ok_node(None)) == "" and ncu_text(_ok_node(None)) == ""
     assert node_profile(_ok_node(None)) == "entry_kernel: 32 regs, 0 B smem, spills 0 st / 0 ld"
 

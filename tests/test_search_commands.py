@@ -23,8 +23,8 @@ def ws(tmp_path, monkeypatch):
     sub = tmp_path / "kernels"
     sub.mkdir()
     monkeypatch.chdir(sub)  # the store goes to the workspace root, not the cwd
-    monkeypatch.setattr(optimize_cmd, "make_evaluator", lambda args: FakeEvaluator())
-    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(fail_rate=0.3))
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(fail_rate=0.3))
     task = make_fake_task(sub)
     return tmp_path, task
 
@@ -51,15 +51,21 @@ def test_optimize_out_and_resume(ws, capsys, tmp_path):
     store = TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True)
     assert sorted(n.attempt for n in store.nodes(task.task_id()) if n.parent_id) == [1, 2, 3, 4]
     assert out_file.read_text() == store.best(task.task_id()).source
-    assert cli.main(["optimize", str(task.path), "--budget", "1", "--fresh", "--out", str(out_file)]) == 0
+    kept = out_file.read_text()
+    # the fresh tree's one attempt (0.95x, seed 0) does not beat the kernel: exit 3, the file is left alone
+    assert cli.main(["optimize", str(task.path), "--budget", "1", "--fresh", "--out", str(out_file)]) == 3
     assert len(store.nodes(task.task_id())) == 2
+    assert out_file.read_text() == kept
+    archived = store.nodes(task.task_id() + "~1")  # --fresh archives the old tree, never deletes it
+    assert len(archived) == 5 and any(n.source == kept for n in archived)
+    assert "kept as" in capsys.readouterr().err
 
 
 def test_optimize_with_no_correct_node_writes_nothing(ws, capsys, monkeypatch, tmp_path):
     root, _ = ws
     task = make_fake_task(tmp_path / "kernels", status="incorrect", name="bad")
-    monkeypatch.setattr(optimize_cmd, "make_team", lambda args: FakeTeam(debug_fixes=False))
-    assert cli.main(["optimize", str(task.path), "--budget", "2", "--store", str(tmp_path / "st")]) == 1
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(debug_fixes=False))
+    assert cli.main(["optimize", str(task.path), "--budget", "2", "--store", str(tmp_path / "st")]) == 3
     assert "nothing written" in capsys.readouterr().out
     assert not task.path.with_name("bad.best.py").exists()
 
@@ -81,7 +87,7 @@ def test_show_prints_the_tree_and_json(ws, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("k.py (triton): 3 attempts")
-    assert lines[1].startswith("#1 root [ok] 1.00x") and all(l.startswith("  ") for l in lines[2:])
+    assert lines[1].startswith("#1 root [ok] 1.00× eager") and all(l.startswith("  ") for l in lines[2:])
     assert cli.main(["show", str(task.path), "--json", "--sources"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["task_id"] == task.task_id() and len(data["nodes"]) == 4
@@ -91,10 +97,10 @@ def test_show_prints_the_tree_and_json(ws, capsys):
 
 def test_show_without_a_tree(ws, capsys):
     root, task = ws
-    assert cli.main(["show", str(task.path)]) == 1
-    assert "no tree store" in capsys.readouterr().err
+    assert cli.main(["show", str(task.path)]) == 2
+    assert "no search store at" in capsys.readouterr().err
     TreeStore.open(root / ".stark" / "tree.sqlite").close()
-    assert cli.main(["show", str(task.path)]) == 1
+    assert cli.main(["show", str(task.path)]) == 2
     assert "no search tree for k.py" in capsys.readouterr().err
 
 
@@ -108,9 +114,10 @@ def test_export_a_node_and_the_best(ws, capsys, tmp_path):
     assert cli.main(["export", str(task.path), "best", "-o", str(target)]) == 0
     store = TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True)
     assert target.read_text() == store.best(task.task_id()).source
-    assert cli.main(["export", str(task.path), "999"]) == 1
-    assert cli.main(["export", str(task.path), "x"]) == 1
-    assert "no node x" in capsys.readouterr().err
+    assert cli.main(["export", str(task.path), "999"]) == 2
+    assert "no node 999" in capsys.readouterr().err
+    assert cli.main(["export", str(task.path), "x"]) == 2
+    assert "NODE_ID 'x'" in capsys.readouterr().err
 
 
 SCRIPT = """
@@ -119,8 +126,8 @@ sys.path.insert(0, {tests!r})
 from fakes import FakeEvaluator, FakeTeam
 from stark_lsp import cli
 from stark_lsp.commands import optimize_cmd
-optimize_cmd.make_evaluator = lambda args: FakeEvaluator(delay=0.3)
-optimize_cmd.make_team = lambda args: FakeTeam()
+optimize_cmd.evaluator_from_args = lambda args: FakeEvaluator(delay=0.3)
+optimize_cmd.team_from_args = lambda args: FakeTeam()
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -161,6 +168,6 @@ def test_optimize_without_a_usable_team(ws, capsys, monkeypatch):
     def no_team(args):
         raise AgentError("unknown team 'x'")
 
-    monkeypatch.setattr(optimize_cmd, "make_team", no_team)
+    monkeypatch.setattr(optimize_cmd, "team_from_args", no_team)
     assert cli.main(["optimize", str(task.path)]) == 2
     assert "no agent team: unknown team 'x'" in capsys.readouterr().err

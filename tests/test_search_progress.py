@@ -12,18 +12,27 @@ def prog(attempt, done=False, best=None, message=""):
 
 def test_progress_line_leads_with_the_speedup_against_the_users_kernel():
     p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002)
-    assert "best 3.00x yours, 0.006x eager (#3)" in format_progress(p)
+    assert "best 3.00× your kernel, 0.0060× eager (#3)" in format_progress(p)
+    p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002, best_vs_yours=2.5, cpu=True)
+    assert "best 2.50× your kernel, 0.0060× eager (CPU interpreter, not a GPU timing) (#3)" in format_progress(p)
+
+
+def test_progress_line_never_shows_the_kernelbench_reference_as_a_result():
+    p = Progress("t", 1, 30, 3.18, 1, 0, 1, 0, False, "", root_speedup=3.18, best_is_root=True,
+                 best_is_reference=True, cpu=True)
+    assert "best your kernel, the reference itself (1.00× eager) (#1)" in format_progress(p)
+    assert "3.18" not in format_progress(p)
 
 
 def test_table_has_both_speedups():
     rows = table(nodes(), best_id=2).splitlines()
-    assert "x yours" in rows[0] and "x eager" in rows[0]
-    assert rows[2].split()[5:7] == ["2.00x", "2.00x"]  # 2.0 ms -> 1.0 ms; 2.0x the reference
+    assert "× yours" in rows[0] and "× eager" in rows[0]
+    assert rows[2].split()[5:7] == ["2.00×", "2.00×"]  # 2.0 ms -> 1.0 ms; 2.0x the reference
 
 
 def test_progress_line_has_attempts_best_and_failures():
     assert format_progress(prog(4, best=1.5, message="hi")) == (
-        "attempt 4/30  best 1.50x (#3)  correct 3  failed 1  running 2  | hi")
+        "attempt 4/30  best 1.50× eager (#3)  correct 3  failed 1  running 2  | hi")
     assert "best -" in format_progress(prog(1))
 
 
@@ -72,3 +81,26 @@ def test_node_dict_leaves_sources_out_unless_asked():
     n.source = "code"
     assert "source" not in node_dict(n)
     assert node_dict(n, with_source=True)["source"] == "code"
+
+
+def test_a_kernelbench_reference_root_is_the_baseline_not_a_result():
+    from stark_lsp.evaluate.result import EvalResult, Runtime, Status, Timing
+    from stark_lsp.tasks.spec import KERNELBENCH_STUB
+
+    t = Timing(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 5)
+    cpu = EvalResult(Status.OK, runtime=Runtime("cpu", False, t, t, 3.18))
+    root = Node(1, "t", None, ROOT, "ok", speedup=3.18, runtime_ms=2.0, source="class Model: ..." + KERNELBENCH_STUB,
+                result=cpu)
+    child = Node(2, "t", 1, PLAN_CODE, "ok", attempt=1, speedup=0.004, runtime_ms=1.0, source="x", result=cpu)
+    assert root.is_reference_itself and not child.is_reference_itself
+    text = table([root, child], best_id=2) + tree([root, child], best_id=2) + root.outcome()
+    assert "3.18" not in text and "the reference itself" in text
+    assert "CPU interpreter, not a GPU timing" in table([root, child]).splitlines()[-1]
+    # against your kernel, when your kernel is the reference: the candidate's own speedup over eager
+    assert table([root, child]).splitlines()[2].split()[5:7] == ["0.0040×", "0.0040×"]
+
+
+def test_a_failures_reason_is_never_cut():
+    reason = "builtin: forward is not one supported op: " + "torch.special.zeta(x, y) " * 8
+    n = Node(2, "t", 1, PLAN_CODE, "agent_error", attempt=1, error=reason)
+    assert reason.strip() in " ".join(table([nodes()[0], n]).split())

@@ -17,6 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.server_fixtures import (
     CUDA_HARNESS,
+    change_document,
     CUDA_KERNEL,
     REPO,
     TRITON_HARNESS,
@@ -29,6 +30,7 @@ from tests.server_fixtures import (
     line_of,
     make_client,
     messages,
+    node_of,
     open_document,
     run_action,
     save_document,
@@ -52,7 +54,7 @@ def diags_with(client, uri, code):
     return [d for d in client.diagnostics.get(uri, []) if d.code == code]
 
 
-async def test_missing_harness_diagnostic_and_quick_fix(client: LanguageClient):
+async def test_harness_quick_fix_opens_it_then_fill_then_optimize(client: LanguageClient):
     (client.root / "add_relu.py").write_text(TRITON_KERNEL)
     uri = open_document(client, client.root / "add_relu.py", "python")
     kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
@@ -67,23 +69,42 @@ async def test_missing_harness_diagnostic_and_quick_fix(client: LanguageClient):
     assert "error" in await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="stark.optimize", arguments=[uri, "add_relu_kernel"]))
 
+    # the quick fix writes the harness and opens it where reference() is to be written
     result = await run_action(client, fix)
     harness = client.root / "add_relu.harness.py"
-    assert result["created"] == from_fs_path(str(harness))
-    (edit,) = client.applied_edits
-    create, fill = edit.document_changes
-    assert isinstance(create, types.CreateFile) and not create.options.overwrite
-    assert isinstance(fill, types.TextDocumentEdit)
+    huri = from_fs_path(str(harness))
+    assert result == {"created": huri, "shown": True}
     text = harness.read_text()
     assert "def run(mod, x, y):\n    return mod.add_relu(x, y)" in text
+    (shown,) = client.shown_documents
+    raise_line = line_of(text, "raise NotImplementedError")
+    assert shown.uri == huri and shown.take_focus and shown.selection.start.line == raise_line
 
-    # the user writes the reference and saves: the diagnostic goes away
-    harness.write_text(text.replace('raise NotImplementedError("write the PyTorch reference for add_relu in this harness")',
-                                    "return torch.relu(x + y)"))
-    huri = open_document(client, harness, "python")
-    save_document(client, huri)
-    await wait_until(lambda: not diags_with(client, uri, "missing-harness"), "the diagnostic to clear")
-    assert [a.title for a in await code_actions(client, uri, kline)] == ["Optimize kernel add_relu_kernel"]
+    # until reference() is written: "fill in reference()" on the kernel and on the harness, no search
+    (u,) = await wait_until(lambda: diags_with(client, uri, "unfilled-harness"), "the fill-in diagnostic")
+    assert u.message.startswith("fill in reference() in add_relu.harness.py") and u.range.start.line == kline
+    (h,) = await wait_until(lambda: client.diagnostics.get(huri), "the diagnostic on the harness itself")
+    assert h.range.start.line == raise_line and "write reference() here" in h.message
+    refused = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.optimize", arguments=[uri, "add_relu_kernel"]))
+    assert "fill in reference()" in refused["error"]
+    (fill,) = await code_actions(client, uri, kline)
+    assert fill.title == "Fill in add_relu.harness.py"
+    assert (await run_action(client, fill))["shown"] is True and client.shown_documents[-1].uri == huri
+
+    # the user writes the reference and saves: the diagnostics go, "Optimize" comes, and it runs
+    filled = text.replace('raise NotImplementedError("write the PyTorch reference for add_relu in this harness")',
+                          "return torch.relu(x + y)")
+    harness.write_text(filled)
+    hdoc = open_document(client, harness, "python")
+    save_document(client, hdoc)
+    await wait_until(lambda: not diags_with(client, uri, "unfilled-harness"), "the diagnostic to clear")
+    await wait_until(lambda: list(client.diagnostics.get(huri, [None])) == [], "the harness diagnostic to clear")
+    (opt,) = await code_actions(client, uri, kline)
+    assert opt.title == "Optimize kernel add_relu_kernel"
+    assert (await run_action(client, opt))["started"] is True
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to end")
+    assert end.message.startswith("done: 3 attempts")
 
 
 MARKED = TRITON_KERNEL.replace(
@@ -109,6 +130,7 @@ async def test_marker_is_implemented_evaluated_and_applied(client: LanguageClien
     tree = await get_tree(client, uri, "add_relu_kernel")
     node = next(n for n in tree["nodes"] if n["summary"].startswith("marker st:"))
     assert node["parent"] == tree["nodes"][0]["id"] and node["status"] == "ok"
+    node = await node_of(client, uri, "add_relu_kernel", node["id"])
     assert "@stark" not in node["source"] and "variant 0: store with a cache hint" in node["source"]
 
     apply = next(a for a in await code_actions(client, uri, mline) if a.title.startswith(f"Apply candidate #{node['id']}")
@@ -138,14 +160,14 @@ async def test_crashed_evaluator_and_dead_endpoint_leave_a_working_server(client
     await run_action(client, (await code_actions(client, uri, kline))[0])
     (end,) = await wait_until(lambda: ended_progress(client), "the crashed search to end")
     assert end.message.startswith("stopped by an error")
-    assert any("optimizing add_relu_kernel stopped" in m and "evaluator" in m for m in messages(client))
+    assert any(m.startswith("optimizing add_relu_kernel: stopped by an error") and "evaluator" in m for m in messages(client))
 
     uri = open_document(client, client.root / "down.py", "python")
     await run_action(client, (await code_actions(client, uri, kline))[0])
     await wait_until(lambda: ended_progress(client, 2), "the second search to end")
     tree = await get_tree(client, uri, "add_relu_kernel")
     assert [n["status"] for n in tree["nodes"][1:]] == ["agent_error"] * 3
-    assert "connection refused" in tree["nodes"][1]["error"]
+    assert "connection refused" in (await node_of(client, uri, "add_relu_kernel", tree["nodes"][1]["id"]))["error"]
     assert "agent error" in await hover_text(client, uri, kline)
     # still alive and consistent: a new search can start
     assert (await run_action(client, (await code_actions(client, uri, kline))[0]))["started"] is True
@@ -155,7 +177,7 @@ SEARCH_SCRIPT = textwrap.dedent('''
     import sys
     from pathlib import Path
     from stark_lsp.search import Search, SearchConfig, TreeStore
-    from stark_lsp.server.fake_backend import FakeEvaluator, fake_team
+    from tests.fake_backend import FakeEvaluator, fake_team
     from stark_lsp.tasks.spec import load_task
 
     root = Path(sys.argv[1])
@@ -176,13 +198,14 @@ async def test_a_search_from_a_terminal_updates_the_editor(client: LanguageClien
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     await wait_until(lambda: diags_with(client, uri, "best-speedup"), "diagnostics from the outside search")
-    assert any(p.uri == uri and p.kernel == "add_relu_kernel" for p in client.tree_changes)
+    await wait_until(lambda: any(p.uri == uri and p.kernel == "add_relu_kernel" for p in client.tree_changes),
+                     "stark/treeChanged")
     tree = await get_tree(client, uri, "add_relu_kernel")
     assert len(tree["nodes"]) == 4 and not tree["running"]
     assert "3 attempts" in await hover_text(client, uri, kline)
 
 
-async def test_cuda_root_failure_is_shown_on_the_compiler_line(client: LanguageClient):
+async def test_a_kernel_that_does_not_build_starts_no_search_and_its_fix_clears_the_error(client: LanguageClient):
     broken = CUDA_KERNEL.replace("    if (i < n) y[i] = a * x[i];\n", "    STARK_BROKEN;\n    if (i < n) y[i] = a * x[i];\n")
     (client.root / "scale.cu").write_text(broken)
     (client.root / "scale.harness.py").write_text(CUDA_HARNESS)
@@ -190,13 +213,23 @@ async def test_cuda_root_failure_is_shown_on_the_compiler_line(client: LanguageC
     kline = line_of(broken, "__global__")
     assert [a.title for a in await code_actions(client, uri, kline + 1)] == ["Optimize kernel scale_kernel"]
     await run_action(client, (await code_actions(client, uri, kline))[0])
-    await wait_until(lambda: ended_progress(client), "the search to end")
+    (end,) = await wait_until(lambda: ended_progress(client), "the check to end")
+    assert end.message.startswith("your kernel does not pass (compile error)")
     (w,) = await wait_until(lambda: diags_with(client, uri, "kernel-fails"), "the root failure warning")
     assert w.severity == types.DiagnosticSeverity.Warning
     assert w.range.start.line == line_of(broken, "STARK_BROKEN")
     assert "compile error" in w.message and "STARK_BROKEN is undefined" in w.message
     tree = await get_tree(client, uri, "scale_kernel")
-    assert any(n["kind"] == "debug" and n["status"] == "ok" for n in tree["nodes"])  # the fake debugger fixed it
+    assert [n["kind"] for n in tree["nodes"]] == ["root"]  # no attempt was spent on it
+    assert any("no search was started" in m for m in messages(client))
+
+    # the user fixes the line: the error goes at once; saved and optimized, the search runs
+    change_document(client, uri, CUDA_KERNEL)
+    await wait_until(lambda: not diags_with(client, uri, "kernel-fails"), "the warning to clear")
+    save_document(client, uri)
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    ends = await wait_until(lambda: ended_progress(client, 2), "the search to end")
+    assert ends[1].message.startswith("done: 3 attempts")
 
 
 LOG = Path(tempfile.mkdtemp(prefix="stark-serve-log-")) / "server.log"
@@ -226,3 +259,32 @@ async def test_the_api_key_never_reaches_the_log(verbose_client: LanguageClient)
     log = LOG.read_text()
     assert "DEBUG" in log  # verbose logging was on
     assert SECRET not in log and "another-secret-key" not in log
+
+
+@pytest_lsp.fixture(config=config())
+async def key_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    (root / "add_relu.py").write_text(TRITON_KERNEL)
+    (root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    lsp_client.root = root
+    await start(lsp_client, root, {"apiKey": SECRET, "llm": "openai", "baseUrl": "http://llm.example/v1"})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_api_key_is_not_sent_to_a_changed_endpoint_without_asking(key_client: LanguageClient):
+    client = key_client
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://elsewhere.example/v1"}}))
+    (opt,) = await code_actions(client, uri, line_of(TRITON_KERNEL, "def add_relu_kernel"))
+    refused = await run_action(client, opt)
+    ((question, choices),) = client.message_requests
+    assert "send the API key you gave for http://llm.example/v1 to http://elsewhere.example/v1?" in question
+    assert choices == ["Send it", "Don't send"]
+    assert "not sent" in refused["error"] and SECRET not in refused["error"]
+    client.answer = "Send it"
+    assert (await run_action(client, opt))["started"] is True
+    await wait_until(lambda: ended_progress(client), "the search to end")
+    assert (await run_action(client, opt))["started"] is True  # asked once: the key now goes there
+    assert len(client.message_requests) == 2

@@ -11,15 +11,17 @@ import sys
 
 import pytest
 
+from stark_lsp.server.progress import PHASE_WORKER
 from tests.server_fixtures import FAKE_BACKEND, REPO, TRITON_HARNESS, TRITON_KERNEL, line_of, server_env
 
 NVIM = shutil.which("nvim")
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed (apt-get install -y neovim)")
 
 
-def drive(tmp_path, kernel_file, kernel, line, backend=FAKE_BACKEND, timeout=300):
+def drive(tmp_path, kernel_file, kernel, line, backend=FAKE_BACKEND, timeout=300, **extra):
     out = tmp_path / "nvim-out.json"
     env = server_env(
+        **extra,
         STARK_NVIM_PYTHON=sys.executable,
         STARK_NVIM_BACKEND=backend or "",
         STARK_NVIM_ROOT=str(tmp_path),
@@ -51,17 +53,33 @@ def test_neovim_optimize_hover_apply(tmp_path):
     assert r["optimize"]["started"] is True
     kinds = [p["kind"] for p in r["progress"]]
     assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    assert r["progress"][0]["message"] == PHASE_WORKER and r["progress"][0]["cancellable"] is True
     assert r["progress"][-1]["message"].startswith("done: 3 attempts")
+    # what Neovim itself shows of it (vim.lsp.util.get_progress_messages): the phases, then attempts
+    shown = r["shown"]
+    assert f"Optimizing add_relu_kernel: {PHASE_WORKER}" in shown, shown
+    assert any(line.startswith("Optimizing add_relu_kernel: attempt ") and "× your kernel" in line for line in shown), shown
 
     tree = r["tree"]
     best = next(n for n in tree["nodes"] if n["id"] == tree["best"])
     assert best["parent"] is not None  # the fake root is 1.00×
-    info = [d for d in r["diagnostics"] if "faster" in d["message"]]
+    info = [d for d in r["diagnostics"] if d["message"].startswith("Best candidate")]
     assert len(info) == 1 and info[0]["lnum"] == kline
-    assert f"{best['speedup']:.2f}× faster" in info[0]["message"]
+    gain = r["best_node"]["gain_text"]
+    assert info[0]["message"].startswith(f"Best candidate #{best['id']}: {gain}")
     assert "| baseline | your kernel |" in r["hover"]
 
-    assert f"Apply best candidate ({best['speedup']:.2f}×)" in r["actions_after"]
+    assert f"Apply best candidate: {gain}" in r["actions_after"]
     assert r["apply"]["applied"] is True
-    assert r["buffer"] == best["source"]  # Neovim applied the minimal edits to the buffer
+    assert r["buffer"] == r["best_node"]["source"]  # Neovim applied the minimal edits to the buffer
     assert r["modified"] is True
+
+
+def test_neovim_cancels_a_search_through_progress(tmp_path):
+    (tmp_path / "add_relu.py").write_text(TRITON_KERNEL)
+    (tmp_path / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    r = drive(tmp_path, tmp_path / "add_relu.py", "add_relu_kernel", kline, STARK_NVIM_BUDGET="500",
+              STARK_NVIM_CANCEL="1")
+    assert "cancel sent" in r["steps"]
+    assert r["final"].startswith("cancelled: "), r["final"]

@@ -1,22 +1,31 @@
-"""The server's pure pieces, without LSP: trees, hover tables, diagnostics,
-code actions, apply plans, settings, markers, progress text."""
+"""The server's pure pieces, without LSP: trees, labels, hover tables,
+diagnostics, code actions, apply plans, settings, markers, progress text,
+harness checks, kernel shifting, and the package's import graph."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from types import SimpleNamespace
 
 from lsprotocol import types
 
 from stark_lsp.server.apply_candidate import plan_apply
-from stark_lsp.server.code_actions import MarkerSpan, build_code_actions
-from stark_lsp.server.diagnostics import TaskProblem, build_diagnostics, changed_kernels
+from stark_lsp.server.code_actions import ActionContext, MarkerSpan, build_code_actions
+from stark_lsp.server.diagnostics import MAX_DIAGNOSTICS, TaskProblem, build_diagnostics, changed_kernels
+from stark_lsp.server.documents import line_before_edits, line_edit
+from stark_lsp.server.harness_check import unfilled_functions
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import marker_spans, only_marker, splice_marker
-from stark_lsp.server.progress import final_text, progress_text
+from stark_lsp.server.labels import gain_text
+from stark_lsp.server.progress import PHASE_ROOT, final_text, progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
 from stark_lsp.server.text_edits import apply_text_edits
 from stark_lsp.server.tree_cache import TreeCache
+from stark_lsp.server.tree_json import node_detail, tree_json
+from stark_lsp.server.trees import outcome
 from stark_lsp.tasks.kernels import find_kernels
+from stark_lsp.tasks.spec import KERNELBENCH_STUB
 from tests.server_fixtures import TRITON_KERNEL, failed_node, line_of, make_tree, ok_node
 
 ROOT = TRITON_KERNEL
@@ -40,22 +49,75 @@ def tree():
     return make_tree(*tree_nodes())
 
 
-# -- trees -------------------------------------------------------------------------------
+def nothing_new(id, parent):
+    n = failed_node(id, parent, "", status="compile_error")
+    n.status, n.result, n.source = "agent_error", None, ""
+    n.error = "plan agent: nothing new to try from this node (every tunable value is in the tree)"
+    return n
 
 
-def test_tree_view_best_and_counts():
+def kernelbench_tree():
+    model = "import torch\n\n\nclass Model(torch.nn.Module):\n    pass\n\n\ndef get_inputs():\n    return []\n"
+    root = ok_node(1, None, model.rstrip() + KERNELBENCH_STUB, 1.0, kind="root")
+    return make_tree(root, ok_node(2, 1, model + "\nclass ModelNew(Model):\n    pass\n", 1.8))
+
+
+# -- trees and labels --------------------------------------------------------------------
+
+
+def test_tree_view_best_counts_and_gain_against_your_kernel():
     t = tree()
     assert t.root.id == 1 and t.best.id == 4 and t.best_candidate.id == 4
-    assert t.finished == 4 and t.correct == 3
+    assert t.finished == 4 and t.correct == 3 and t.failed == 1
     assert [n.id for n in t.ranked_candidates()] == [4, 2, 5]
-    j = t.to_json()
-    assert j["best"] == 4 and j["baseline_ms"] == t.root.runtime_ms
-    assert set(j["nodes"][0]) >= {"id", "parent", "kind", "status", "speedup", "runtime_ms", "summary", "source"}
+    assert round(t.gain(t.get(4)), 2) == 2.19  # the two runtimes' ratio: 0.8364 ms / 0.3817 ms
+    assert t.gain(t.root) == 1.0 and t.gain(t.get(3)) is None
+    assert [outcome(t, n) for n in t.nodes] == ["root", "faster", "failed", "faster", "slower"]
+    assert gain_text(t, t.get(4)) == "2.19× your kernel" and gain_text(t, t.root) == "baseline"
 
 
-def test_root_best_means_no_candidate():
-    t = make_tree(ok_node(1, None, ROOT, 2.0, kind="root"), ok_node(2, 1, FAST, 1.5))
-    assert t.best.id == 1 and t.best_candidate is None
+def test_a_kernelbench_reference_is_the_baseline_not_a_speedup():
+    t = kernelbench_tree()
+    assert t.baseline_is_reference and t.gain(t.get(2)) == 1.8
+    assert gain_text(t, t.get(2)) == "1.80× eager"
+    md = hover_markdown("Model", t)
+    assert "| baseline | your Model (eager PyTorch, the reference) | ok |" in md and "× eager" in md
+    assert "1.00×" not in md and "× your kernel" not in md
+
+
+def test_cpu_timings_are_labelled_and_never_exponents():
+    t = make_tree(ok_node(1, None, ROOT, 2.9e-05, kind="root", gpu=False), ok_node(2, 1, FASTER, 1.0e-04, gpu=False))
+    assert gain_text(t, t.get(2)) == "3.45× your kernel (CPU interpreter, not a GPU timing)"
+    md = hover_markdown("k", t)
+    (d,) = build_diagnostics(ROOT, KERNELS, "triton", t, None)
+    for text in (md, d.message, node_detail(t, 2)["eager_text"], node_detail(t, 2)["gain_text"]):
+        assert "e-0" not in text and "0.00×" not in text
+    assert "CPU interpreter timings, not GPU timings" in md
+    assert "CPU interpreter, not a GPU timing" in d.message
+
+
+def test_nothing_new_is_not_a_failed_candidate_and_has_no_diff():
+    t = make_tree(*tree_nodes(), nothing_new(6, 2))
+    assert outcome(t, t.get(6)) == "nothing_new" and t.failed == 1
+    detail = node_detail(t, 6)
+    assert detail["diff"] == "(no candidate: the agent had nothing new to try from #2)"
+    assert not detail["can_apply"] and detail["why_not"] == "no candidate was made"
+    assert "-" not in detail["diff"].split("\n")[0][:1]
+    assert "nothing new to try" in hover_markdown("k", t)
+
+
+def test_tree_json_has_labels_and_no_sources():
+    j = tree_json(tree())
+    assert j["best"] == 4 and j["baseline"] == "your kernel" and j["best_text"] == "best 2.19× your kernel (#4)"
+    node = j["nodes"][3]
+    assert "source" not in node and "error" not in node and node["label"] == "2.19×"
+    assert node["outcome"] == "faster" and j["nodes"][0]["label"] == "baseline"
+    d = node_detail(tree(), 4)
+    assert d["source"] == FASTER and d["can_apply"] and d["diff"].startswith("@@")
+    assert d["gain_text"] == "2.19× your kernel" and d["eager_text"] == "2.41× eager"
+    assert "+    mask = offs < n  # hinted" in d["diff"] and d["diff"].count("\n-") == 2  # against its parent #2
+    assert node_detail(tree(), 1)["why_not"] == "this is your kernel"
+    assert node_detail(tree(), 3)["why_not"] == "only verified candidates can be applied"
 
 
 def test_tree_cache_reports_changes_only():
@@ -63,24 +125,36 @@ def test_tree_cache_reports_changes_only():
     n1 = ok_node(1, None, ROOT, 1.0, kind="root")
     assert cache.put_node("t", n1) is True
     assert cache.put_node("t", n1) is False
-    assert cache.replace("t", [n1, ok_node(2, 1, FAST, 1.5)]) is True
+    assert cache.put_nodes("t", [n1, ok_node(2, 1, FAST, 1.5)]) is True
+    assert cache.replace("t", [n1, ok_node(2, 1, FAST, 1.5)]) is False
     assert cache.get("t").best.id == 2 and cache.get(None) is None
 
 
 # -- hover ------------------------------------------------------------------------------
 
 
-def test_hover_table():
+def test_hover_fits_without_scrolling_best_first():
     md = hover_markdown("add_relu_kernel", tree())
     lines = md.split("\n")
-    assert lines[0] == "**add_relu_kernel**, STARK-LSP"
-    assert "4 attempts, 3 correct; best #4: **2.19× faster than yours** (0.3817 ms)" in md
-    assert "| # | agent | plan | status | runtime | speedup | vs yours |" in lines
-    assert "| baseline | your kernel | the original kernel | ok | 0.8364 ms | 1.10× | 1.00× |" in lines
-    assert "| 1 (#2) | plan + code | bigger \\| blocks | ok | 0.575 ms | 1.60× | 1.45× |" in lines
-    assert "| 3 (#4) ★ | debug | hint | ok | 0.3817 ms | 2.41× | 2.19× |" in lines
-    assert "| 1 (#3) | plan + code | boom | compile error | – | – | – |" in lines
-    assert "harness reference (0.92 ms)" in md and "CPU" not in md
+    assert lines[0] == "**add_relu_kernel** · STARK"
+    assert "4 attempts, 3 correct · best #4: **2.19× your kernel** (0.3817 ms vs 0.8364 ms)" in md
+    assert "| # | plan | status | time | × yours |" in lines
+    rows = [l for l in lines if l.startswith("| ") and not l.startswith("| # |")]
+    assert rows[0] == "| baseline | your kernel | ok | 0.8364 ms | - |"
+    assert rows[1] == "| #4 ★ | hint | ok | 0.3817 ms | 2.19× |"  # the best right under the baseline
+    assert rows[2] == "| #2 | bigger \\| blocks | ok | 0.575 ms | 1.45× |"
+    assert "| #3 | boom | compile error | - | - |" in lines
+    assert "the best is 2.41× eager" in md and "CPU" not in md
+
+
+def test_hover_shows_five_candidates_then_points_to_the_tree():
+    nodes = [ok_node(1, None, ROOT, 1.0, kind="root")] + [
+        ok_node(i, 1, ROOT + str(i), 1 + i / 100, attempt=i) for i in range(2, 23)]
+    md = hover_markdown("k", make_tree(*nodes))
+    rows = [l for l in md.split("\n") if l.startswith("| #") and "★" in l or l.startswith("| #") and "|" in l[3:]]
+    cands = [l for l in md.split("\n") if l.startswith("| #") and not l.startswith("| # |")]
+    assert len(cands) == 5 and cands[0].startswith("| #22 ★") and rows
+    assert "16 more: open the search tree." in md
 
 
 def test_hover_states():
@@ -88,8 +162,8 @@ def test_hover_states():
     md = hover_markdown("k", None, running="attempt 1/3", problem="no harness")
     assert "⚠ no harness" in md and "Optimizing: attempt 1/3" in md and "Not optimized" not in md
     cpu = make_tree(ok_node(1, None, ROOT, 1.0, kind="root", gpu=False))
-    assert "Triton interpreter" in hover_markdown("k", cpu)
-    assert "no candidate beats your kernel yet" in hover_markdown("k", cpu)
+    assert "nothing beats your kernel yet" in hover_markdown("k", cpu)
+    assert "No NVIDIA GPU" in hover_markdown("k", None, note="No NVIDIA GPU here")
 
 
 def test_hover_shows_the_nsight_figures_of_your_kernel_and_the_best():
@@ -112,13 +186,6 @@ def test_hover_shows_the_nsight_figures_of_your_kernel_and_the_best():
     assert "ncu" not in hover_markdown("k", tree())
 
 
-def test_hover_long_trees_are_trimmed():
-    nodes = [ok_node(1, None, ROOT, 1.0, kind="root")] + [ok_node(i, 1, ROOT + str(i), 1 + i / 100, attempt=i) for i in range(2, 60)]
-    md = hover_markdown("k", make_tree(*nodes))
-    rows = [l for l in md.split("\n") if l.startswith("| ") and "(#" in l]
-    assert len(rows) <= 25 and "(#59) ★" in md and "more in the tree view" in md
-
-
 # -- diagnostics --------------------------------------------------------------------------
 
 
@@ -128,39 +195,50 @@ def test_best_speedup_information_on_the_changed_kernel():
     assert d.range.start.line == KLINE and d.range.start.character == len("def ")
     assert d.range.end.character == len("def add_relu_kernel")
     assert d.message.startswith(
-        "2.19× faster than your kernel: 0.3817 ms vs 0.8364 ms, 4 attempts, 3 correct (2.41× the reference)")
+        "Best candidate #4: 2.19× your kernel (0.3817 ms vs 0.8364 ms); 4 attempts, 3 correct; 2.41× eager")
     assert d.data == {"kernel": "add_relu_kernel", "node": 4}
 
 
-def test_cpu_interpreter_and_failed_root_wording():
-    cpu = make_tree(ok_node(1, None, ROOT, 2.9e-05, kind="root", gpu=False), ok_node(2, 1, FASTER, 1.0e-04, gpu=False))
-    (d,) = build_diagnostics(ROOT, KERNELS, "triton", cpu, None)
-    assert d.message.startswith("3.45× faster than your kernel") and "(0.0001× the reference)" in d.message
-    assert "CPU interpreter timing" in d.message
-    assert "| baseline | your kernel |  | ok | 3.172e+04 ms | 2.9e-05× | 1.00× |" in hover_markdown("k", cpu)
+def test_after_apply_the_diagnostic_says_the_candidate_is_in_the_file():
+    (d,) = build_diagnostics(FASTER, KERNELS, "triton", tree(), None)
+    assert d.code == "applied" and d.message.startswith("Candidate #4 is in this file: 2.19× your original kernel")
+    titles_ = [a.title for a in build_code_actions(ActionContext("u", FASTER, KERNELS, tree=tree()))]
+    assert not any(t.startswith("Apply best candidate") for t in titles_)
+
+
+def test_no_correct_root_wording():
     no_root = make_tree(failed_node(1, None, ROOT, kind="root"), ok_node(2, 1, FASTER, 1.5))
-    ds = build_diagnostics(ROOT, KERNELS, "triton", no_root, None)
-    assert ds[0].message.startswith("1.50× the reference: 0.6133 ms vs 0.92 ms, 1 attempts, 1 correct")
-    assert titles(build_code_actions("u", KERNELS, [], no_root, None, None))[1] == "Apply best candidate (1.50× the reference)"
+    ds = build_diagnostics(ROOT + "\n# edited\n", KERNELS, "triton", no_root, None)
+    assert ds[0].message.startswith("Best candidate #2: 1.50× eager (your kernel failed); 1 attempts, 1 correct")
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=no_root))
+    assert titles(acts)[1] == "Apply best candidate: -"  # no figure against a kernel that failed
 
 
 def test_changed_kernels():
-    assert changed_kernels(ROOT, FASTER, "triton") == {"add_relu_kernel"}
-    assert changed_kernels(ROOT, FAST, "triton") == set()  # only the launcher changed
+    assert [k.name for k in changed_kernels(ROOT, FASTER, KERNELS)] == ["add_relu_kernel"]
+    assert changed_kernels(ROOT, FAST, KERNELS) == []  # only the launcher changed
+    two = ROOT + "\n\n@triton.jit\ndef second(x):\n    pass\n"
+    ks = find_kernels(two, "triton")
+    both = two.replace("    mask = offs < n\n", "    mask = offs < n  # a\n").replace("    pass\n", "    return\n")
+    assert [k.name for k in changed_kernels(two, both, ks)] == ["add_relu_kernel", "second"]
+    assert [k.name for k in changed_kernels(two, two.replace("    pass\n", "    return\n"), ks)] == ["second"]
 
 
-def test_root_failure_on_compiler_lines_or_on_names():
+def test_root_failure_on_compiler_lines_and_gone_once_the_file_is_edited():
     t = make_tree(failed_node(1, None, ROOT, lines=(9, 10), kind="root", error="nvcc failed"))
     ds = build_diagnostics(ROOT, KERNELS, "triton", t, None)
     assert [d.range.start.line for d in ds] == [8, 9]
     assert all(d.severity == types.DiagnosticSeverity.Warning and "compile error" in d.message for d in ds)
+    assert all("no search was started" in d.message for d in ds)
     assert ds[0].range.start.character == 4  # after the indentation
-    # the document changed since: the lines may be wrong, so on the kernel name
-    (d,) = build_diagnostics(ROOT + "\n# edited\n", KERNELS, "triton", t, None)
-    assert d.range.start.line == KLINE and "nvcc failed" in d.message
+    # the user edits the kernel: the error describes text that is not there any more
+    assert build_diagnostics(ROOT + "\n# fixed\n", KERNELS, "triton", t, None) == []
+    # without lines: on the kernel names
+    (d,) = build_diagnostics(ROOT, KERNELS, "triton", make_tree(failed_node(1, None, ROOT, kind="root", error="bad")), None)
+    assert d.range.start.line == KLINE and "bad" in d.message
 
 
-def test_missing_harness_error_on_every_kernel():
+def test_missing_harness_error_on_every_kernel_and_capped_with_a_summary():
     two = ROOT + "\n\n@triton.jit\ndef second(x):\n    pass\n"
     ks = find_kernels(two, "triton")
     ds = build_diagnostics(two, ks, "triton", None, TaskProblem("no harness", missing_harness=True))
@@ -168,6 +246,17 @@ def test_missing_harness_error_on_every_kernel():
         ("missing-harness", types.DiagnosticSeverity.Error, "add_relu_kernel"),
         ("missing-harness", types.DiagnosticSeverity.Error, "second"),
     ]
+    many = "".join(f"@triton.jit\ndef k{i}(x):\n    pass\n\n" for i in range(300))
+    ds = build_diagnostics(many, find_kernels(many, "triton"), "triton", None, TaskProblem("no harness", True))
+    assert len(ds) == MAX_DIAGNOSTICS
+    assert ds[-1].code == "more" and f"and {300 - MAX_DIAGNOSTICS} more STARK diagnostics" in ds[-1].message
+
+
+def test_unfilled_harness_and_needs_gpu_problems():
+    (d,) = build_diagnostics(ROOT, KERNELS, "triton", None, TaskProblem("fill in reference()", code="unfilled-harness"))
+    assert d.code == "unfilled-harness" and d.severity == types.DiagnosticSeverity.Error
+    (d,) = build_diagnostics(ROOT, KERNELS, "triton", None, TaskProblem("needs a GPU", code="needs-gpu"))
+    assert d.severity == types.DiagnosticSeverity.Information
 
 
 def test_name_range_counts_utf16():
@@ -185,26 +274,42 @@ def titles(actions):
 
 
 def test_code_actions_for_an_optimized_kernel():
-    acts = build_code_actions("u", KERNELS, [], tree(), None, None)
-    assert titles(acts) == ["Optimize kernel add_relu_kernel", "Apply best candidate (2.19×)", "Apply candidate #2 (1.45×)"]
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=tree()))
+    assert titles(acts) == ["Optimize kernel add_relu_kernel", "Apply best candidate: 2.19× your kernel",
+                            "Apply candidate #2: 1.45× your kernel"]
     assert acts[1].command.command == "stark.applyBest" and acts[1].command.arguments == ["u", "add_relu_kernel"]
-    assert acts[2].command.arguments == ["u", "add_relu_kernel", 2]  # #5 (0.90×) is slower than the root: not offered
+    assert acts[2].command.arguments == ["u", "add_relu_kernel", 2]  # #5 (0.82×) is slower than the root: not offered
+
+
+def test_continue_search_when_the_budget_is_spent():
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=tree(), continue_by=30))
+    assert titles(acts)[0] == "Continue search for add_relu_kernel (+30 attempts)"
+    assert acts[0].command.command == "stark.continueSearch" and acts[0].command.arguments == ["u", "add_relu_kernel", 30]
 
 
 def test_code_actions_while_running_and_for_markers():
     m = MarkerSpan("st", "do it", 3, 5)
-    acts = build_code_actions("u", KERNELS, [m], None, None, "add_relu_kernel")
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, [m], running_kernel="add_relu_kernel"))
     assert titles(acts) == ["Stop optimizing add_relu_kernel", "Implement with the Code agent (marker st)"]
     assert acts[1].command.arguments == ["u", "st"]
-    assert build_code_actions("u", [], [], tree(), None, None) == []
+    assert build_code_actions(ActionContext("u", ROOT, [], tree=tree())) == []
 
 
-def test_quick_fix_for_a_missing_harness():
+def test_quick_fixes_for_a_missing_or_unfilled_harness():
     diag = types.Diagnostic(range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
                             message="m", source="stark", code="missing-harness")
-    (a,) = build_code_actions("u", KERNELS, [], tree(), TaskProblem("m", True), None, [diag], "x.harness.py")
+    (a,) = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=tree(), problem=TaskProblem("m", True),
+                                            diagnostics=[diag], harness_name="x.harness.py"))
     assert a.title == "Create x.harness.py for add_relu_kernel" and a.kind == types.CodeActionKind.QuickFix
     assert a.diagnostics == [diag] and a.command.command == "stark.createHarness"
+    renamed = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("m", True),
+                                               harness_name="new.harness.py", orphan_harness="old.harness.py"))
+    assert titles(renamed) == ["Rename old.harness.py to new.harness.py (the harness of the old name)",
+                               "Create new.harness.py for add_relu_kernel"]
+    assert renamed[0].is_preferred and renamed[0].command.command == "stark.renameHarness"
+    (fill,) = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("f", code="unfilled-harness"),
+                                               harness_name="x.harness.py"))
+    assert fill.title == "Fill in x.harness.py" and fill.command.command == "stark.showHarness"
 
 
 # -- apply plans -------------------------------------------------------------------------------
@@ -287,19 +392,12 @@ def test_api_key_is_a_secret():
     assert key.get() == "sk-abcdefghijklmnopqrstuvwxyz"
     assert "sk-" not in repr(key) and "sk-" not in str(key) and "sk-" not in f"{key}"
     assert not api_key_from({}) and not Secret("")
-
-
-def test_progress_text():
-    p = SimpleNamespace(attempt=2, budget=4, best_speedup=1.5, best_node_id=3, correct=1, failures=1, running=1)
-    assert progress_text(p) == ("attempt 2/4, best 1.50× (#3), 1 correct, 1 failed, 1 running", 50)
-    p.best_speedup = None
-    assert "no correct candidate yet" in progress_text(p)[0]
-    assert final_text(p, "cancelled") == "cancelled: 2 attempts, no correct candidate"
+    # bound to the endpoint it was given for
+    assert key.url is None and api_key_from({"apiKey": "k", "baseUrl": "http://a/v1"}).url == "http://a/v1"
+    assert api_key_from({"stark": {"apiKey": "k", "baseUrl": "http://b/v1"}}).url == "http://b/v1"
 
 
 def test_a_kernelbench_candidate_applies_onto_the_reference_file():
-    from stark_lsp.tasks.spec import KERNELBENCH_STUB
-
     reference = "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n"
     root_src = reference.rstrip() + KERNELBENCH_STUB
     best = reference.rstrip() + "\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n        return x\n"
@@ -309,3 +407,85 @@ def test_a_kernelbench_candidate_applies_onto_the_reference_file():
     edited = apply_text_edits(reference, plan.edit.document_changes[0].edits)
     assert edited == best
     assert plan_apply("file:///m.py", 3, reference + "x = 1\n", t, None).refused
+
+
+# -- progress, harnesses, documents -----------------------------------------------------------------
+
+
+def test_progress_text_phases_then_attempts():
+    assert progress_text(None, None, None) == ("starting the evaluation worker", 0)
+    p = SimpleNamespace(attempt=0, budget=4, correct=0, failures=0, running=0)
+    assert progress_text(p, None, PHASE_ROOT)[0] == PHASE_ROOT
+    p = SimpleNamespace(attempt=2, budget=4, correct=1, failures=1, running=1)
+    assert progress_text(p, tree(), None) == ("attempt 2/4 · best 2.19× your kernel (#4) · 1 correct, 1 failed, 1 running", 50)
+    assert progress_text(p, None, None)[0].startswith("attempt 2/4 · no correct candidate yet")
+    assert progress_text(p, tree(), None, stopping=True)[0] == "stopping: waiting for 1 attempt in flight"
+    assert final_text(p, make_tree(ok_node(1, None, ROOT, 1.0, kind="root")), "cancelled") == \
+        "cancelled: 2 attempts, no correct candidate yet"
+
+
+def test_unfilled_harness_functions():
+    text = ('def get_inputs():\n    return [1]\n\n\ndef reference(x):\n    """doc"""\n'
+            '    raise NotImplementedError("write it")\n\n\ndef run(lib, x):\n    raise NotImplementedError\n')
+    found = unfilled_functions(text)
+    assert [(u.function, u.line) for u in found] == [("reference", 6), ("run", 10)]
+    assert unfilled_functions("def reference(x):\n    return x\n") == []
+    assert unfilled_functions("def reference(:\n") == []
+
+
+def test_lines_map_back_through_edits_until_the_next_analysis():
+    (k,) = find_kernels(ROOT, "triton")
+
+    def change(line0, line1, new):
+        rng = types.Range(start=types.Position(line=line0, character=0), end=types.Position(line=line1, character=0))
+        return line_edit(types.TextDocumentContentChangePartial(range=rng, text=new))
+
+    two_above = [change(0, 0, "# one\n# two\n")]
+    assert line_before_edits(k.name_line + 2, two_above) == k.name_line
+    assert line_before_edits(0, two_above) == 0 and line_before_edits(1, two_above) == 0  # inside: its first line
+    edited = "# one\n# two\n" + ROOT
+    assert find_kernels(edited, "triton")[0].name_line == k.name_line + 2
+    # several edits, in order: a line inserted inside the kernel, two lines deleted above it
+    edits = [change(k.end_line, k.end_line, "    pass\n"), change(1, 3, "")]
+    assert line_before_edits(k.name_line - 2, edits) == k.name_line
+    assert line_before_edits(k.end_line + 1 - 2, edits) == k.end_line  # the inserted line: still the kernel
+    assert line_edit(types.TextDocumentContentChangeWholeDocument(text="x")) is None
+
+
+def test_the_server_package_has_no_import_cycles():
+    pkg = Path(__file__).resolve().parents[1] / "stark_lsp" / "server"
+    graph = {}
+    for f in pkg.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:
+                continue
+            deps |= {m.split(".")[2] for m in mods if m.startswith("stark_lsp.server.") and m.count(".") >= 2}
+        graph[f.stem] = deps & {p.stem for p in pkg.glob("*.py")}
+    seen, stack = set(), []
+
+    def visit(n):
+        assert n not in stack, f"import cycle: {' -> '.join(stack[stack.index(n):] + [n])}"
+        if n in seen:
+            return
+        stack.append(n)
+        for d in graph.get(n, ()):
+            visit(d)
+        stack.pop()
+        seen.add(n)
+
+    for n in graph:
+        visit(n)
+    assert "fake_backend" not in graph  # test doubles live in tests/
+
+
+def test_a_backend_is_named_by_module_or_by_file():
+    from stark_lsp.server.backend import load_backend
+
+    repo = Path(__file__).resolve().parents[1]
+    assert type(load_backend("tests.fake_backend:FakeBackend")).__name__ == "FakeBackend"
+    assert type(load_backend(f"{repo / 'tests' / 'fake_backend.py'}:FakeBackend")).__name__ == "FakeBackend"

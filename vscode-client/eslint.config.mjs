@@ -16,6 +16,11 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs', 'scripts/**/*.js', 'test/e2e/**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', Buffer: 'readonly', document: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly', console: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly',
+        Buffer: 'readonly', document: 'readonly', window: 'readonly',
+      },
+    },
   },
 );

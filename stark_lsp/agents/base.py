@@ -10,7 +10,7 @@ records it as a failed attempt with the reason and carries on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -19,10 +19,22 @@ class AgentError(RuntimeError):
     """An agent could not produce a usable answer (empty, truncated, no code,
     broken marker rules, endpoint down after retries, ...)."""
 
-    def __init__(self, message: str, *, usage: "Usage | None" = None, raw: str = ""):
+    def __init__(self, message: str, *, usage: "Usage | None" = None, raw: str = "",
+                 exchanges: "list[Exchange] | None" = None):
         super().__init__(message)
         self.usage = usage or Usage()
         self.raw = raw  # the raw response, kept for the tree store
+        self.exchanges = list(exchanges or [])  # every turn so far, when the agent kept them (then raw is in them)
+
+
+class AgentsUnavailable(AgentError):
+    """The agents' endpoint cannot serve this search at all (connection refused,
+    401/403, unknown model, nothing answered the first calls): the search stops
+    at once instead of spending its budget on failures."""
+
+
+class AgentCancelled(AgentError):
+    """The search was stopped while an agent waited for its answer."""
 
 
 @dataclass
@@ -75,6 +87,20 @@ class AgentContext:
     hardware: str = ""  # e.g. "NVIDIA H200, 132 SMs" or "CPU (Triton interpreter)"
     seed: int = 0  # per-attempt seed: deterministic agents use it
     seen: frozenset[str] = frozenset()  # source_digest() of every candidate source in the tree (in flight too)
+    # -- what the LLM agents read (stark_lsp.search.context; docs/AGENTS.md) ------------------
+    task_card: str = ""  # reference, inputs/outputs, tolerance, calling convention, timings, floor
+    hardware_card: str = ""  # GPU, SMs, L2, measured bandwidth and peak, compilers, ncu line
+    node_line: str = ""  # the selected node: status, ms, labelled speedups, what it did
+    node_profile: str = ""  # its resources, floor gap and ncu figures
+    parent_line: str = ""  # the selected node's parent in one line ("" for the root)
+    parent_diff: str = ""  # Debug: the parent version -> the failing source, as a diff
+    window_entries: list[Any] = field(default_factory=list)  # search.windows.WindowEntry, fitted by the prompt
+    context_tokens: int = 0  # the token budget of one prompt (estimated as characters / 4)
+    attempt: int = 0  # the attempt number (1..budget)
+    hint: str = ""  # Plan: this attempt's exploration hint (attempts in flight get different ones)
+    in_flight: tuple[str, ...] = ()  # Plan: the other attempts in flight, one line each
+    plan_summary: str = ""  # Code: what the plan does
+    cancel: Any = None  # with is_set(): the search stopped; an agent waiting for an answer gives up at once
 
 
 @dataclass

@@ -26,10 +26,14 @@ def make_team(
     temperatures: dict | None = None,
     api_key: str | None = None,
     max_concurrency: int = 4,
-    timeout_s: float = 120,
-    max_retries: int = 4,
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
     prices: dict[str, Price] | None = None,
     explore: float | None = None,
+    max_tokens: int | None = None,
+    connect_timeout_s: float | None = None,
+    read_timeout_s: float | None = None,
+    timeout_retries: int | None = None,
 ) -> Team:
     if llm in ("builtin", "", None):
         from stark_lsp.agents.builtin import make_builtin_team
@@ -46,8 +50,15 @@ def make_team(
         raise AgentError(f"unknown agent name(s) {', '.join(bad)}: use plan, code, debug")
     per_model = {a: (models or {}).get(a) or base for a in AGENTS}
     temps = {a: float((temperatures or {}).get(a, DEFAULT_TEMPERATURES[a])) for a in AGENTS}
-    client = ChatClient(base_url, api_key, timeout_s=timeout_s, max_retries=max_retries,
-                        max_concurrency=max_concurrency, prices=prices)
+    bad_t = [f"{a}={t}" for a, t in temps.items() if not 0.0 <= t <= 2.0]
+    if bad_t:
+        raise AgentError(f"temperatures must be in [0, 2]: {', '.join(bad_t)}")
+    opts = {k: v for k, v in {
+        "read_timeout_s": read_timeout_s if read_timeout_s is not None else timeout_s,
+        "connect_timeout_s": connect_timeout_s, "max_retries": max_retries, "timeout_retries": timeout_retries,
+        "max_tokens": max_tokens,
+    }.items() if v is not None}
+    client = ChatClient(base_url, api_key, max_concurrency=max_concurrency, prices=prices, **opts)
     return Team(
         name=f"openai:{base}",
         planner=LLMPlanner(client, per_model["plan"], temps["plan"]),

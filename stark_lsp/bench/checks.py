@@ -58,8 +58,11 @@ def _parse(path: Path, problems: list[str]) -> ast.Module | None:
     return None
 
 
-def check_task(task: TaskSpec) -> list[str]:
-    """What is wrong with the task's files, as messages; empty when nothing is."""
+def check_task(task: TaskSpec, kernel_source: str | None = None, kernel_name: str | None = None) -> list[str]:
+    """What is wrong with the task's files, as messages; empty when nothing is.
+
+    ``kernel_source`` / ``kernel_name``: check a candidate's launchers against the
+    harness instead of the task's own kernel file (``stark eval TASK CANDIDATE``)."""
     problems: list[str] = []
     if task.kind == "kernelbench":
         tree = _parse(task.path, problems)
@@ -81,16 +84,17 @@ def check_task(task: TaskSpec) -> list[str]:
     if task.kind == "cuda":
         if "run" not in names:
             problems.append(f"{task.harness.name}: defines no run(lib, *inputs)")
+        kname = kernel_name or task.path.name
         try:
-            launchers = extern_c_launchers(task.path.read_text())
+            launchers = extern_c_launchers(task.path.read_text() if kernel_source is None else kernel_source)
         except OSError as e:
-            return problems + [f"{task.path.name}: cannot read: {e}"]
+            return problems + [f"{kname}: cannot read: {e}"]
         if launchers is not None and not launchers:
-            problems.append(f'{task.path.name}: no extern "C" launcher')
+            problems.append(f'{kname}: no extern "C" launcher')
         elif launchers is not None:
             for called in sorted(set(_LIB_CALL.findall(task.harness.read_text()))):
                 if called not in launchers:
-                    problems.append(f'{task.harness.name}: calls lib.{called}, but {task.path.name} has no extern "C" {called}')
+                    problems.append(f'{task.harness.name}: calls lib.{called}, but {kname} has no extern "C" {called}')
     else:  # triton
         entry = string_constant(h, "ENTRY")
         if entry is None and "run" not in names:

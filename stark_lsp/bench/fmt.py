@@ -1,14 +1,12 @@
-"""Number formats shared by the text table and the HTML report."""
+"""Number formats shared by the text table and the HTML report.
+
+Speedups are not formatted here: every table column of ratios uses
+``stark_lsp.speedups.ratio_text`` under a heading that names the baseline.
+"""
 
 from __future__ import annotations
 
 from typing import Any
-
-
-def speedup(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}x" if x < 0.1 else f"{x:.2f}x"
 
 
 def pct(x: float | None) -> str:
@@ -38,7 +36,7 @@ def tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
 
 
-def floor_text(floor: dict[str, Any] | None) -> str:
+def floor_cell(floor: dict[str, Any] | None) -> str:
     """``0.52 ms (memory)``, or ``-``."""
     if not floor or not floor.get("floor_ms"):
         return "-"

@@ -60,7 +60,7 @@ def fast_key(p: float) -> str:
     return f"fast_{p:g}"
 
 
-def summarize(records: list[RunRecord]) -> dict[str, Any]:
+def summarize_runs(records: list[RunRecord]) -> dict[str, Any]:
     """The aggregate figures of a group of runs."""
     wall = sum(r.wall_s for r in records)
     evaluated = sum(r.evaluated for r in records)
@@ -122,7 +122,7 @@ def group(records: list[RunRecord], key: str) -> dict[str, list[RunRecord]]:
 
 def by_policy(records: list[RunRecord], policies: list[str]) -> dict[str, dict[str, Any]]:
     groups = group(records, "policy")
-    return {p: summarize(groups.get(p, [])) for p in policies}
+    return {p: summarize_runs(groups.get(p, [])) for p in policies}
 
 
 def by_task(records: list[RunRecord], tasks: list[str], policies: list[str]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -34,6 +34,7 @@ class BenchConfig:
     trials: int = 5  # correctness trials per evaluation
     retime_top: int = 3  # each search re-times its top K candidates (search/retime.py; 0: off) ...
     retime_rounds: int = 3  # ... this many rounds, in turn with the root
+    context_tokens: int = 12000  # the token budget of one LLM prompt
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,6 +13,8 @@ import time
 from typing import TextIO
 
 from stark_lsp.search.engine import Progress
+from stark_lsp.search.progress import best_text
+from stark_lsp.speedups import speedup_text
 
 from . import fmt
 from .plan import RunKey
@@ -20,16 +22,18 @@ from .record import RunRecord
 
 
 def run_line(index: int, total: int, label: str, p: Progress | None, elapsed_s: float) -> str:
+    """The live line: the best so far as ``stark optimize`` shows it (against your kernel, then eager)."""
     head = f"[{index + 1}/{total}] {label}"
     if p is None:
         return f"{head}  starting  | {fmt.duration(elapsed_s)}"
-    best = fmt.speedup(p.best_speedup)
-    return (f"{head}  attempt {p.attempt}/{p.budget}  best {best}  correct {p.correct}  failed {p.failures}"
+    return (f"{head}  attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  failed {p.failures}"
             f"  | {fmt.duration(elapsed_s)}")
 
 
 def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
-    what = (f"best {fmt.speedup(r.best_speedup)} at attempt {r.best_attempt}" if r.success else "no correct kernel")
+    """The run's result, as its record (and so the final tables) has it: the best attempt against eager."""
+    what = (f"best {speedup_text(r.best_speedup, 'eager', cpu=not r.is_gpu)} at attempt {r.best_attempt}"
+            if r.success else "no correct kernel")
     tail = f"  ({r.outcome}: {r.error})" if r.error else ("" if r.outcome == "done" else f"  ({r.outcome})")
     return f"[{index + 1}/{total}] {label}  done: {what}, {r.attempts} attempts, {fmt.duration(r.wall_s)}{tail}"
 

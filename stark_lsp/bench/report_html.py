@@ -6,6 +6,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from stark_lsp.speedups import CPU_NOTE, ratio_text
+
 from . import fmt, metrics, svg
 from .metrics import FAST_P, fast_key
 from .record import RunRecord
@@ -32,7 +34,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def policy_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
     return [[p, str(s["runs"]), str(s["errors"]), fmt.pct(s["success_rate"]), *[fmt.pct(s[fast_key(q)]) for q in FAST_P],
-             fmt.speedup(s["geomean_speedup"]), fmt.speedup(s["geomean_speedup_vs_compiled"]),
+             ratio_text(s["geomean_speedup"]), ratio_text(s["geomean_speedup_vs_compiled"]),
              fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
              fmt.tokens(s["prompt_tokens"]), fmt.tokens(s["completion_tokens"]), f"${s['cost_usd']:.2f}"]
             for p, s in summary.items()]
@@ -43,11 +45,11 @@ def task_rows(tasks: dict[str, dict[str, dict[str, Any]]]) -> list[list[str]]:
     for t, per in tasks.items():
         for p, s in per.items():
             fl = s.get("floor") or {}
-            rows.append([t, p, f"{s['successes']}/{s['runs']}", fmt.speedup(s["median_speedup"]),
-                         fmt.speedup(s["median_speedup_vs_compiled"]), fmt.speedup(s["root_speedup"]),
+            rows.append([t, p, f"{s['successes']}/{s['runs']}", ratio_text(s["median_speedup"]),
+                         ratio_text(s["median_speedup_vs_compiled"]), ratio_text(s["root_speedup"]),
                          fmt.num(s["median_best_attempt"]), fmt.ms(s["best_ms"]), fmt.ms(s["reference_ms"]),
                          fmt.ms(s["compiled_ms"]), fmt.ms(fl.get("memory_floor_ms")), fmt.ms(fl.get("compute_floor_ms")),
-                         fl.get("bound", "-"), fmt.num(s["floor_gap"], ".2f")])
+                         fl.get("bound", "-"), ratio_text(s["floor_gap"])])
     return rows
 
 
@@ -66,10 +68,11 @@ def render_html(doc: dict[str, Any]) -> str:
     if not doc.get("complete"):
         out.append(f"<p class='warn'>Incomplete: {len(records)} of {doc.get('planned_runs', '?')} runs so far.</p>")
     if records and not any(r.is_gpu for r in records):
-        out.append("<p class='warn'>CPU run (Triton interpreter / eager CPU): the ratios are not GPU figures.</p>")
+        out.append(f"<p class='warn'>CPU run (Triton interpreter / eager PyTorch on the CPU): every × figure is "
+                   f"{escape(CPU_NOTE)}.</p>")
     out.append("<h2>By policy</h2>")
-    out.append(_table(["policy", "runs", "errors", "success", *[f"fast{q:g}" for q in FAST_P], "geomean x eager",
-                       "geomean x compile", "best@ (median)", "cand/min", "wall", "prompt tok", "completion tok", "cost"],
+    out.append(_table(["policy", "runs", "errors", "success", *[f"fast{q:g}" for q in FAST_P], "geomean × eager",
+                       "geomean × compile", "best@ (median)", "cand/min", "wall", "prompt tok", "completion tok", "cost"],
                       policy_rows(summary["policies"])))
     out.append("<p class='muted'>success: the search made a correct kernel; fast<i>p</i>: correct and more than "
                "<i>p</i> times faster than eager PyTorch (each task and repeat counted once); geomeans over the runs "
@@ -78,10 +81,12 @@ def render_html(doc: dict[str, Any]) -> str:
     out.append(svg.bar_chart(task_names, policies, values, title="best speedup over eager, per task (median of repeats)"))
     out.append(svg.line_chart(summary["curves"], title="best speedup so far against attempts (geomean over tasks)"))
     out.append("<h2>By task</h2>")
-    out.append(_table(["task", "policy", "ok", "best x eager", "x compile", "root x", "best@", "best ms", "eager ms",
-                       "compile ms", "memory floor ms", "compute floor ms", "bound", "x floor"], task_rows(summary["tasks"])))
-    out.append(f"<p class='muted'>{escape(ceilings_line(summary.get('ceilings')))}. x floor: the best kernel's time over "
-               "the larger of the two floors (1.00 = at the hardware limit).</p>")
+    out.append(_table(["task", "policy", "ok", "best × eager", "best × compile", "yours × eager", "best@", "best ms",
+                       "eager ms", "compile ms", "memory floor ms", "compute floor ms", "bound", "ms ÷ floor"],
+                      task_rows(summary["tasks"])))
+    out.append(f"<p class='muted'>{escape(ceilings_line(summary.get('ceilings')))}. ms ÷ floor: the best kernel's time "
+               "over the larger of the two floors (1.00× = at the hardware limit). yours × eager: the task's own kernel "
+               "against eager PyTorch (for a KernelBench task, the reference itself: 1× by construction).</p>")
     out.append("<div class='grid'>")
     for t in task_names:
         mine = [r for r in records if r.task == t]

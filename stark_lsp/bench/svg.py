@@ -1,13 +1,15 @@
 """Inline SVG charts for the HTML report: grouped bars and lines on a log axis.
 
 Pure string building, no dependencies; values are speedups (positive), drawn
-on a log scale with a line at 1x.
+on a log scale with a line at 1×.
 """
 
 from __future__ import annotations
 
 import math
 from html import escape
+
+from stark_lsp.speedups import SIGN, ratio_text
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 _NICE = (1, 2, 5)
@@ -40,7 +42,10 @@ def _range(values: list[float]) -> tuple[float, float]:
 
 
 def tick_label(v: float) -> str:
-    return f"{v:g}x"
+    """``0.001×``, ``1×``, ``100×``: a power of ten in fixed point, never exponent notation."""
+    if v >= 1:
+        return f"{v:.0f}{SIGN}"
+    return f"{v:.{max(0, -math.floor(math.log10(v) + 1e-9))}f}{SIGN}"
 
 
 class _Axis:
@@ -96,7 +101,7 @@ def bar_chart(groups: list[str], series: list[str], values: dict[tuple[str, str]
                 continue
             y = axis.y(v)
             parts.append(f'<rect x="{x:.1f}" y="{min(y, base):.1f}" width="{bar_w - 2}" height="{abs(base - y):.1f}" '
-                         f'fill="{color(si)}"><title>{escape(g)} / {escape(s)}: {v:.3g}x</title></rect>')
+                         f'fill="{color(si)}"><title>{escape(g)} / {escape(s)}: {ratio_text(v)} eager</title></rect>')
         cx = x0 + bar_w * len(series) / 2
         parts.append(f'<text transform="translate({cx:.1f},{bottom + 8}) rotate(40)" font-size="11">{escape(g)}</text>')
     parts.append("</svg>")
@@ -131,6 +136,6 @@ def line_chart(series: dict[str, list[float | None]], title: str = "", x_label: 
         parts.append(f'<polyline points="{path}" fill="none" stroke="{color(si)}" stroke-width="2"/>')
         for px, py, v, i in pts:
             parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{color(si)}">'
-                         f'<title>{escape(name)} after {i}: {v:.3g}x</title></circle>')
+                         f'<title>{escape(name)} after {i}: {ratio_text(v)} eager</title></circle>')
     parts.append("</svg>")
     return "\n".join(parts)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.speedups import CPU_NOTE, ratio_text
+
 from . import fmt
 from .metrics import FAST_P, fast_key
 
 
-def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
+def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -17,36 +19,46 @@ def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def policy_table(summary: dict[str, dict[str, Any]]) -> str:
+def cpu_note(cpu: bool) -> str:
+    """The line under a table whose ratios come from CPU timings."""
+    return f"\n× figures: {CPU_NOTE} (Triton interpreter / eager PyTorch on the CPU)" if cpu else ""
+
+
+def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
+    """``attempted``: the share of runs where the team offered a candidate (bench/record.py);
+    ``geomean attempted × eager``: the geomean over those runs only."""
     header = ["policy", "runs", "attempted", "success"] + [f"fast{p:g}" for p in FAST_P] + [
-        "fast1 x compile", "geomean x eager", "x compile", "attempted x eager", "best@", "cand/min", "wall", "tokens"]
+        "fast1 × compile", "geomean × eager", "geomean × compile", "geomean attempted × eager",
+        "best@", "cand/min", "wall", "tokens"]
     rows = []
     for policy, s in summary.items():
         rows.append([
             policy, str(s["runs"]) + (f" ({s['errors']} err)" if s["errors"] else ""),
             fmt.pct(s.get("attempted_rate")), fmt.pct(s["success_rate"]),
             *[fmt.pct(s[fast_key(p)]) for p in FAST_P], fmt.pct(s.get("fast_1_vs_compiled")),
-            fmt.speedup(s["geomean_speedup"]), fmt.speedup(s["geomean_speedup_vs_compiled"]),
-            fmt.speedup(s.get("geomean_attempted")),
+            ratio_text(s["geomean_speedup"]), ratio_text(s["geomean_speedup_vs_compiled"]),
+            ratio_text(s.get("geomean_attempted")),
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
             fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
         ])
-    return render(rows, header, right=set(range(1, len(header))))
+    return text_table(rows, header, right=set(range(1, len(header)))) + cpu_note(cpu)
 
 
-def task_table(tasks: dict[str, dict[str, dict[str, Any]]]) -> str:
-    header = ["task", "policy", "ok", "best x eager", "x compile", "root x", "best@", "best ms", "eager ms",
-              "floor", "x floor"]
+def task_table(tasks: dict[str, dict[str, dict[str, Any]]], cpu: bool = False) -> str:
+    """``yours × eager``: the user's kernel (the root) against eager; for a KernelBench
+    task it is the reference itself, 1× by construction."""
+    header = ["task", "policy", "ok", "best × eager", "best × compile", "yours × eager", "best@", "best ms",
+              "eager ms", "floor", "ms ÷ floor"]
     rows = []
     for task, per_policy in tasks.items():
         for policy, s in per_policy.items():
             rows.append([
-                task, policy, f"{s['successes']}/{s['runs']}", fmt.speedup(s["median_speedup"]),
-                fmt.speedup(s["median_speedup_vs_compiled"]), fmt.speedup(s["root_speedup"]),
+                task, policy, f"{s['successes']}/{s['runs']}", ratio_text(s["median_speedup"]),
+                ratio_text(s["median_speedup_vs_compiled"]), ratio_text(s["root_speedup"]),
                 fmt.num(s["median_best_attempt"]), fmt.ms(s["best_ms"]), fmt.ms(s["reference_ms"]),
-                fmt.floor_text(s["floor"]), fmt.num(s["floor_gap"], ".2f"),
+                fmt.floor_cell(s["floor"]), ratio_text(s["floor_gap"]),
             ])
-    return render(rows, header, right=set(range(2, len(header))))
+    return text_table(rows, header, right=set(range(2, len(header)))) + cpu_note(cpu)
 
 
 def ceilings_line(ceilings: dict[str, Any] | None) -> str:

@@ -72,12 +72,13 @@ def _write(path: Path, text: str) -> Path:
 class EvalActor:
     """One evaluation slot: a warm ``Evaluator(workers=1)`` on one GPU (or CPU)."""
 
-    def __init__(self, device: str = "auto", cache_dir: str | None = None, memory_fraction: float = 0.0):
+    def __init__(self, device: str = "auto", cache_dir: str | None = None, memory_fraction: float = 0.0,
+                 sandbox: str = "auto"):
         drop_secrets()
         from stark_lsp.evaluate.evaluator import Evaluator
 
         self._evaluator = Evaluator(workers=1, device=device, cache_dir=Path(cache_dir) if cache_dir else None,
-                                    memory_fraction=memory_fraction)
+                                    memory_fraction=memory_fraction, sandbox=sandbox)
         self._tasks: dict[str, Any] = {}
         self._pgids = self._evaluator.cache_dir / "workers" / f"actor-{os.getpid()}.pgids"
         self._pgids.parent.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,8 @@ class RayEvaluator:
     def __init__(self, cluster: str = "auto", device: str = "auto", cpu_actors: int = 2,
                  max_actors: int | None = None, retries: int = 1, cache_dir: Path | None = None,
                  memory_fraction: float = 0.0, local_cpus: int | None = None,
-                 ready_timeout_s: float = READY_TIMEOUT_S):
+                 ready_timeout_s: float = READY_TIMEOUT_S, sandbox: str = "auto"):
+        self.sandbox = sandbox
         self.cluster = cluster
         self.retries = max(0, retries)
         self.ready_timeout_s = ready_timeout_s
@@ -184,7 +185,8 @@ class RayEvaluator:
 
     # -- actors --------------------------------------------------------------------------
     def _start_actor(self, n: int) -> Member:
-        handle = self._actor_cls.remote(self.placement.device, str(self.cache_dir) if self.cache_dir else None)
+        handle = self._actor_cls.remote(self.placement.device, str(self.cache_dir) if self.cache_dir else None,
+                                        sandbox=self.sandbox)
         try:
             info = ray.get(handle.ready.remote(), timeout=self.ready_timeout_s)
         except rex.GetTimeoutError:

@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
+from stark_lsp.commands.agent_team import team_from_args
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
 
 NAME = "bench"
@@ -22,24 +26,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="task files or directories (walked; every file load_task accepts is a task)")
     p.add_argument("--policies", default="stark,sampling,reflexion,greedy",
                    help="comma-separated policies (default: all four)")
-    p.add_argument("--budget", type=int, default=30, help="attempts per run (default 30)")
-    p.add_argument("--repeat", type=int, default=1, help="runs per task and policy; repeat r uses seed S+r (default 1)")
+    p.add_argument("--budget", type=positive_int, default=30, help="attempts per run, at least 1 (default 30)")
+    p.add_argument("--repeat", type=positive_int, default=1,
+                   help="runs per task and policy; repeat r uses seed S+r (default 1)")
     p.add_argument("--seed", type=int, default=0, help="the base seed S (default 0)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
-                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
+                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
+                        "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
+    from stark_lsp.commands.llm_args import add_llm_arguments
+
+    add_llm_arguments(p)
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="cpu: the Triton interpreter and eager CPU (CI); auto: the GPU when there is one")
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
                    help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
-    p.add_argument("--concurrency", type=int, default=2, help="attempts in flight per run (default 2)")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--concurrency", type=positive_int, default=2, help="attempts in flight per run (default 2)")
+    p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
-    p.add_argument("--wall-time", type=float, help="per run: stop starting attempts after this many seconds")
-    p.add_argument("--trials", type=int, default=5, help="correctness trials per evaluation (default 5)")
+    p.add_argument("--wall-time", type=positive_float, help="per run: stop starting attempts after this many seconds")
+    p.add_argument("--trials", type=positive_int, default=5, help="correctness trials per evaluation (default 5)")
     p.add_argument("--no-compile-baseline", action="store_true",
                    help="do not time torch.compile of the references (GPU only anyway)")
     p.add_argument("--retime-top", type=int, default=3, metavar="K",
@@ -53,17 +62,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "every run that ran finished)")
     p.add_argument("--dry-run", action="store_true",
                    help="load the tasks, check their files, print the plan; evaluate nothing")
+    add_sandbox_argument(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def make_evaluator(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace) -> Any:
     """One evaluator, or with --gpus a list of them, one per GPU."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
+    from stark_lsp.evaluate.sandbox import policy
+
+    sandbox = policy(args.llm, getattr(args, "unsafe_no_sandbox", False))
     gpus = parse_gpus(getattr(args, "gpus", None))
     if gpus is None:
-        return Evaluator(workers=args.workers, device=args.device)
-    return [Evaluator(workers=args.workers, device=args.device, gpu=g) for g in gpus]
+        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox)
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox) for g in gpus]
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
@@ -84,15 +97,6 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if not gpus or any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
         raise ValueError(f"--gpus {text!r}: expected distinct GPU numbers such as 0,1,2,3 or 'all'")
     return gpus
-
-
-def make_team(args: argparse.Namespace) -> Any:
-    from stark_lsp.agents.team import make_team as factory
-
-    kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
-    if args.llm == "openai":
-        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY")
-    return factory(**{k: v for k, v in kwargs.items() if v is not None})
 
 
 def _err(msg: str) -> None:
@@ -123,12 +127,24 @@ def _hardware(evaluators: list[Any]) -> str:
     return "; ".join(f"GPU {getattr(ev, 'gpu', i)}: {n}" for i, (ev, n) in enumerate(zip(evaluators, names)))
 
 
+def gpu_reason(task: Any) -> str:
+    """Why the task cannot run on this GPU-less machine, or "" (CUDA; load_inline)."""
+    if not refusal.needs_gpu(task):
+        return ""
+    name = task.path.name
+    what = "" if task.kind == "cuda" else " (its ModelNew builds CUDA with load_inline)"
+    return (f"{name} needs an NVIDIA GPU{what}: nothing can be run or timed here "
+            f"(stark eval {name} --compile-only checks that it compiles)")
+
+
 def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]], skipped: list[Any],
-               config: Any, runs: int, out: Path) -> None:
+               config: Any, runs: int, out: Path, gpu_only: dict[int, str] | None = None) -> None:
     print(f"{len(tasks)} task(s):")
     for i, (t, n) in enumerate(zip(tasks, names)):
         extra = f"  harness {t.harness}" if t.harness and t.harness != t.path else ""
         state = "ok" if not problems.get(i) else "PROBLEM: " + "; ".join(problems[i])
+        if state == "ok" and (gpu_only or {}).get(i):
+            state = "skipped on this machine: needs an NVIDIA GPU"
         print(f"  {n:28s} {t.kind:11s} {t.path}{extra}  [{state}]")
     loud = [s for s in skipped if not s.quiet]
     if loud:
@@ -154,42 +170,51 @@ def run(args: argparse.Namespace) -> int:
         policies = parse_policies(args.policies, POLICY_NAMES)
     except ValueError as e:
         _err(str(e))
-        return 2
-    if args.budget < 1 or args.repeat < 1 or args.trials < 1:
-        _err("--budget, --repeat and --trials must be at least 1")
-        return 2
+        return exit_codes.USAGE
+    refusal.require_gpu_for_device(args.device)
     try:
         gpus = parse_gpus(getattr(args, "gpus", None))
     except ValueError as e:
         _err(str(e))
-        return 2
+        return exit_codes.USAGE
     if gpus is not None and args.device == "cpu":
         _err("--gpus and --device cpu do not go together")
-        return 2
+        return exit_codes.USAGE
     found = discover(args.paths)
     tasks = found.tasks
     names = short_names(tasks)
     problems = {i: check_task(t) for i, t in enumerate(tasks)}
+    gpu_only = {i: gpu_reason(t) for i, t in enumerate(tasks)} if refusal.runs_on_cpu(args.device) else {}
+    gpu_only = {i: why for i, why in gpu_only.items() if why}
     small = use_small_shapes(args.shapes, args.device)
     config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
                          concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
-                         retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds))
+                         retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
+                         context_tokens=getattr(args, "context_tokens", None) or 12000)
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:
-        print_plan(tasks, names, problems, found.skipped, config, len(schedule(tasks, config)), out)
-        return 0 if tasks and not any(problems.values()) else 1
+        runnable = [t for i, t in enumerate(tasks) if i not in gpu_only]
+        print_plan(tasks, names, problems, found.skipped, config, len(schedule(runnable, config)), out, gpu_only)
+        if not tasks:
+            return exit_codes.USAGE
+        return exit_codes.FAILED if any(problems.values()) else exit_codes.OK
     skipped = list(found.skipped)
-    keep = [i for i in range(len(tasks)) if not problems[i]]
+    keep = [i for i in range(len(tasks)) if not problems[i] and i not in gpu_only]
     for i in range(len(tasks)):
-        if problems[i]:
-            skipped.append(Skipped(str(tasks[i].path), "; ".join(problems[i])))
-            _err(f"skipping {names[i]}: {'; '.join(problems[i])}")
+        why = "; ".join(problems[i]) or gpu_only.get(i)
+        if why:
+            skipped.append(Skipped(str(tasks[i].path), why))
+            _err(f"skipping {names[i]}: {why}")
+    if tasks and len(gpu_only) == len(tasks):  # nothing here can run: refuse before any budget is spent
+        raise refusal.Refusal(gpu_only[0] if len(tasks) == 1 else
+                              "every task needs an NVIDIA GPU: nothing can be run or timed here")
     tasks, names = [tasks[i] for i in keep], [names[i] for i in keep]
     if not tasks:
         _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped if not s.quiet))
-        return 2
+        return exit_codes.USAGE
+    refusal.require_evaluator_modules(next((t for t in tasks if t.kind == "triton"), tasks[0]))
     if small:
         os.environ["STARK_SMALL"] = "1"  # the evaluator's workers inherit it
     elif args.shapes == "full":
@@ -216,28 +241,28 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
             old, old_records = report_json.load_runs(json_path)
         except (ValueError, OSError) as e:
             _err(f"cannot resume: {e}")
-            return 2
+            return exit_codes.USAGE
         if (old["config"]["budget"], old["config"]["seed"]) != (config.budget, config.seed):
             _err(f"cannot resume: {json_path} was made with budget {old['config']['budget']} and seed "
                  f"{old['config']['seed']}")
-            return 2
+            return exit_codes.USAGE
         keys = {t.task_id() for t in tasks}
         records = [r for r in old_records if r.outcome == "done" and r.task_key in keys and r.policy in config.policies
                    and r.repeat < config.repeat]
         print(f"stark bench: resuming {out}: {len(records)} finished run(s) kept", file=sys.stderr)
     elif json_path.exists():
         _err(f"{json_path} exists: use --resume to continue it, or another --out")
-        return 2
+        return exit_codes.USAGE
     try:
-        team = make_team(args)
+        team = team_from_args(args)
     except (ImportError, AgentError, ValueError) as e:
         _err(f"no agent team: {e}")
-        return 2
+        return exit_codes.USAGE
     out.mkdir(parents=True, exist_ok=True)
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
           f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
-    made = make_evaluator(args)
+    made = evaluator_from_args(args)
     evaluators = made if isinstance(made, list) else [made]
     header: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,
@@ -286,12 +311,13 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     write(complete=complete)
     doc = report_json.build_document(header, records, complete)
     print()
-    print(policy_table(doc["summary"]["policies"]))
+    cpu = bool(records) and not any(r.is_gpu for r in records)
+    print(policy_table(doc["summary"]["policies"], cpu=cpu))
     print()
-    print(task_table(doc["summary"]["tasks"]))
+    print(task_table(doc["summary"]["tasks"], cpu=cpu))
     print()
     print(ceilings_line(doc["summary"]["ceilings"]))
     print(f"wrote {json_path}, {html_path}")
     if cancel.is_set():
-        return 130
-    return 1 if any(r.outcome != "done" for r in records) else 0
+        return exit_codes.INTERRUPTED
+    return exit_codes.FAILED if any(r.outcome != "done" for r in records) else exit_codes.OK

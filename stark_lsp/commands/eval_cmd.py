@@ -1,11 +1,24 @@
-"""``stark eval TASK [CANDIDATE]``: compile, verify and time one candidate."""
+"""``stark eval TASK [CANDIDATE]``: compile, verify and time one candidate.
+
+Exit codes: 0 the candidate is correct and timed (with ``--compile-only``: it
+compiles); 1 it failed, or it could not be run here (``not_run``: a CUDA
+candidate on a machine without a GPU is compiled, never reported as a success);
+2 bad input (``commands/refusal.py``); 5 the evaluator could not start.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
+
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 
 NAME = "eval"
 HELP = "compile, verify and time a candidate kernel against a task's reference"
@@ -16,44 +29,129 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("candidate", nargs="?", help="the candidate source (default: the task's own kernel)")
     p.add_argument("--harness", help="the harness file (default: <kernel>.harness.py beside the kernel)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--trials", type=int, default=5, help="correctness trials, each with fresh inputs (default 5)")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--compile-only", action="store_true",
+                   help="only compile (CUDA: nvcc; Python: parse) and run nothing: exit 0 when it compiles")
+    p.add_argument("--trials", type=positive_int, default=5, help="correctness trials, each with fresh inputs (default 5)")
+    p.add_argument("--seed", type=int, help="make the trials' inputs reproducible (trial i uses SEED+i); by default "
+                                           "every evaluation draws fresh random seeds, which a candidate cannot know")
     p.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
     p.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
-    p.add_argument("--reps", type=int, default=100, help="timed repetitions (default 100)")
-    p.add_argument("--budget", type=float, default=3.0, help="timing budget per function, seconds (default 3)")
+    p.add_argument("--reps", type=positive_int, default=100, help="timed repetitions (default 100)")
+    p.add_argument("--budget", type=positive_float, default=3.0, help="timing budget per function, seconds (default 3)")
     p.add_argument("--compile-baseline", action="store_true", help="also time torch.compile of the reference")
-    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds a candidate may run before it is killed")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
+                   help="auto: the GPU when there is one, else the CPU (Triton interpreter); cuda needs a GPU")
+    p.add_argument("--timeout", type=positive_float, default=120.0,
+                   help="seconds a candidate may run before it is killed (default 120)")
     p.add_argument("--cache-dir", help="where builds are cached (default ~/.cache/stark-lsp)")
+    add_sandbox_argument(p)
+
+
+# the expensive part, separate so tests can swap it ----------------------------
+def evaluator_from_args(args: argparse.Namespace) -> Any:
+    from stark_lsp.evaluate.evaluator import Evaluator
+
+    return Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                     sandbox="off" if getattr(args, "unsafe_no_sandbox", False) else "auto")
 
 
 def run(args: argparse.Namespace) -> int:
-    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.bench.checks import check_task
     from stark_lsp.evaluate.options import EvalOptions
     from stark_lsp.evaluate.render import render_result
-    from stark_lsp.tasks.spec import TaskError, load_task
+    from stark_lsp.tasks.spec import without_kernelbench_stub
 
-    try:
-        task = load_task(args.task, args.harness)
-    except TaskError as e:
-        print(f"stark eval: {e}", file=sys.stderr)
-        return 2
-    cand_path = Path(args.candidate) if args.candidate else task.path
-    if not cand_path.exists():
-        print(f"stark eval: {cand_path}: no such file", file=sys.stderr)
-        return 2
-    source = task.root_source() if args.candidate is None else cand_path.read_text()
+    task = refusal.load_task_or_refuse(args.task, args.harness)
+    source = task.root_source() if args.candidate is None else refusal.read_candidate(args.candidate)
+    shown = args.candidate or args.task  # the name the user gave: every message uses it
+    problems = check_task(task, kernel_source=None if args.candidate is None else source,
+                          kernel_name=None if args.candidate is None else Path(args.candidate).name)
+    if problems:
+        raise refusal.Refusal("; ".join(problems))
+    refusal.require_gpu_for_device(args.device)
+    refusal.require_evaluator_modules(task)
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
                        time_budget_s=args.budget, compile_baseline=args.compile_baseline, run_timeout_s=args.timeout)
-    with Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None) as ev:
-        result = ev.evaluate(task, source, opts)
+    with evaluator_from_args(args) as ev:
+        if args.compile_only:
+            result = compile_only(ev, task, source, opts, shown)
+        else:
+            result = ev.evaluate(task, source, opts)
         hardware = ev.hardware()
+    result = with_user_file_name(result, Path(shown).name)
+    # a KernelBench file without ModelNew, evaluated alone: the reference timed against itself
+    itself = args.candidate is None and without_kernelbench_stub(source) is not None
     if args.json:
         d = result.to_dict()
         d["hardware"] = hardware
-        d["candidate"] = str(cand_path)
+        d["candidate"] = str(shown)
+        d["reference_itself"] = itself  # then runtime.speedup is timing noise around 1, not a result
         print(json.dumps(d, indent=2))
     else:
-        print(render_result(result, str(cand_path), hardware))
-    return 0 if not result.status.failed else 1
+        print(render_result(result, str(shown), hardware, reference_itself=itself))
+    return verdict(args, task, result)
+
+
+def verdict(args: argparse.Namespace, task: Any, result: Any) -> int:
+    """The exit code, and on stderr the one line that explains a non-success nobody would guess."""
+    from stark_lsp.evaluate.result import Status
+
+    if result.status is Status.NOT_RUN:
+        if args.compile_only:
+            return exit_codes.OK
+        if task.kind == "cuda":
+            why = refusal.GPU_NEEDED
+        else:
+            why = "needs an NVIDIA GPU (it builds CUDA with load_inline): nothing was run here"
+        print(f"stark eval: not run: {Path(args.candidate or args.task).name} {why}; "
+              f"'stark eval --compile-only' checks compilation alone", file=sys.stderr)
+        return exit_codes.FAILED
+    if result.status is Status.TIMEOUT and refusal.runs_on_cpu(args.device) and not os.environ.get("STARK_SMALL"):
+        print(f"stark eval: timed out after {args.timeout:g} s: {refusal.SMALL_HINT}", file=sys.stderr)
+    if result.status is Status.TASK_ERROR:
+        print(f"stark eval: the task itself is broken: {result.message}", file=sys.stderr)
+    return exit_codes.OK if result.ok else exit_codes.FAILED
+
+
+def compile_only(ev: Any, task: Any, source: str, opts: Any, shown: str) -> Any:
+    """Compile without running anything: nvcc for CUDA; a parse for Python (Python compiles as it runs)."""
+    from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
+
+    if task.kind == "cuda":
+        art = ev.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
+        if not art.report.ok:
+            msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
+            return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)
+        return EvalResult(Status.NOT_RUN, "compiled; not run (--compile-only)", compile=art.report,
+                          resources=art.resources)
+    try:
+        compile(source, Path(shown).name, "exec")
+    except SyntaxError as e:
+        diag = Diagnostic(f"SyntaxError: {e.msg}", line=e.lineno, column=e.offset, file=Path(shown).name)
+        return EvalResult(Status.COMPILE_ERROR, f"SyntaxError: {e.msg} (line {e.lineno})",
+                          compile=CompileReport(ok=False, log=str(e), diagnostics=[diag]))
+    return EvalResult(Status.NOT_RUN, "parsed; not run (--compile-only: Python kernels compile when they run)",
+                      compile=CompileReport(ok=True))
+
+
+# the evaluator writes a candidate to a hashed file (cache/candidates/c<hash>.py) and
+# nvcc compiles it as kernel.cu: messages name those; the user knows their own file
+_HASHED = re.compile(r"(?:[\w.~+-]*/)*c[0-9a-f]{20}\.(?:py|cu)\b")
+_NVCC_SOURCE = re.compile(r"\bkernel\.cu\b")
+
+
+def with_user_file_name(result: Any, name: str) -> Any:
+    """``result`` with the evaluator's temporary file names replaced by ``name``."""
+    from stark_lsp.evaluate.result import EvalResult
+
+    def fix(value: Any, nvcc: bool) -> Any:
+        if isinstance(value, str):
+            value = _HASHED.sub(name, value)
+            return _NVCC_SOURCE.sub(name, value) if nvcc and name.endswith((".cu", ".cuh")) else value
+        if isinstance(value, list):
+            return [fix(v, nvcc) for v in value]
+        if isinstance(value, dict):  # the compiler's command line stays as it ran
+            return {k: v if k == "command" else fix(v, nvcc or k == "compile") for k, v in value.items()}
+        return value
+
+    return EvalResult.from_dict(fix(result.to_dict(), False))

@@ -1,10 +1,16 @@
-"""``stark export TASK NODE_ID``: write one node's source (``best``: the best node)."""
+"""``stark export TASK NODE_ID``: write one node's source (``best``: the best node).
+
+A node of an archived tree of the task (``stark show TASK --archived``) is
+exported by its id like any other.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
 
 NAME = "export"
 HELP = "write the source of one node of a task's search tree ('best' for the best node)"
@@ -13,40 +19,40 @@ HELP = "write the source of one node of a task's search tree ('best' for the bes
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="the task file the search ran on")
     p.add_argument("node", metavar="NODE_ID", help="a node id, or 'best'")
-    p.add_argument("-o", "--out", help="the file to write (default: standard output)")
+    p.add_argument("-o", "--out", help="the file to write; its folder must exist (default: standard output)")
     p.add_argument("--harness", help="the harness file, if it was given to optimize")
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from stark_lsp.commands.show_cmd import open_tree
+    from stark_lsp.commands.show_cmd import open_tree, tree_ids
     from stark_lsp.search import StoreError
 
-    opened, code = open_tree(args, "export")
-    if opened is None:
-        return code
-    task, store = opened
+    out = refusal.output_file(args.out, "-o") if args.out else None
+    if args.node != "best" and not args.node.isdigit():
+        raise refusal.Refusal(f"NODE_ID {args.node!r}: expected a node number (see 'stark show {args.task}') or 'best'")
+    task, store = open_tree(args, "export")
     with store:
         tid = task.task_id()
         if args.node == "best":
             node = store.best(tid)
             if node is None:
-                print("stark export: no correct node in this tree", file=sys.stderr)
-                return 1
+                print(f"stark export: no correct node in the tree of {task.path.name}", file=sys.stderr)
+                return exit_codes.FAILED
         else:
             try:
                 node = store.get(int(args.node))
             except (ValueError, StoreError):
                 node = None
-            if node is None or node.task_id != tid:
-                print(f"stark export: no node {args.node} in the tree of {task.path.name}", file=sys.stderr)
-                return 1
+            if node is None or node.task_id not in tree_ids(store, tid):
+                raise refusal.Refusal(f"no node {args.node} in the tree of {task.path.name}: "
+                                      f"'stark show {args.task}' lists its nodes")
     if not node.source:
         print(f"stark export: node #{node.id} has no source ({node.status}: {node.error})", file=sys.stderr)
-        return 1
-    if args.out:
-        Path(args.out).write_text(node.source)
-        print(f"wrote node #{node.id} ({node.outcome()}) to {args.out}", file=sys.stderr)
+        return exit_codes.FAILED
+    if out is not None:
+        refusal.write_file(out, node.source, "-o")
+        print(f"wrote node #{node.id} ({node.outcome()}) to {out}", file=sys.stderr)
     else:
         sys.stdout.write(node.source)
-    return 0
+    return exit_codes.OK

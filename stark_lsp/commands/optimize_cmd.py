@@ -1,16 +1,25 @@
-"""``stark optimize TASK``: search for a faster kernel and write the best one out."""
+"""``stark optimize TASK``: search for a faster kernel and write the best one out.
+
+Exit codes: 0 a verified candidate beat your kernel and was written; 3 none did
+(nothing written); 2 bad input or a task this machine cannot run (CUDA without
+a GPU is refused before any budget is spent); 5 the evaluator failed; 130 Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
+from stark_lsp.commands.agent_team import team_from_args
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
 from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.llm_args import add_llm_arguments
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -21,53 +30,59 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("task", help="the task: a KernelBench .py, a .cu kernel, or a Triton .py")
     p.add_argument("--harness", help="the harness file (default: <kernel>.harness.py beside the kernel)")
-    p.add_argument("--budget", type=int, default=30, help="attempts: plan+code, or one debug (default 30)")
+    p.add_argument("--budget", type=positive_int, default=30,
+                   help="attempts, at least 1: plan+code, or one debug (default 30)")
     p.add_argument("--policy", default="stark", choices=POLICY_NAMES, help="search policy (default stark)")
     p.add_argument("--epsilon", type=float, default=0.35, help="stark: exploration probability (default 0.35)")
     p.add_argument("--n-root", type=int, default=5, help="stark: most children of the root (default 5)")
     p.add_argument("--n-child", type=int, default=3,
-                   help="stark: a node with more children than this, all failed, is pruned (default 3)")
+                   help="stark: most children of a node other than the root; one whose children all failed "
+                        "is pruned (default 3)")
     p.add_argument("--leaderboard", type=int, default=5, help="top nodes shown to the Plan agent (default 5)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
-                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint (key in OPENAI_API_KEY)")
+                   help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
+                        "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", help="endpoint for --llm openai")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); with --cluster and no GPU: CPU actors")
     p.add_argument("--cluster", metavar="auto|ray://HOST:PORT",
                    help="evaluate on a Ray cluster, one actor per GPU (auto: RAY_ADDRESS, else a local one; "
-                        "needs pip install 'stark-lsp[ray]')")
-    p.add_argument("--concurrency", type=int,
+                        "needs pip install -e '.[ray]')")
+    p.add_argument("--concurrency", type=positive_int,
                    help="attempts in flight at once (default 2; with --cluster, one more than the actors)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--wall-time", type=float, help="stop starting attempts after this many seconds")
-    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    p.add_argument("--wall-time", type=positive_float, help="stop starting attempts after this many seconds")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
+                   help="auto: the GPU when there is one, else the CPU (Triton interpreter); cuda needs a GPU")
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
-    p.add_argument("--fresh", action="store_true", help="delete this task's tree first and start over")
-    p.add_argument("--out", help="where to write the best kernel (default: <stem>.best<suffix> beside the task)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start a new tree; the old one is archived, never deleted (stark show TASK --archived)")
+    p.add_argument("--out", help="where to write the best kernel (default: <stem>.best<suffix> beside the task); "
+                                 "written only when a verified candidate beats your kernel")
     p.add_argument("--profile-top", type=int, default=0, metavar="K",
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
+    add_llm_arguments(p)
+    add_sandbox_argument(p)
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def make_evaluator(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "cluster", None):
         from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
-        return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers)
+        return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers,
+                                 sandbox=sandbox_policy(args))
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    return Evaluator(workers=args.workers, device=args.device)
+    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args))
 
 
-def make_team(args: argparse.Namespace) -> Any:
-    from stark_lsp.agents.team import make_team as factory
+def sandbox_policy(args: argparse.Namespace) -> str:
+    from stark_lsp.evaluate.sandbox import policy
 
-    kwargs = {"llm": args.llm, "base_url": args.base_url, "model": args.model}
-    if args.llm == "openai":
-        kwargs["api_key"] = os.environ.get("OPENAI_API_KEY")
-    return factory(**{k: v for k, v in kwargs.items() if v is not None})
+    return policy(getattr(args, "llm", "builtin"), getattr(args, "unsafe_no_sandbox", False))
 
 
 def best_path(task: Any, out: str | None) -> Path:
@@ -76,23 +91,45 @@ def best_path(task: Any, out: str | None) -> Path:
     return task.path.with_name(f"{task.path.stem}.best{task.candidate_suffix}")
 
 
+def check_arguments(args: argparse.Namespace, task: Any) -> Path:
+    """Everything that can be refused before any work; returns where the best kernel would go."""
+    out = best_path(task, args.out)
+    refusal.output_file(str(out), "--out")
+    if out.resolve() == task.path.resolve() or (task.harness and out.resolve() == task.harness.resolve()):
+        raise refusal.Refusal(f"--out {out} is the task's own file: name another file")
+    if not args.cluster:
+        refusal.require_gpu_for_device(args.device)
+        refusal.require_evaluator_modules(task)
+    return out
+
+
+def refuse_without_gpu(task: Any, evaluator: Any, args: argparse.Namespace) -> None:
+    """A task that cannot run without a GPU, on a machine (or --device) without one:
+    compile-check the user's kernel, then refuse before spending any budget."""
+    if args.cluster or not refusal.needs_gpu(task) or not refusal.runs_on_cpu(args.device):
+        return
+    from stark_lsp.evaluate.result import Status
+
+    name = task.path.name
+    if task.kind != "cuda":
+        raise refusal.Refusal(f"{name} needs an NVIDIA GPU (its ModelNew builds CUDA with load_inline): "
+                              f"nothing can be run or timed here")
+    result = evaluator.evaluate(task, task.root_source())
+    if result.status is Status.COMPILE_ERROR:
+        raise refusal.Refusal(f"{name} needs an NVIDIA GPU, and nvcc could not compile it either: {result.message} "
+                              f"(stark eval {name} --compile-only shows every error)")
+    raise refusal.Refusal(f"{name} {refusal.GPU_NEEDED}")
+
+
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.agents.base import AgentError
     from stark_lsp.cluster.spec import parse_cluster
     from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
-    from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, SearchConfig, StoreError, TreeStore
-    from stark_lsp.search.lock import tree_lock
+    from stark_lsp.search import SearchConfig, StoreError, TreeStore
     from stark_lsp.search.policies import make_policy
-    from stark_lsp.search.progress import ProgressPrinter
-    from stark_lsp.search.render import table
     from stark_lsp.search.tree_store import store_path
-    from stark_lsp.tasks.spec import TaskError, load_task
 
-    try:
-        task = load_task(args.task, args.harness)
-    except TaskError as e:
-        print(f"stark optimize: {e}", file=sys.stderr)
-        return 2
+    task = refusal.load_task_or_refuse(args.task, args.harness)
     try:
         make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
         args.cluster = parse_cluster(getattr(args, "cluster", None))
@@ -100,66 +137,164 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget, policy=args.policy, epsilon=args.epsilon, n_root=args.n_root,
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
             wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
+            context_tokens=getattr(args, "context_tokens", None) or 12000,
         )
-        path = store_path(args.store)
-        store = TreeStore.open(path)
-    except (ValueError, StoreError) as e:
-        print(f"stark optimize: {e}", file=sys.stderr)
-        return 2
-    tid = task.task_id()
-    cancel = threading.Event()
-    previous = on_interrupt(cancel, "optimize", "aborted")
-    code = 0
+    except ValueError as e:
+        raise refusal.Refusal(str(e)) from None
+    out = check_arguments(args, task)
     try:
-        if args.fresh:
-            try:
-                with tree_lock(path, tid):  # never under a search that is running
-                    store.delete_tree(tid)
-            except SearchBusy as e:
-                print(f"stark optimize: {e}", file=sys.stderr)
-                return 1
+        team = team_from_args(args)
+    except (ImportError, AgentError, ValueError) as e:
+        raise refusal.Refusal(f"no agent team: {e}") from None
+    try:
+        evaluator = evaluator_from_args(args)
+    except ImportError as e:
+        raise refusal.Refusal(str(e)) from None
+    except EvaluatorUnavailable as e:
+        print(f"stark optimize: {e}", file=sys.stderr)
+        return exit_codes.EVALUATOR_UNAVAILABLE
+    try:
+        refuse_without_gpu(task, evaluator, args)
+        path = store_path(args.store)
         try:
-            team = make_team(args)
-        except (ImportError, AgentError, ValueError) as e:
-            print(f"stark optimize: no agent team: {e}", file=sys.stderr)
-            return 2
-        print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
-              f"team {team.name}, store {path}", file=sys.stderr)
-        try:
-            evaluator = make_evaluator(args)
-        except (ImportError, EvaluatorUnavailable) as e:
-            print(f"stark optimize: {e}", file=sys.stderr)
-            return 2
+            store = TreeStore.open(path)
+        except StoreError as e:
+            raise refusal.Refusal(str(e)) from None
         if args.concurrency is None and getattr(evaluator, "placement", None) is not None:
             config.concurrency = evaluator.placement.actors + 1  # keep every actor busy while agents work
+        with store:
+            return _search(args, task, store, path, evaluator, team, config, out)
+    finally:
+        close = getattr(evaluator, "close", None)
+        if close:
+            close()
+
+
+def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluator: Any, team: Any,
+            config: Any, out: Path) -> int:
+    from stark_lsp.agents.base import AgentsUnavailable
+    from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
+    from stark_lsp.safe_text import for_terminal
+    from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, TaskBroken
+    from stark_lsp.search.lock import tree_lock
+    from stark_lsp.search.progress import ProgressPrinter
+    from stark_lsp.search.render import table
+
+    tid = task.task_id()
+    if args.fresh and store.has_tree(tid):
+        try:
+            with tree_lock(path, tid):  # never under a search that is running
+                kept = store.archive_tree(tid)
+        except SearchBusy as e:
+            raise refusal.Refusal(str(e)) from None
+        print(f"stark optimize: --fresh: the earlier tree is kept as {kept} "
+              f"(stark show {args.task} --archived lists it)", file=sys.stderr)
+    print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
+          f"team {team.name}, store {path}", file=sys.stderr)
+    cancel = threading.Event()
+    previous = on_interrupt(cancel, "optimize", "aborted")
+    code = exit_codes.OK
+    try:
         try:
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
-        except (SearchBusy, EvaluatorFailed) as e:
+        except TaskBroken as e:
+            print(f"stark optimize: the task is broken: {e}", file=sys.stderr)
+            code = exit_codes.USAGE
+        except SearchBusy as e:
+            raise refusal.Refusal(str(e)) from None
+        except AgentsUnavailable as e:  # the endpoint cannot serve the team: nothing written
+            print(f"stark optimize: agents unavailable: {for_terminal(str(e)).splitlines()[0]}", file=sys.stderr)
+            return exit_codes.AGENTS_UNAVAILABLE
+        except (EvaluatorFailed, EvaluatorUnavailable) as e:
             print(f"stark optimize: {e}", file=sys.stderr)
-            code = 1
-        finally:
-            close = getattr(evaluator, "close", None)
-            if close:
-                close()
-        best = store.best(tid)
-        print(table(store.nodes(tid), best.id if best else None))
-        if best is None:
-            print("no correct candidate: nothing written")
-            return code or 1
-        out = best_path(task, args.out)
-        out.write_text(best.source)
-        what = "the original kernel (nothing beat it)" if best.parent_id is None else f"node #{best.id}"
-        root = store.root(tid)
-        yours = (f"{root.runtime_ms / best.runtime_ms:.2f}x your kernel ({best.runtime_ms:.4g} ms vs {root.runtime_ms:.4g} ms); "
-                 if root and root.runtime_ms and best.runtime_ms and best.parent_id is not None else "")
-        print(f"best: {what}, {yours}against eager: {best.result.summary() if best.result else best.outcome()}")
-        if best.retimed:
-            from stark_lsp.search.retime import Retimed
-
-            print(f"re-timed in turn with your kernel: {Retimed.from_dict(best.retimed).text()}")
-        print(f"wrote {out}")
-        return 130 if cancel.is_set() else code
+            code = exit_codes.EVALUATOR_UNAVAILABLE
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-        store.close()
+    nodes = store.nodes(tid)
+    best = store.best(tid)
+    print(table(nodes, best.id if best else None))
+    wrote = report_best(task, nodes, best, out, store)
+    if cancel.is_set():
+        return exit_codes.INTERRUPTED
+    if code != exit_codes.OK:
+        return code
+    if not wrote and args.llm != "builtin" and agents_never_answered(nodes):
+        first = next(n.error for n in nodes if n.parent_id is not None and n.error)
+        print(f"stark optimize: the LLM team made no candidate: every attempt failed at the endpoint or in its "
+              f"answers; the first: {first} (check --base-url, --model and STARK_API_KEY/OPENAI_API_KEY)",
+              file=sys.stderr)
+        return exit_codes.AGENTS_UNAVAILABLE
+    return exit_codes.OK if wrote else exit_codes.NO_IMPROVEMENT
+
+
+def agents_never_answered(nodes: list[Any]) -> bool:
+    """Every finished attempt is an agent error: not one candidate reached the evaluator."""
+    from stark_lsp.search.node import AGENT_ERROR
+
+    done = [n for n in nodes if n.parent_id is not None and n.completed]
+    return bool(done) and all(n.status == AGENT_ERROR for n in done)
+
+
+def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:
+    """Write the best kernel when a verified candidate beats the user's kernel, and
+    say what happened either way; True when it wrote."""
+    from stark_lsp.search.node import speedup_vs_yours
+    from stark_lsp.search.retime import Retimed
+    from stark_lsp.speedups import speedup_text
+
+    root = next((n for n in nodes if n.parent_id is None), None)
+    if best is None or best.parent_id is None:
+        if root is not None and root.correct:
+            print(f"no verified candidate beat your kernel ({root.runtime_ms:.4g} ms): nothing written")
+        elif root is not None and root.evaluated:
+            print(f"no correct candidate, and your kernel fails the evaluation ({root.status}: {root.error}): "
+                  f"nothing written")
+        else:
+            print("no correct candidate: nothing written")
+        return False
+    gain = speedup_vs_yours(best, root)
+    retimed = Retimed.from_dict(best.retimed) if best.retimed else None
+    if retimed is not None and retimed.vs_root is not None:
+        gain = retimed.vs_root  # the median of rounds that timed it in turn with your kernel
+    if root is not None and root.correct and (gain is None or gain <= 1.0):
+        print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
+              f"{speedup_text(gain, 'yours', cpu=best.cpu_timed)}): nothing written")
+        return False
+    replaced = keep_previous(out, best.source, task, store)
+    refusal.write_file(out, best.source, "--out")
+    if root is not None and root.correct:
+        vs = (f"{speedup_text(gain, 'yours')} ({best.runtime_ms:.4g} ms; yours {root.runtime_ms:.4g} ms), "
+              f"{best.eager_text()}")
+    else:
+        vs = f"correct where your kernel is not ({root.status if root else 'missing'}), {best.eager_text()}"
+    print(f"best: node #{best.id}, {vs}")
+    if retimed is not None:
+        print(f"re-timed in turn with your kernel: {retimed.text()}")
+    print(f"wrote {out}" + (f" ({replaced})" if replaced else ""))
+    return True
+
+
+def keep_previous(out: Path, new_source: str, task: Any, store: Any) -> str:
+    """Before ``out`` is overwritten: where its old contents can still be found, or ""
+    when there were none. A file no tree of the task holds (edited by hand, or from
+    another store) is moved aside to ``<out>.N.bak`` first: nothing is lost."""
+    from stark_lsp.commands.show_cmd import tree_ids
+
+    try:
+        old = out.read_text()
+    except (OSError, UnicodeDecodeError):
+        old = None
+    if old is None or old == new_source:
+        return ""
+    for tid in sorted(tree_ids(store, task.task_id())):
+        node = store.find_evaluated(tid, old)
+        if node is not None:
+            where = f"archived tree {tid.rsplit('~', 1)[1]}" if "~" in tid else "this tree"
+            return f"it replaces node #{node.id} of {where}: stark export {task.path.name} {node.id} brings it back"
+    n = 1
+    while out.with_name(f"{out.name}.{n}.bak").exists():
+        n += 1
+    backup = out.with_name(f"{out.name}.{n}.bak")
+    out.rename(backup)
+    return f"the file it replaces, which no search tree holds, is kept as {backup.name}"

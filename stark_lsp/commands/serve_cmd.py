@@ -14,8 +14,8 @@ HELP = "run the STARK-LSP language server (stdio; --tcp HOST:PORT to debug)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
-    parser.add_argument("--backend", metavar="MODULE:FACTORY",
-                        help="engine backend (default: the real one; e.g. stark_lsp.server.fake_backend:FakeBackend)")
+    parser.add_argument("--backend", metavar="SPEC",
+                        help="engine backend: MODULE:FACTORY or FILE.py:FACTORY (default: the real one; e.g. tests/fake_backend.py:FakeBackend)")
     parser.add_argument("--log-file", help="write the server's log here (stdout is the protocol)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 

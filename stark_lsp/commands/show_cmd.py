@@ -1,13 +1,26 @@
-"""``stark show TASK``: the search tree of a task, indented, or as JSON."""
+"""``stark show TASK``: the search tree of a task, indented, or as JSON.
+
+``--archived`` lists the trees kept for the task (by ``optimize --fresh``, or
+when the task file changed under a stored tree); ``--archived N`` shows one.
+``--node N`` shows one node in full (its error untrimmed, its plan's markers,
+its verdict); ``--transcript`` adds every exchange with the agents (prompt and
+answer). Everything printed is redacted (no API key) and terminal-safe (no
+escape sequence from an answer reaches the terminal).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
+from typing import Any
+
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
 
 NAME = "show"
-HELP = "print the search tree of a task (status, speedup and summary per node)"
+HELP = "print the search tree of a task (status, speedups and summary per node)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,54 +29,123 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
     p.add_argument("--json", action="store_true", help="print the nodes as JSON")
     p.add_argument("--sources", action="store_true", help="with --json: include sources, plans and results")
+    p.add_argument("--archived", nargs="?", const="list", metavar="N",
+                   help="list the task's archived trees (earlier runs kept by --fresh); with N, show tree N")
+    p.add_argument("--node", type=int, metavar="N", help="show node N in full (error, plan, verdict)")
+    p.add_argument("--transcript", action="store_true",
+                   help="with --node: the node's exchanges with the agents (prompts and answers, redacted)")
 
 
-def open_tree(args: argparse.Namespace, command: str):
-    """(task, store) for a command that reads a tree, or an exit code."""
+def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
+    """(task, store) for a command that reads a tree; a Refusal when there is none."""
     from stark_lsp.search import StoreError, TreeStore
     from stark_lsp.search.tree_store import store_path
-    from stark_lsp.tasks.spec import TaskError, load_task
 
-    try:
-        task = load_task(args.task, args.harness)
-    except TaskError as e:
-        print(f"stark {command}: {e}", file=sys.stderr)
-        return None, 2
+    task = refusal.load_task_or_refuse(args.task, args.harness)
     path = store_path(args.store)
+    if not path.exists():
+        raise refusal.Refusal(f"no search store at {path}: run 'stark optimize {args.task}' first"
+                              + ("" if args.store else " (or give --store)"))
     try:
         store = TreeStore.open(path, readonly=True)
     except StoreError as e:
-        print(f"stark {command}: {e}", file=sys.stderr)
-        return None, 1
-    if not store.has_tree(task.task_id()):
+        raise refusal.Refusal(str(e)) from None
+    if not store.has_tree(task.task_id()) and not archived_ids(store, task.task_id()):
         store.close()
-        print(f"stark {command}: no search tree for {task.path.name} in {path}", file=sys.stderr)
-        return None, 1
-    return (task, store), 0
+        raise refusal.Refusal(f"no search tree for {task.path.name} in {path}: run 'stark optimize {args.task}' first")
+    return task, store
+
+
+def archived_ids(store: Any, task_id: str) -> list[str]:
+    """The task's archived trees, oldest first: ``<task_id>~1``, ``~2``, ..."""
+    ids = [tid for tid, _ in store.tasks() if tid.startswith(task_id + "~")]
+    return sorted(ids, key=lambda t: int(t.rsplit("~", 1)[1]) if t.rsplit("~", 1)[1].isdigit() else 0)
+
+
+def tree_ids(store: Any, task_id: str) -> set[str]:
+    """The task's current tree and its archived ones (a node of any of them belongs to the task)."""
+    return {task_id, *archived_ids(store, task_id)}
 
 
 def run(args: argparse.Namespace) -> int:
-    from stark_lsp.search.render import node_dict, tree
-
-    opened, code = open_tree(args, "show")
-    if opened is None:
-        return code
-    task, store = opened
+    if getattr(args, "transcript", False) and getattr(args, "node", None) is None:
+        raise refusal.Refusal("--transcript needs --node N (the node whose exchanges to show)")
+    task, store = open_tree(args, "show")
     with store:
         tid = task.task_id()
+        if args.archived == "list":
+            return list_archived(task, store)
+        if args.archived is not None:
+            wanted = f"{tid}~{args.archived}"
+            if wanted not in archived_ids(store, tid):
+                raise refusal.Refusal(f"no archived tree {args.archived} for {task.path.name}: "
+                                      f"'stark show {args.task} --archived' lists them")
+            tid = wanted
+        elif not store.has_tree(tid):
+            raise refusal.Refusal(f"{task.path.name} has only archived trees: "
+                                  f"'stark show {args.task} --archived' lists them")
         nodes = store.nodes(tid)
         best = store.best(tid)
+    return print_tree(args, task, tid, nodes, best)
+
+
+def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], best: Any) -> int:
+    from stark_lsp.search.render import best_line, node_dict, tree
+
+    root = next((n for n in nodes if n.parent_id is None), None)
     best_id = best.id if best else None
+    if getattr(args, "node", None) is not None:
+        return show_node(args, nodes)
     if args.json:
         print(json.dumps({
             "task": task.to_dict(), "task_id": tid, "best_node_id": best_id,
-            "nodes": [node_dict(n, with_source=args.sources) for n in nodes],
+            "nodes": [node_dict(n, with_source=args.sources, root=root) for n in nodes],
         }, indent=2))
-        return 0
+        return exit_codes.OK
     attempts = [n for n in nodes if n.parent_id is not None and n.status != "abandoned"]
     done = sum(1 for n in attempts if n.completed)
-    best_text = f"#{best.id} {best.speedup:.2f}x" if best and best.speedup is not None else "none"
-    print(f"{task.path.name} ({task.kind}): {done} attempts, {sum(n.correct for n in attempts)} correct, "
-          f"best {best_text}")
+    label = f" (archived tree {tid.rsplit('~', 1)[1]})" if "~" in tid else ""
+    print(f"{task.path.name} ({task.kind}){label}: {done} attempts, {sum(n.correct for n in attempts)} correct, "
+          f"best {best_line(nodes, best)}")
     print(tree(nodes, best_id))
+    return exit_codes.OK
+
+
+def list_archived(task: Any, store: Any) -> int:
+    from stark_lsp.search.render import best_line
+
+    ids = archived_ids(store, task.task_id())
+    if not ids:
+        print(f"{task.path.name}: no archived trees", file=sys.stderr)
+        return exit_codes.OK
+    for aid in ids:
+        nodes = store.nodes(aid)
+        attempts = [n for n in nodes if n.parent_id is not None and n.completed]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(min((n.created for n in nodes), default=0)))
+        print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {len(attempts)} attempts, best {best_line(nodes, store.best(aid))}")
+    print(f"(stark show {task.path.name} --archived N shows one; stark export {task.path.name} NODE_ID writes a node)")
+    return exit_codes.OK
+
+
+def show_node(args: argparse.Namespace, nodes: list) -> int:
+    from stark_lsp.agents.llm.secrets import redact
+    from stark_lsp.safe_text import for_terminal
+    from stark_lsp.search.render import node_detail, node_dict, transcript
+
+    node = next((n for n in nodes if n.id == args.node), None)
+    if node is None:
+        ids = f"{nodes[0].id}..{nodes[-1].id}" if nodes else "none"
+        raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {ids})")
+    if args.json:
+        d = node_dict(node, with_source=args.sources)
+        if args.transcript:
+            d["exchanges"] = [{"agent": e.agent, "prompt": redact(e.prompt), "response": redact(e.response),
+                               "usage": vars(e.usage)} for e in node.exchanges]
+        print(redact(json.dumps(d, indent=2)))
+        return 0
+    root = next((n for n in nodes if n.parent_id is None), None)
+    text = node_detail(node, root)
+    if args.transcript:
+        text += "\n" + transcript(node)
+    print(for_terminal(redact(text)))
     return 0

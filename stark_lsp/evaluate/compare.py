@@ -2,7 +2,9 @@
 
 Tolerances follow KernelBench: fp32 1e-4, fp16/bf16 1e-2, fp64 1e-7 (absolute
 and relative), integers and booleans exact; the harness or the caller may
-override them. NaN passes only where the reference has NaN too.
+override them. Shapes and dtypes must match exactly. NaN, +inf and -inf must
+sit exactly where the reference has them (both ways); elsewhere the values
+must agree within the tolerance. Runs in the judge, never beside candidate code.
 """
 
 from __future__ import annotations
@@ -54,13 +56,15 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
         if not isinstance(r, torch.Tensor):
             if isinstance(c, torch.Tensor):
                 c = c.item() if c.numel() == 1 else c
-            if r != c and not (isinstance(r, float) and isinstance(c, float) and abs(r - c) <= 1e-6 * max(1.0, abs(r))):
+            if not _same_scalar(r, c):
                 return Comparison(False, None, None, i, f"output {i}: expected {r!r}, got {c!r}", atol, rtol)
             continue
         if not isinstance(c, torch.Tensor):
             return Comparison(False, None, None, i, f"output {i}: expected a tensor, got {type(c).__name__}", atol, rtol)
         if tuple(r.shape) != tuple(c.shape):
             return Comparison(False, None, None, i, f"output {i}: shape {tuple(c.shape)}, expected {tuple(r.shape)}", atol, rtol)
+        if r.dtype != c.dtype:
+            return Comparison(False, None, None, i, f"output {i}: dtype {_dt(c.dtype)}, expected {_dt(r.dtype)}", atol, rtol)
         if c.device != r.device:
             c = c.to(r.device)
         a, rt = tolerance_for(r.dtype, atol, rtol)
@@ -70,20 +74,23 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
                 n = int((r != c.to(r.dtype)).sum())
                 return Comparison(False, None, None, i, f"output {i}: {n} of {r.numel()} elements differ (exact match required)", a, rt)
             continue
+        if r.dtype.is_complex:
+            r, c = torch.view_as_real(r), torch.view_as_real(c)
         r64, c64 = r.double(), c.double()
-        r_nan, c_nan = torch.isnan(r64), torch.isnan(c64)
-        if bool((c_nan & ~r_nan).any()):
-            n = int((c_nan & ~r_nan).sum())
-            return Comparison(False, None, None, i, f"output {i}: {n} NaN where the reference has numbers (unwritten or poisoned memory?)", a, rt)
-        finite = ~r_nan
-        diff = (r64 - c64).abs()
-        diff = torch.where(finite, diff, torch.zeros_like(diff))
-        diff = torch.where(torch.isinf(r64) & (r64 == c64), torch.zeros_like(diff), diff)
+        for name, test in (("NaN", torch.isnan), ("+inf", lambda t: torch.isposinf(t)), ("-inf", lambda t: torch.isneginf(t))):
+            rm, cm = test(r64), test(c64)
+            if not torch.equal(rm, cm):
+                extra, missing = int((cm & ~rm).sum()), int((rm & ~cm).sum())
+                what = f"{extra} {name} where the reference has a number" if extra else f"{missing} {name} of the reference missing"
+                hint = " (unwritten or poisoned memory?)" if name == "NaN" and extra else ""
+                return Comparison(False, None, None, i, f"output {i}: {what}{hint}", a, rt)
+        finite = torch.isfinite(r64)
+        diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
         max_abs = float(diff.max()) if diff.numel() else 0.0
         rel = diff / r64.abs().clamp_min(1e-12)
         max_rel = float(torch.where(finite, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-        bad = diff > (a + rt * r64.abs())
+        bad = diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))
         bad = bad & finite
         if bool(bad.any()):
             n = int(bad.sum())
@@ -93,6 +100,22 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
                 a, rt,
             )
     return Comparison(True, worst_abs, worst_rel, None, "", used[0], used[1])
+
+
+def _same_scalar(r: Any, c: Any) -> bool:
+    import math
+
+    if isinstance(r, bool) or isinstance(c, bool) or not isinstance(r, (int, float)) or not isinstance(c, (int, float)):
+        return type(r) is type(c) and r == c
+    if math.isnan(r) or math.isnan(c):
+        return math.isnan(r) and math.isnan(c)
+    if math.isinf(r) or math.isinf(c):
+        return r == c
+    return r == c or abs(r - c) <= 1e-6 * max(1.0, abs(r))
+
+
+def _dt(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def same_tensors(before: list[Any], after: list[Any]) -> int | None:

@@ -1,6 +1,8 @@
 """Build a CUDA candidate into a shared library, fast, and cache it.
 
-No torch headers enter the translation unit: the candidate's ``.cu`` is
+nvcc reads candidate source (``#include "/proc/self/environ"`` is a way to
+print a file), so it runs in the same sandbox as candidates, writing only its
+build directory. No torch headers enter the translation unit: the candidate's ``.cu`` is
 compiled by ``nvcc -shared`` as it is (about a second), with a small shim
 appended that exposes ``cudaGetLastError`` to the loader. Artifacts are cached
 by a hash of source, flags, target and compiler version; a failed build is
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
+from stark_lsp.evaluate.sandbox import Sandbox, make_layout
 
 SOURCE_NAME = "kernel.cu"
 SHIM = """
@@ -94,7 +97,9 @@ def nvcc_version(nvcc: str) -> str:
 class CudaBuilder:
     """Compiles candidates with nvcc into ``cache_dir/cuda/<hash>/``."""
 
-    def __init__(self, cache_dir: Path, arch: str = "sm_90", max_parallel: int | None = None):
+    def __init__(self, cache_dir: Path, arch: str = "sm_90", max_parallel: int | None = None,
+                 sandbox: "Sandbox | None" = None):
+        self.sandbox = sandbox  # nvcc reads candidate source: it runs sandboxed like the candidate
         self.cache_dir = Path(cache_dir) / "cuda"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.arch = arch
@@ -168,9 +173,13 @@ class CudaBuilder:
             with src.open("a") as f:
                 f.write(SHIM)
             cmd = self.command(nvcc, src, tmp / "lib.so", flags)
+            run = cmd
+            if self.sandbox is not None:
+                os.chmod(tmp, 0o777)  # the sandboxed compiler runs as nobody when we are root
+                run = self.sandbox.wrap(cmd, make_layout(writable=[tmp], cwd=tmp))
             try:
-                proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout_s,
-                                      env=_compiler_env())
+                proc = subprocess.run(run, cwd=tmp, capture_output=True, text=True, timeout=timeout_s,
+                                      env=_compiler_env(), start_new_session=True)
                 log = (proc.stdout + proc.stderr).replace(str(tmp) + "/", "")
                 ok = proc.returncode == 0
             except subprocess.TimeoutExpired:
@@ -202,7 +211,9 @@ class CudaBuilder:
 def _compiler_env() -> dict[str, str]:
     from stark_lsp.evaluate.sandbox import scrubbed_env
 
-    return scrubbed_env()
+    env = scrubbed_env()
+    env.pop("HOME", None)  # nothing of the user's home, even by name
+    return env
 
 
 def _flags_line(source: str) -> int | None:

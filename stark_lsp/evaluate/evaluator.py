@@ -5,10 +5,18 @@
 
 Thread-safe and blocking; it never raises for a bad candidate (a broken,
 hanging, crashing or cheating one gets a failed result with the reason). It
-raises ``EvaluatorUnavailable`` when it cannot work at all (no worker starts),
-so a search stops instead of blaming its candidates.
-CUDA candidates are built here (in parallel across calling threads, cached);
-everything that runs candidate code runs in a warm worker process.
+raises ``EvaluatorUnavailable`` when it cannot work at all (no judge starts,
+or a sandbox is required and none can be made), so a search stops instead of
+blaming its candidates.
+
+CUDA candidates are built here (in parallel across calling threads, cached,
+nvcc in the sandbox); a warm judge process decides every verdict, and each
+candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md).
+
+``sandbox``: "required" (candidates written by an LLM: refuse to run without
+a sandbox), "auto" (use one where it can be made, else say so once in
+``hardware()`` and run unsandboxed: the user's own code and the built-in
+team's rewrites of it), or "off" (``--unsafe-no-sandbox``).
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from typing import Any
 
 from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
-from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
+from stark_lsp.evaluate.pool import SandboxRefused, WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
+from stark_lsp.evaluate.sandbox import Sandbox, probe
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
@@ -41,10 +50,19 @@ class EvaluatorUnavailable(RuntimeError):
 
 class Evaluator:
     def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
-                 arch: str | None = None, memory_fraction: float = 0.0, gpu: int | None = None):
+                 arch: str | None = None, memory_fraction: float = 0.0, gpu: int | None = None,
+                 sandbox: str = "auto"):
+        if sandbox not in ("auto", "required", "off"):
+            raise ValueError(f"sandbox must be auto, required or off, not {sandbox!r}")
+        self.sandbox_policy = sandbox
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         (self.cache_dir / "candidates").mkdir(exist_ok=True)
+        for d in (self.cache_dir, self.cache_dir / "candidates"):  # readable inside the sandbox, as nobody too
+            try:
+                d.chmod(d.stat().st_mode | 0o755)
+            except OSError:
+                pass
         env = {
             "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
             "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
@@ -85,6 +103,14 @@ class Evaluator:
             return f"{hw['device']} (sm_{hw['capability'].replace('.', '')}, {hw['sms']} SMs, L2 {hw['l2_bytes'] >> 20} MiB)"
         return str(hw.get("device", "cpu"))
 
+    def sandbox_info(self) -> Sandbox:
+        """The sandbox candidates run in here (probed once per process)."""
+        return probe() if self.sandbox_policy != "off" else Sandbox("none", "turned off (--unsafe-no-sandbox)")
+
+    def cancel(self) -> None:
+        """Stop the evaluations in flight: their candidates are killed and they answer "stopped"."""
+        self.pool.cancel()
+
     def builder(self) -> CudaBuilder:
         with self._builder_lock:
             if self._builder is None:
@@ -95,7 +121,8 @@ class Evaluator:
                         arch = "sm_" + hw["capability"].replace(".", "") if hw.get("is_gpu") else "sm_90"
                     except WorkerStartError:
                         arch = "sm_90"
-                self._builder = CudaBuilder(self.cache_dir, arch=arch)
+                sb = self.sandbox_info()
+                self._builder = CudaBuilder(self.cache_dir, arch=arch, sandbox=sb if sb.available else None)
             return self._builder
 
     def evaluate(self, task: TaskSpec, source: str, options: EvalOptions | None = None) -> EvalResult:
@@ -105,6 +132,8 @@ class Evaluator:
             result = self._evaluate(task, source, opts)
         except WorkerStartError as e:
             raise EvaluatorUnavailable(f"evaluation worker unavailable: {e}") from e
+        except SandboxRefused as e:
+            raise EvaluatorUnavailable(str(e)) from e
         result.seconds = time.perf_counter() - t0
         return result
 
@@ -115,8 +144,13 @@ class Evaluator:
             tmp = cand_file.with_suffix(cand_file.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(source)
             os.replace(tmp, cand_file)
-        job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict()}
-        timeout = opts.run_timeout_s
+        expose = {str(task.path.parent), str(self.cache_dir)}
+        if task.harness is not None:
+            expose.add(str(task.harness.parent))
+        job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict(),
+                               "sandbox": self.sandbox_policy, "expose": sorted(expose)}
+        # a safety net over the judge's own phase limits: loading, reference timing, trials, timing
+        timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
         hw = self.pool.hardware()
         if task.kind == "cuda":
             art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
@@ -131,6 +165,7 @@ class Evaluator:
             if not hw.get("is_gpu"):
                 return EvalResult(Status.NOT_RUN, "uses load_inline (CUDA); not run: no GPU")
             timeout += opts.compile_timeout_s
+            job["load_inline"] = True
         reply = self.pool.run(job, timeout)
         if reply.result is None:
             status = Status.TIMEOUT if reply.fault == "timeout" else Status.CRASHED

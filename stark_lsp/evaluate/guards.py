@@ -1,59 +1,32 @@
-"""Anti-cheat machinery that runs inside the worker around candidate code.
+"""Checks that run inside the candidate process, and the launch rule the judge applies.
 
-* ``TamperGuard``: snapshots torch's and the timer's functions before candidate
-  code is imported; any replaced or deleted attribute afterwards is a cheat
-  (monkey-patched timers, patched reference ops, changed numerics settings).
+Inside the candidate process (they catch honest mistakes and the usual LLM
+shortcuts; a process that forges them gains nothing the judge does not check
+again, see docs/EVALUATOR.md):
+
 * ``poison_cached_memory``: fills every free block of PyTorch's CUDA caching
-  allocator with NaN bytes, so an output taken from ``torch.empty`` cannot
-  inherit a result the reference left behind.
-* ``LaunchCounter``: counts Triton kernel launches (also under the
-  interpreter); on a GPU the profiler lists every kernel that ran, so a custom
-  kernel that is compiled but never launched (dead code, or a try/except
-  fallback to PyTorch) is caught.
+  allocator with NaN bytes, so an output that is never written reads as NaN;
+* ``LaunchCounter``: counts Triton kernel launches by name (JIT and
+  interpreter), only launches that went through; ``profiled_kernel_names``:
+  every GPU kernel of one call, from the profiler.
+
+In the judge: ``missing_launches`` says which kernels the source defines and
+launches but never ran, matching exact names (a kernel called ``elementwise``
+is not PyTorch's ``vectorized_elementwise_kernel``).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import torch
 
-_SNAPSHOT_MODULES: list[tuple[str, Any]] = [
-    ("torch", torch),
-    ("torch.Tensor", torch.Tensor),
-    ("torch.nn.functional", torch.nn.functional),
-    ("torch.cuda", torch.cuda),
-    ("torch.cuda.Event", torch.cuda.Event),
-    ("torch.nn.Module", torch.nn.Module),
-    ("time", time),
-]
-
-
-def _numerics() -> dict[str, Any]:
-    return {
-        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
-        "torch.backends.cudnn.deterministic": torch.backends.cudnn.deterministic,
-    }
-
-
-def _watched(obj: Any) -> dict[str, int]:
-    """Public callables (functions, methods, classes) of a module or class, by identity.
-
-    Plain state (``torch.cuda._initialized``, generator tuples) changes as torch
-    initialises lazily and is not watched; numerics settings are, separately.
-    """
-    return {k: id(v) for k, v in list(vars(obj).items()) if not k.startswith("_") and callable(v)}
+from stark_lsp.evaluate.diagnostics import demangle
 
 
 def preload() -> None:
-    """Import what torch patches into itself lazily, so the snapshot sees the final state."""
+    """Import what torch patches into itself lazily (the zygote does this once)."""
     import importlib
 
     for name in ("torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "triton.language"):
@@ -61,27 +34,6 @@ def preload() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional pieces
             pass
-
-
-class TamperGuard:
-    """Create it last, after the worker's own warm-up (see ``preload``)."""
-
-    def __init__(self) -> None:
-        self._ids: dict[str, dict[str, int]] = {name: _watched(obj) for name, obj in _SNAPSHOT_MODULES}
-        self._numerics = _numerics()
-
-    def changes(self) -> list[str]:
-        """Names of snapshotted attributes that were replaced or removed."""
-        changed = []
-        for name, obj in _SNAPSHOT_MODULES:
-            now = vars(obj)
-            for k, ident in self._ids[name].items():
-                if k not in now or id(now[k]) != ident:  # replaced or deleted
-                    changed.append(f"{name}.{k}")
-        for k, v in _numerics().items():
-            if self._numerics[k] != v:
-                changed.append(k)
-        return changed
 
 
 def poison_cached_memory(device: torch.device, limit_bytes: int = 16 << 30) -> int:
@@ -172,8 +124,56 @@ def custom_kernel_names(source: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def kernel_launched(custom: list[str], ran: list[str]) -> bool:
-    return any(c in r for c in custom for r in ran)
+def kernel_base_name(name: str) -> str:
+    """The bare function name of a kernel as a profiler or Triton reports it.
+
+    ``void ns::softmax<256>(float const*, float*, int)`` -> ``softmax``;
+    ``_Z3addPKfPfi`` -> ``add``; ``my_kernel`` -> ``my_kernel``.
+    """
+    n = name.strip()
+    if n.startswith("_Z"):
+        return demangle(n)
+    depth, cut = 0, len(n)
+    for i, ch in enumerate(n):  # the parameter list: the first '(' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    n = n[:cut]
+    out, depth = [], 0
+    for ch in n:  # drop template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    n = "".join(out).strip().split()[-1] if "".join(out).strip() else ""
+    return n.rsplit("::", 1)[-1].lstrip("*&")
+
+
+def launched_kernel_names(raw: list[str]) -> set[str]:
+    return {kernel_base_name(r) for r in raw if r}
+
+
+def launch_sites(source: str, kernels: list[str]) -> list[str]:
+    """Kernels the source launches by name: ``k[grid](...)`` (Triton) or ``k<<<...>>>`` (CUDA)."""
+    return [k for k in kernels if re.search(r"\b" + re.escape(k) + r"\s*(\[|<<<)", source)]
+
+
+def missing_launches(source: str, defined: list[str], ran: set[str]) -> list[str]:
+    """Defined kernels that should have run and did not (exact names).
+
+    Every kernel the source launches by name must have run; where it launches
+    none by name (an indirect launch), at least one defined kernel must have.
+    """
+    sites = launch_sites(source, defined)
+    if sites:
+        return [k for k in sites if k not in ran]
+    return [] if any(k in ran for k in defined) else list(defined)
 
 
 _SUSPICIOUS = [

@@ -9,7 +9,8 @@ from typing import Any
 @dataclass
 class EvalOptions:
     trials: int = 5  # correctness trials, each on fresh inputs from its own seed
-    seed: int = 42  # trial i uses seed + i; timing uses seed + 1000
+    seed: int | None = None  # None: fresh random seeds every evaluation (a candidate cannot know them);
+    #                          a number makes the inputs reproducible (trial i: seed + i), for debugging only
     atol: float | None = None  # None: chosen by the output's dtype
     rtol: float | None = None
     warmup_ms: float = 50.0  # warm-up calls, discarded (also lets clocks ramp up after a compile)
@@ -20,7 +21,9 @@ class EvalOptions:
     compile_baseline: bool = False  # also time torch.compile of the reference
     profile_launches: bool = True  # check that a custom kernel really launched
     compile_timeout_s: float = 300.0  # load_inline can take minutes
-    run_timeout_s: float = 120.0  # one evaluation after compiling
+    load_timeout_s: float = 60.0  # importing the candidate and its first call (Triton JIT, autotuning)
+    run_timeout_s: float = 120.0  # a safety net over one whole evaluation after loading (phases have their own limits)
+    verified_reps: int = 5  # timed calls whose outputs the judge checks, chosen in secret
     review_speedup: float = 10.0  # speedups above this are flagged for review
     nvcc_flags: list[str] = field(default_factory=list)
 

@@ -1,10 +1,14 @@
-"""Warm worker processes, with time limits and replacement after any fault.
+"""Warm judge processes, with time limits and replacement after any fault.
 
-A worker costs seconds to start (import torch, create a CUDA context), so
-workers are kept warm and reused. A worker that hangs is killed (its whole
-process group) when the job's time limit passes; one that dies (segfault,
-abort, out of host memory) is noticed by the closed pipe; either way the job
-gets a clean failed result and a fresh worker is started in the background.
+A judge (``judge_process.py``) costs seconds to start (import torch, create a
+CUDA context, start the sandbox's zygote), so judges are kept warm and
+reused. They never run candidate code themselves: each candidate runs in a
+fresh sandboxed process that the judge kills when it misbehaves. A judge that
+stops answering is killed (its whole process group) when the job's overall
+limit passes; one that dies is noticed by the closed pipe; either way the job
+gets a clean failed result and a fresh judge is started in the background.
+``cancel()`` stops the jobs in flight (the judges kill their candidates and
+answer "stopped").
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ READY_TIMEOUT_S = 240.0
 
 class WorkerStartError(RuntimeError):
     pass
+
+
+class SandboxRefused(RuntimeError):
+    """The job requires a sandbox and the judge cannot make one here."""
 
 
 @dataclass
@@ -122,6 +130,7 @@ class WorkerPool:
         self._hardware: dict[str, Any] | None = None
         self._hw_event = threading.Event()
         self._all: set[_Worker] = set()
+        self._busy: set[_Worker] = set()
         self._lock = threading.Lock()
         self._counter = 0
         for _ in range(self.size):
@@ -135,8 +144,28 @@ class WorkerPool:
             raise WorkerStartError("evaluation workers could not start")
         return self._hardware
 
+    def cancel(self) -> None:
+        """Stop every evaluation in flight; each is answered as stopped."""
+        with self._lock:
+            busy = list(self._busy)
+        for w in busy:
+            try:
+                w.tx.write(json.dumps({"op": "cancel"}) + "\n")
+                w.tx.flush()
+            except (OSError, ValueError):
+                pass
+
     def run(self, job: dict[str, Any], timeout_s: float) -> Reply:
         worker = self._acquire()
+        with self._lock:
+            self._busy.add(worker)
+        try:
+            return self._run(worker, job, timeout_s)
+        finally:
+            with self._lock:
+                self._busy.discard(worker)
+
+    def _run(self, worker: "_Worker", job: dict[str, Any], timeout_s: float) -> Reply:
         job = dict(job)
         job.setdefault("workdir", str(self.workdir / f"job-{worker.proc.pid}"))
         log_offset = worker.log.stat().st_size if worker.log.exists() else 0
@@ -153,15 +182,18 @@ class WorkerPool:
         if _is_started(line):
             line = worker.read_line(time.monotonic() + timeout_s)
             if line is None:
-                return self._fault(worker, "timeout", f"no result within {timeout_s:.0f} s: killed", log_offset)
+                return self._fault(worker, "timeout", f"the judge gave no result within {timeout_s:.0f} s: restarted", log_offset)
         if line == b"":
             worker.proc.wait(timeout=10)
             why = _signal_name(worker.proc.returncode)
-            return self._fault(worker, "crashed", f"the worker process died ({why})", log_offset)
+            return self._fault(worker, "crashed", f"the judge process died ({why})", log_offset)
         try:
             msg = json.loads(line)
         except ValueError:
             return self._fault(worker, "crashed", "the worker sent garbage", log_offset)
+        if "unavailable" in msg:
+            self._idle.put(worker)
+            raise SandboxRefused(str(msg["unavailable"]))
         worker.jobs += 1
         if msg.get("recycle"):
             self._replace(worker)
@@ -243,7 +275,7 @@ class WorkerPool:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("HOME", str(self.workdir))
         env["TMPDIR"] = str(self.workdir)
-        cmd = [sys.executable, "-m", "stark_lsp.evaluate.worker", "--fd-in", str(p2c_r), "--fd-out", str(c2p_w),
+        cmd = [sys.executable, "-m", "stark_lsp.evaluate.judge_process", "--fd-in", str(p2c_r), "--fd-out", str(c2p_w),
                "--device", self.device, "--log", str(log)]
         if self.memory_fraction:
             cmd += ["--memory-fraction", str(self.memory_fraction)]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from stark_lsp.evaluate.result import EvalResult, Timing
+from stark_lsp.speedups import ratio_text, speedup_text
 
 
 def _t(t: Timing) -> str:
     return f"{t.median_ms:.4g} ms (IQR {t.iqr_ms:.2g}, {t.reps} reps)"
 
 
-def render_result(r: EvalResult, name: str = "candidate", hardware: str = "") -> str:
+def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", reference_itself: bool = False) -> str:
+    """``reference_itself``: the candidate is the KernelBench reference wrapped as
+    ``ModelNew`` (no candidate given): its speedup is 1 by construction, not a result."""
     lines = [f"{name}: {r.status.value.upper()}" + (f" - {r.message}" if r.message else "")]
     if hardware:
         lines.append(f"  device:      {hardware}")
@@ -28,14 +31,21 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "") ->
         rt = r.runtime
         lines.append(f"  candidate:   {_t(rt.candidate)}")
         lines.append(f"  reference:   {_t(rt.reference)}")
-        lines.append(f"  speedup:     {rt.speedup:.3f}x" + (f"  ({rt.note})" if rt.note else ""))
+        cpu = not rt.is_gpu
+        if reference_itself:
+            lines.append("  speedup:     1.00× eager (the reference itself, timed against itself: "
+                         "give a candidate to compare)")
+        else:
+            lines.append(f"  speedup:     {speedup_text(rt.speedup, 'eager', cpu=cpu)}"
+                         + (f"  ({rt.note})" if rt.note and not cpu else ""))
         if rt.floor:
             f = rt.floor
             lines.append(f"  floor:       {f.floor_ms:.4g} ms ({f.bound}-bound: {f.bytes / 1e6:.1f} MB at {f.bandwidth_gbs:.0f} GB/s"
                          + (f", {f.flops / 1e9:.1f} GFLOP at {f.peak_tflops:.0f} TFLOP/s {f.dtype}" if f.flops and f.peak_tflops else "")
-                         + f"); candidate at {f.gap(rt.candidate.median_ms):.2f}x the floor")
+                         + f"); candidate at {ratio_text(f.gap(rt.candidate.median_ms))} the floor")
         if rt.compiled_reference and rt.speedup_vs_compiled:
-            lines.append(f"  vs compile:  {rt.speedup_vs_compiled:.3f}x (torch.compile {rt.compiled_reference.median_ms:.4g} ms)")
+            lines.append(f"  vs compile:  {speedup_text(rt.speedup_vs_compiled, 'compiled', cpu=cpu)} "
+                         f"(torch.compile {rt.compiled_reference.median_ms:.4g} ms)")
     for res in r.resources:
         lines.append(f"  kernel {res.kernel}: {res.registers} registers, {res.shared_bytes} B shared, "
                      f"{res.spill_stores or 0}/{res.spill_loads or 0} B spill stores/loads")

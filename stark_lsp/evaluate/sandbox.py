@@ -1,15 +1,45 @@
-"""The environment and limits that candidate code runs under.
+"""The sandbox that candidate code, and builds of it, run in.
 
-Candidates are untrusted: they get an allow-listed environment (no API keys,
-tokens or other secrets), their own working directory, no core dumps, and
-limits on file size and open files. They never run in the caller's process.
+Candidates are hostile (docs/EVALUATOR.md, "Threat model"). Everything that
+runs candidate code runs inside namespaces made by a field tool, util-linux
+``unshare`` (or bubblewrap's ``bwrap`` where only that is allowed, e.g. an
+unprivileged user on Ubuntu 24.04):
+
+* no network: a new network namespace with only a loopback that is down;
+* its own PID namespace: no ``/proc`` of any other process (the API key sits
+  in the caller's environment, which a candidate can therefore never read);
+* its own IPC and UTS namespaces;
+* a read-only view of the whole filesystem, with ``/tmp``, ``/var/tmp``,
+  ``/run``, ``/dev/shm`` and the user's ``$HOME`` replaced by empty private
+  tmpfs mounts; the paths the evaluation needs under those (the Python
+  installation, this package, the task's folder, the evaluator's cache) are
+  bound back read-only, and only the paths named ``writable`` are writable;
+* an environment built from an allow-list (``scrubbed_env``);
+* when started as root: the real uid and gid become ``nobody`` (65534) after
+  the mounts are made, so root-only files stay unreadable and no capability
+  is left; always: ``no_new_privs``.
+
+``sandbox_init.py`` is the small trusted program that the tool starts inside
+the new namespaces: it makes the mounts, drops privileges and ``exec``s the
+real command. This module is pure policy (which paths, which flags) plus a
+probe that says once per process whether a sandbox can be made here, and why
+not when it cannot. No torch.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 # Variables a CUDA / Triton / PyTorch process needs. Everything else is dropped.
 _ALLOW_EXACT = {
@@ -21,10 +51,14 @@ _ALLOW_EXACT = {
     "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "TORCHINDUCTOR_CACHE_DIR",
     "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_PTXAS_PATH",
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-    "STARK_SMALL", "VIRTUAL_ENV", "LC_ALL", "LC_CTYPE",
+    "STARK_SMALL", "STARK_SANDBOX", "VIRTUAL_ENV", "LC_ALL", "LC_CTYPE",
 }
 _ALLOW_PREFIX = ("LC_", "STARK_EVAL_")
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
+
+NOBODY = 65534
+HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # plus $HOME
+INIT_MODULE = "stark_lsp.evaluate.sandbox_init"
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -43,7 +77,7 @@ def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | Non
 
 
 def apply_limits(max_file_bytes: int = 8 << 30, max_open_files: int = 4096, max_address_bytes: int | None = None) -> None:
-    """Resource limits for the worker process (called in the child before exec)."""
+    """Resource limits for a process that runs candidate code."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _lower(resource.RLIMIT_FSIZE, max_file_bytes)
     _lower(resource.RLIMIT_NOFILE, max_open_files)
@@ -59,3 +93,259 @@ def _lower(which: int, value: int) -> None:
         resource.setrlimit(which, (min(new_soft, new_hard), new_hard))
     except (ValueError, OSError):
         pass
+
+
+def policy(llm: str | None, unsafe: bool = False) -> str:
+    """The evaluator's sandbox policy for a team: candidates an LLM writes are not run
+    without a sandbox (unless the user says ``--unsafe-no-sandbox``); the user's own code
+    and the built-in team's rewrites of it run sandboxed where a sandbox can be made."""
+    if unsafe:
+        return "off"
+    return "auto" if (llm or "builtin") == "builtin" else "required"
+
+
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Layout:
+    """What a sandboxed process sees of the filesystem.
+
+    ``hidden``: directories replaced by an empty private tmpfs. ``expose``:
+    paths bound back read-only where a hidden directory covers them (outside
+    hidden directories everything is visible read-only anyway). ``writable``:
+    paths bound read-write (a build directory). ``drop_to``: the uid/gid a root
+    caller becomes inside. ``cwd``: where the command starts.
+    """
+
+    hidden: tuple[str, ...]
+    expose: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+    drop_to: int | None = NOBODY
+    cwd: str = "/"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Layout":
+        d = json.loads(text)
+        return cls(hidden=tuple(d["hidden"]), expose=tuple(d.get("expose", ())), writable=tuple(d.get("writable", ())),
+                   drop_to=d.get("drop_to"), cwd=d.get("cwd", "/"))
+
+    def covers(self, path: str | Path) -> bool:
+        """Whether ``path`` is visible inside: not under a hidden directory, or exposed."""
+        p = os.path.realpath(path)
+        if not any(_under(p, h) for h in self.hidden):
+            return True
+        return any(_under(p, e) for e in (*self.expose, *self.writable))
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def home_dir() -> str | None:
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    if not home or home == "/" or not os.path.isdir(home):
+        return None
+    return os.path.realpath(home)
+
+
+def hidden_dirs() -> tuple[str, ...]:
+    dirs = [d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    home = home_dir()
+    if home and not any(_under(home, d) for d in dirs):
+        dirs.append(home)
+    return tuple(os.path.realpath(d) for d in dirs)
+
+
+def python_paths() -> list[str]:
+    """Where this Python and its packages live: needed read-only inside."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            paths.add(p)
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:  # pragma: no cover - virtualenv's old site.py
+        pass
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    if user_site and os.path.isdir(user_site):
+        paths.add(user_site)
+    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    paths.add(str(Path(__file__).resolve().parents[2]))  # this package's root
+    for var in ("CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV"):
+        if os.environ.get(var):
+            paths.add(os.environ[var])
+    return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+
+
+def nvidia_runtime_paths() -> list[str]:
+    """Driver sockets under /run that CUDA may use (persistenced, fabric manager)."""
+    return sorted(str(p) for p in Path("/run").glob("nvidia*")) if os.path.isdir("/run") else []
+
+
+def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), cwd: str | Path = "/",
+                drop_privileges: bool = True) -> Layout:
+    """The standard layout: hidden scratch and home, Python + ``expose`` bound back.
+
+    A root caller becomes ``nobody`` inside only when ``nobody`` can read every
+    path the evaluation needs; otherwise it stays uid 0 without any capability
+    (both keep the mounts, the namespaces and the empty environment).
+    """
+    hidden = hidden_dirs()
+    needed = [*python_paths(), *(os.path.realpath(p) for p in expose)]
+    wanted = [*needed, *nvidia_runtime_paths()]
+    bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
+    rw = tuple(sorted({os.path.realpath(p) for p in writable}))
+    drop = (drop_privileges and all(readable_by_others(p, hidden) for p in [*needed, *rw] if os.path.exists(p))
+            and gpu_usable_by_others())
+    return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None, cwd=str(cwd))
+
+
+def gpu_usable_by_others() -> bool:
+    """Whether a user with no relation to root may open the NVIDIA device nodes (true where none exist)."""
+    import stat
+
+    for dev in Path("/dev").glob("nvidia*"):
+        try:
+            st = os.stat(dev)
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode) and (st.st_mode & 0o006) != 0o006:
+            return False
+    return True
+
+
+def readable_by_others(path: str, hidden: tuple[str, ...] = ()) -> bool:
+    """Whether a user with no relation to the owner can reach ``path`` (read it, enter its folders).
+
+    Folders that a hidden directory covers do not count: inside, they are
+    fresh tmpfs folders anyone may enter.
+    """
+    p = os.path.realpath(path)
+    try:
+        st = os.stat(p)
+    except OSError:
+        return False
+    import stat
+
+    if not st.st_mode & stat.S_IROTH or (stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH):
+        return False
+    parent = os.path.dirname(p)
+    while parent and parent != "/":
+        if any(_under(parent, h) and parent != h for h in hidden) or parent in hidden:
+            break
+        try:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+        parent = os.path.dirname(parent)
+    return True
+
+
+def _outermost(paths: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for p in sorted(paths, key=len):
+        if not any(_under(p, q) for q in out):
+            out.append(p)
+    return tuple(sorted(out))
+
+
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sandbox:
+    """How this machine makes sandboxes: ``backend`` is "unshare", "bwrap" or "none"."""
+
+    backend: str
+    reason: str = ""  # why there is none, or a note
+    as_root: bool = False
+    details: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def available(self) -> bool:
+        return self.backend != "none"
+
+    def describe(self) -> str:
+        if not self.available:
+            return f"no sandbox ({self.reason})"
+        who = "root, dropping to nobody where it can, never keeping a capability" if self.as_root else "user namespace, no capabilities"
+        return f"{self.backend} ({who}; no network, own PID namespace, read-only filesystem, private /tmp and $HOME)"
+
+    def wrap(self, argv: list[str], layout: Layout, python: str | None = None) -> list[str]:
+        """``argv`` run inside a new sandbox with ``layout``."""
+        py = python or sys.executable
+        init = [py, "-m", INIT_MODULE, layout.to_json(), "--"]
+        if self.backend == "unshare":
+            cmd = [self.details["unshare"], "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child",
+                   "--mount-proc", "--propagation", "private"]
+            if not self.as_root:
+                cmd[1:1] = ["--user", "--map-root-user"]
+            return [*cmd, "--", *init, *argv]
+        if self.backend == "bwrap":
+            return [*bwrap_args(self.details["bwrap"], layout), "--", *init, *argv]
+        raise RuntimeError(f"no sandbox: {self.reason}")
+
+
+def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
+    """bubblewrap's rendering of a layout (user namespace; no uid switch: used by non-root callers)."""
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--as-pid-1", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for dev in sorted(Path("/dev").glob("nvidia*")):
+        args += ["--dev-bind", str(dev), str(dev)]
+    for d in layout.hidden:
+        args += ["--tmpfs", d]
+    for p in layout.expose:
+        args += ["--ro-bind", p, p]
+    for p in layout.writable:
+        args += ["--bind", p, p]
+    # sandbox_init sees bwrap's mounts already made: an empty layout keeps it from mounting again
+    return args + ["--chdir", layout.cwd, "--setenv", "STARK_SANDBOX_PREPARED", "bwrap"]
+
+
+def _probe_backend(cmd_prefix: list[str], timeout: float = 30.0) -> str | None:
+    """Run the init's self-check inside; None when it works, else the reason."""
+    try:
+        out = subprocess.run(cmd_prefix, capture_output=True, text=True, timeout=timeout,
+                             env=scrubbed_env(), stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{type(e).__name__}: {e}"
+    if out.returncode == 0 and "sandbox-ok" in out.stdout:
+        return None
+    err = (out.stderr or out.stdout).strip().splitlines()
+    return err[-1] if err else f"exit code {out.returncode}"
+
+
+@lru_cache(maxsize=1)
+def probe() -> Sandbox:
+    """Which sandbox works here (cached for the process). Honours ``STARK_SANDBOX=none|unshare|bwrap``."""
+    forced = os.environ.get("STARK_SANDBOX", "").strip().lower()
+    if forced in ("none", "off", "0"):
+        return Sandbox("none", "turned off by STARK_SANDBOX")
+    if not sys.platform.startswith("linux"):
+        return Sandbox("none", "sandboxing needs Linux namespaces")
+    as_root = os.geteuid() == 0
+    reasons = []
+    layout = make_layout()
+    check = [sys.executable, "-c", "print('sandbox-ok')"]
+    unshare, bwrap = shutil.which("unshare"), shutil.which("bwrap")
+    if forced in ("", "unshare"):
+        if unshare:
+            sb = Sandbox("unshare", as_root=as_root, details={"unshare": unshare})
+            why = _probe_backend(sb.wrap(check, layout))
+            if why is None:
+                return sb
+            reasons.append(f"unshare: {why}")
+        else:
+            reasons.append("unshare: not installed (util-linux)")
+    if forced in ("", "bwrap") and not as_root:
+        if bwrap:
+            sb = Sandbox("bwrap", as_root=False, details={"bwrap": bwrap})
+            why = _probe_backend(sb.wrap(check, layout))
+            if why is None:
+                return sb
+            reasons.append(f"bwrap: {why}")
+        else:
+            reasons.append("bwrap: not installed (package bubblewrap)")
+    return Sandbox("none", "; ".join(reasons) or f"STARK_SANDBOX={forced} is not a sandbox")

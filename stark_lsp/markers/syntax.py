@@ -131,6 +131,12 @@ def has_markers(source: str) -> bool:
     return any(_DIRECTIVE.match(_body(line)) for line in split_lines(source))
 
 
+def drop_marker_lines(text: str) -> str:
+    """``text`` without every line that claims to be a marker (valid or not);
+    for answers that echo marker comments into code."""
+    return "".join(line for line in split_lines(text) if not _DIRECTIVE.match(_body(line)))
+
+
 # -- rebuilding ----------------------------------------------------------------
 
 

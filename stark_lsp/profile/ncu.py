@@ -376,7 +376,7 @@ class NcuProfiler:
         kernels = kernel_names(source)
         for _ in range(2):
             cmd = ncu_command(ncu, job, kernels, launch_count=self.launch_count, metrics=metrics, python=self.python)
-            rc, stdout, stderr = self._run(cmd, work, cancel)
+            rc, stdout, stderr = self._run(self._sandboxed(cmd, task, work), work, cancel)
             self.last_stdout, self.last_stderr = stdout, stderr
             shown = shlex.join(cmd)
             if rc is None:
@@ -394,10 +394,23 @@ class NcuProfiler:
             return ProfileReport.unavailable(failure_reason(output, rc), command=shown, seconds=time.perf_counter() - t0)
         return ProfileReport(ok=True, kernels=profiles, command=shown, seconds=time.perf_counter() - t0)
 
-    def _env(self) -> dict[str, str]:
+    def _sandboxed(self, cmd: list[str], task: Any, work: Path) -> list[str]:
+        """ncu and the candidate it runs, inside the evaluator's sandbox (candidate code is hostile
+        here too). ncu reads the GPU's counters, which a process without capabilities may be
+        refused where the driver restricts profiling to admins: the report then says so."""
+        from stark_lsp.evaluate.sandbox import make_layout, probe
+
+        sb = probe()
+        if not sb.available:
+            return cmd
+        os.chmod(work, 0o777)
+        expose = [str(task.path.parent), str(work), str(self.cache_dir)] + ([str(task.harness.parent)] if task.harness else [])
+        return sb.wrap(cmd, make_layout(expose=expose, writable=[work], cwd=work, drop_privileges=False))
+
+    def _env(self, work: Path) -> dict[str, str]:
         from stark_lsp.evaluate.sandbox import scrubbed_env
 
-        extra = {"TRITON_CACHE_DIR": str(self.cache_dir / "triton"), **self.env}
+        extra = {"TRITON_CACHE_DIR": str(work / "triton"), "HOME": str(work), **self.env}
         env = scrubbed_env(extra)
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
@@ -407,7 +420,7 @@ class NcuProfiler:
         """(exit status, stdout, stderr); (None, reason, '') when it timed
         out, was cancelled or could not start. The whole process group is killed."""
         try:
-            proc = subprocess.Popen(cmd, cwd=str(cwd), env=self._env(), stdout=subprocess.PIPE,
+            proc = subprocess.Popen(cmd, cwd=str(cwd), env=self._env(cwd), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                                     errors="replace", start_new_session=True)
         except OSError as e:

@@ -15,14 +15,16 @@ most recent first, while they fit. Pure: no store, no threads.
 
 from __future__ import annotations
 
-import difflib
 from typing import Callable, Iterable
 
 from stark_lsp.agents.base import AgentContext, ContextItem
 from stark_lsp.evaluate.result import EvalResult
+from stark_lsp.speedups import ratio_text
+from stark_lsp.tasks.describe import TaskFacts
 from stark_lsp.tasks.spec import TaskSpec
 
 from .digest import source_digest
+from .excerpts import diagnostics_text, diff, estimate_tokens, trim  # noqa: F401  (re-exported)
 from .node import ABANDONED, Node
 from .policies.common import TreeView, leaderboard
 
@@ -36,58 +38,6 @@ DIAG_LINES = 20
 DIAG_CHARS = 2000
 
 Profiler = Callable[[Node], str]
-
-
-def estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-def trim(text: str, max_chars: int, max_lines: int | None = None) -> str:
-    """Keep the head of ``text``; say how much was cut."""
-    lines = text.splitlines()
-    cut_lines = 0
-    if max_lines is not None and len(lines) > max_lines:
-        cut_lines = len(lines) - max_lines
-        lines = lines[:max_lines]
-    out = "\n".join(lines)
-    if len(out) > max_chars:
-        cut_lines += out[max_chars:].count("\n") + 1
-        out = out[:max_chars].rsplit("\n", 1)[0] if "\n" in out[:max_chars] else out[:max_chars]
-    if cut_lines:
-        out += f"\n... ({cut_lines} more lines)"
-    return out
-
-
-def diff(parent_source: str, source: str, parent_id: int | None, node_id: int) -> str:
-    return "".join(difflib.unified_diff(
-        parent_source.splitlines(keepends=True), source.splitlines(keepends=True),
-        fromfile=f"#{parent_id}", tofile=f"#{node_id}", n=2,
-    ))
-
-
-def diagnostics_text(node: Node) -> str:
-    """Why a node failed, or what the evaluator flagged: compiler and runtime
-    messages, failed trials, cheats (untrimmed)."""
-    r = node.result
-    if r is None:
-        return node.error
-    out: list[str] = []
-    if r.message and r.status.failed:
-        out.append(r.message)
-    for d in r.all_diagnostics():
-        where = f"line {d.line}" + (f":{d.column}" if d.column else "") + ": " if d.line else ""
-        out.append(f"{where}{d.severity}: {d.message}")
-    if r.compile is not None and not r.compile.ok and not r.compile.diagnostics and r.compile.log:
-        out.append(r.compile.log)
-    if r.correctness is not None:
-        for t in r.correctness.trials:
-            if not t.passed:
-                err = f" max_abs_error={t.max_abs_error:.3g}" if t.max_abs_error is not None else ""
-                out.append(f"trial seed {t.seed} failed{err}: {t.message}".rstrip(": "))
-    for c in r.cheats:
-        out.append(f"cheat {c.kind}: {c.message}")
-    out.extend(f"flag: {f}" for f in r.flags)
-    return "\n".join(out) if out else node.error
 
 
 def resource_profile(node: Node) -> str:
@@ -113,7 +63,7 @@ def resource_profile(node: Node) -> str:
 
 def floor_text(node: Node) -> str:
     """How far a correct node's runtime is above the hardware floor
-    (``Runtime.floor``, GPU only): ``3.1x above the memory floor (0.12 ms,
+    (``Runtime.floor``, GPU only): ``3.10× the memory floor (0.12 ms,
     memory-bound)``; '' without a floor."""
     r = node.result
     rt = r.runtime if r is not None and node.correct else None
@@ -129,7 +79,7 @@ def floor_text(node: Node) -> str:
     if floor_ms <= 0 or ms <= 0:
         return ""
     bound = str(get("bound") or "memory")
-    return f"{ms / floor_ms:.1f}x above the {bound} floor ({floor_ms:.3g} ms, {bound}-bound)"
+    return f"{ratio_text(ms / floor_ms)} the {bound} floor ({floor_ms:.3g} ms, {bound}-bound)"
 
 
 def ncu_text(node: Node) -> str:
@@ -147,7 +97,7 @@ def ncu_text(node: Node) -> str:
 def node_profile(node: Node) -> str:
     """The profile line the search shows agents: the evaluator's resource
     report, the runtime against the hardware floor, and the ncu figures, each
-    where known: ``k: 32 regs, 0 B smem, spills 0 st / 0 ld | 3.1x above the
+    where known: ``k: 32 regs, 0 B smem, spills 0 st / 0 ld | 3.10× the
     memory floor (0.12 ms, memory-bound) | ncu: dram 41% of peak, sm 12%,
     occupancy 48%, stalls: long_scoreboard 63%, barrier 12%``."""
     return " | ".join(p for p in (resource_profile(node), floor_text(node), ncu_text(node)) if p)
@@ -229,6 +179,33 @@ def seen_digests(nodes: Iterable[Node]) -> frozenset[str]:
     return frozenset(source_digest(n.source) for n in nodes if n.source and n.status != ABANDONED)
 
 
+EXPLORATION_HINTS = (
+    "memory traffic: coalesced and vectorized loads and stores, fewer passes over the data",
+    "parallelism: the grid and block shape, work per thread or program, occupancy",
+    "on-chip reuse: shared-memory or register tiling, keeping values in registers between passes",
+    "reductions and synchronization: warp shuffles, fewer barriers and atomics, one-pass (online) algorithms",
+    "fusion: more of the reference's steps in one kernel, no intermediate tensors",
+    "instruction cost: cheaper math (fast intrinsics, fewer divisions and exponentials), unrolling",
+    "launch and pipelining: warps per block or program, pipeline stages, asynchronous copies",
+    "a different decomposition of the work: split along another axis, persistent programs, split-K",
+)
+
+
+def exploration_hint(attempt: int, seed: int = 0) -> str:
+    """Attempts in flight at once (consecutive numbers) get different hints."""
+    return EXPLORATION_HINTS[(attempt + seed) % len(EXPLORATION_HINTS)]
+
+
+def in_flight_lines(nodes: Iterable[Node], exclude: int | None) -> tuple[str, ...]:
+    """The attempts in flight besides ``exclude``: what each one is doing."""
+    out = []
+    for n in sorted(nodes, key=lambda n: n.id):
+        if n.in_flight and n.parent_id is not None and n.id != exclude:
+            what = n.summary or ("planning" if n.kind == "plan_code" else "debugging")
+            out.append(f"#{n.id} ({n.kind} from #{n.parent_id}): {what}")
+    return tuple(out)
+
+
 def build_context(
     agent: str,
     task: TaskSpec,
@@ -240,7 +217,25 @@ def build_context(
     hardware: str = "",
     seed: int = 0,
     profiler: Profiler = node_profile,
+    hardware_info: dict | None = None,
+    facts: "TaskFacts | None" = None,
+    attempt: int = 0,
+    attempt_node_id: int | None = None,
+    plan: tuple[str, str] | None = None,
+    cancel: object = None,
+    search_seed: int = 0,
 ) -> AgentContext:
+    """The context of one agent call. ``plan`` is (marked source, summary)
+    for the Code agent; ``attempt_node_id`` the node this attempt will fill
+    (left out of the in-flight list); ``hardware_info`` the evaluator's
+    ``hardware_info()`` with compiler versions (``hardware_card.hardware_facts``)."""
+    from stark_lsp.tasks.describe import describe_task
+
+    from .hardware_card import hardware_card
+    from .labels import node_line
+    from .task_card import task_card
+    from .windows import code_entries, debug_entries, plan_entries, plan_words
+
     nodes = list(nodes)
     by_id = {n.id: n for n in nodes}
     node = by_id[node_id]
@@ -263,6 +258,24 @@ def build_context(
             used += cost
 
     rendered = header + "\n".join(render_item(i, task.language) for i in items)
+
+    # -- what the LLM agents read ---------------------------------------------------
+    view = TreeView(nodes)
+    live_root = view.root or root
+    facts = facts if facts is not None else describe_task(task)
+    shown = plan[0] if agent == "code" and plan else node.source
+    profiled = _profiled(node, view, leaderboard_size)
+    parent = view.nodes.get(node.parent_id) if node.parent_id is not None else None
+    if agent == "plan":
+        entries = plan_entries(view, node, live_root, leaderboard_size, max_code, profiler)
+    elif agent == "code":
+        entries = code_entries(view, node, live_root, (plan[1] + " " + _instructions(plan[0])) if plan else plan_words(node),
+                               max_code)
+    else:
+        entries = debug_entries(view, node, live_root, max_code)
+    parent_diff = ""
+    if agent == "debug" and parent is not None and parent.source and node.source:
+        parent_diff = trim(diff(parent.source, node.source, parent.id, node.id), max_code)
     return AgentContext(
         task=task,
         node_id=node.id,
@@ -274,4 +287,35 @@ def build_context(
         hardware=hardware,
         seed=seed,
         seen=seen_digests(nodes),
+        task_card=task_card(task, facts, nodes, shown),
+        hardware_card=hardware_card(hardware_info, view.nodes.values(), profiled, ncu_text(profiled) if profiled else ""),
+        node_line=node_line(node, live_root, with_error=agent != "debug"),  # Debug: the error follows, once
+        node_profile=profiler(node),
+        parent_line=node_line(parent, live_root) if parent is not None else "",
+        parent_diff=parent_diff,
+        window_entries=entries,
+        context_tokens=token_budget,
+        attempt=attempt,
+        hint=exploration_hint(attempt, search_seed) if agent == "plan" else "",
+        in_flight=in_flight_lines(nodes, attempt_node_id) if agent == "plan" else (),
+        plan_summary=plan[1] if plan else "",
+        cancel=cancel,
     )
+
+
+def _profiled(node: Node, view: TreeView, k: int) -> Node | None:
+    """The node whose Nsight Compute line the hardware card shows: the selected
+    node when it was profiled, else the best profiled node of the leaderboard."""
+    for n in [node] + leaderboard(view.nodes.values(), max(1, k)):
+        if ncu_text(n):
+            return n
+    return None
+
+
+def _instructions(marked: str) -> str:
+    from stark_lsp.markers.syntax import MarkerError, parse_markers
+
+    try:
+        return " ".join(m.instruction for m in parse_markers(marked))
+    except MarkerError:
+        return ""

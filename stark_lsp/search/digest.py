@@ -14,5 +14,6 @@ NOTHING_NEW = "nothing new to try from this node"
 
 
 def source_digest(source: str) -> str:
-    """sha256 hex digest of the exact source text."""
-    return hashlib.sha256(source.encode()).hexdigest()
+    """sha256 hex digest of the exact source text (a lone surrogate, which no
+    file can hold, is hashed as its code point instead of raising)."""
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()

@@ -19,18 +19,21 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from stark_lsp.agents.base import AgentError, Exchange, Team
+from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, Team
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
+from stark_lsp.tasks.describe import describe_task
+
 from .context import build_context
 from .digest import NOTHING_NEW, source_digest
+from .hardware_card import hardware_facts
 from .lock import tree_lock
-from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
+from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .retime import retime_options, summarize
-from .tree_store import TreeStore, source_hash
+from .tree_store import TreeStore, harness_digest, source_hash
 
 
 RACE_RETRIES = 3  # agents asked again when a concurrent attempt made the same source meanwhile
@@ -53,6 +56,7 @@ class SearchConfig:
     profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
     retime_top: int = 3  # when the search ends, re-time its top K correct candidates ... (0: off)
     retime_rounds: int = 3  # ... this many times each, in turn with the root (search/retime.py)
+    require_correct_root: bool = False  # the user's kernel fails to build or verify: stop, no search (the editor)
 
 
 @dataclass
@@ -67,10 +71,16 @@ class Progress:
     running: int  # attempts in flight
     done: bool
     message: str = ""
-    root_speedup: float | None = None  # the user's kernel against eager: best / this = "x your kernel"
+    root_speedup: float | None = None  # the user's kernel against eager
+    best_vs_yours: float | None = None  # the best against the user's kernel (node.speedup_vs_yours)
+    best_is_root: bool = False  # nothing has beaten the user's kernel yet
+    best_is_reference: bool = False  # ... and that kernel is the KernelBench reference itself
+    cpu: bool = False  # the best's timings come from the CPU (interpreter), not a GPU
 
     @property
     def best_vs_root(self) -> float | None:
+        if self.best_vs_yours is not None:
+            return self.best_vs_yours
         if self.best_speedup is None or not self.root_speedup:
             return None
         return self.best_speedup / self.root_speedup
@@ -186,7 +196,10 @@ class Search:
         self._nodes: dict[int, Node] = {}
         self._lock = threading.Lock()
         self._hardware = ""
+        self._hardware_info: dict[str, Any] = {}
+        self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
         self._cancel = threading.Event()
+        self._abort = threading.Event()  # the search stops on an error: agents waiting for answers give up
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
         self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
         # background profiling (config.profile_top > 0): ``profiler.profile(task, source, cancel)``
@@ -260,6 +273,10 @@ class Search:
             done=done,
             message=message,
             root_speedup=root.speedup if root else None,
+            best_vs_yours=speedup_vs_yours(best, root) if best else None,
+            best_is_root=best is not None and best.parent_id is None,
+            best_is_reference=best is not None and best.is_reference_itself,
+            cpu=best is not None and best.cpu_timed,
         )
 
     def _emit(self, done: bool = False, message: str = "") -> None:
@@ -272,6 +289,7 @@ class Search:
         best node. Resumes a tree that exists (in-flight nodes left by a
         killed run are marked abandoned and their attempts redone)."""
         self._cancel = cancel or threading.Event()
+        self._abort = threading.Event()
         with tree_lock(self.store.path, self.task_id):
             archived = self._archive_if_changed()
             self.store.create_tree(self.task)
@@ -282,8 +300,13 @@ class Search:
                 self._hardware = str(self.evaluator.hardware())
             except Exception:
                 self._hardware = ""
+            self._hardware_info = hardware_facts(self.evaluator)
+            self._facts = describe_task(self.task)
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
             root = self._ensure_root(note)
+            if root is not None and self.config.require_correct_root and not root.correct:
+                self._emit(done=True, message=f"your kernel did not pass ({root.status}): no search")
+                root = None
             if root is not None:
                 self._start_profiling()
                 self._loop(time.monotonic())
@@ -415,10 +438,12 @@ class Search:
             current = self.task.root_source()
         except OSError:
             return ""
-        if root.source == current:
+        stored, now = self.store.harness_digest(self.task_id), harness_digest(self.task)
+        if root.source == current and (stored is None or stored == now):
             return ""
         kept = self.store.archive_tree(self.task_id)
-        return f"the task file changed since the stored tree began: that tree is kept as {kept}; starting a new one"
+        what = "task file" if root.source != current else "harness"
+        return f"the {what} changed since the stored tree began: that tree is kept as {kept}; starting a new one"
 
     def _ensure_root(self, note: str) -> Node | None:
         root = self.store.root(self.task_id)
@@ -448,6 +473,7 @@ class Search:
 
     def _loop(self, started: float) -> None:
         cfg = self.config
+        self._stopping = False
         inflight: dict[Future, int] = {}
         error: BaseException | None = None
         message = ""
@@ -471,13 +497,19 @@ class Search:
                     message = stop or ("budget spent" if self._free_left() else
                                        "stopped: as many attempts found nothing new as the budget allows")
                     break
+                if stop in ("cancelled", "wall time reached") and not self._stopping:
+                    self._stopping = True  # evaluations in flight are stopped too, not waited for
+                    stop_all = getattr(self.evaluator, "cancel", None)
+                    if stop_all is not None:
+                        stop_all()
                 done, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
                     nid = inflight.pop(fut)
                     try:
                         fut.result()
-                    except BaseException as e:  # the evaluator or the store failed
+                    except BaseException as e:  # the evaluator, the store or the agents' endpoint failed
                         error = error or e
+                        self._abort.set()  # agents waiting for answers give up
                         if self._nodes[nid].in_flight:
                             self._update(nid, status=ABANDONED, error=f"search stopped: {e}")
                     n = self._nodes[nid]
@@ -502,11 +534,13 @@ class Search:
             attempt=attempt, seed=attempt_seed(self.config.seed, attempt)))
 
     # -- one attempt (worker thread) ------------------------------------------
-    def _context(self, agent: str, node_id: int, seed: int):
+    def _context(self, agent: str, node_id: int, attempt_node: Node, plan: tuple[str, str] | None = None):
         return build_context(
             agent, self.task, self._snapshot(), node_id,
             leaderboard_size=self.config.leaderboard, token_budget=self.config.context_tokens,
-            hardware=self._hardware, seed=seed,
+            hardware=self._hardware, seed=attempt_node.seed, hardware_info=self._hardware_info,
+            facts=self._facts, attempt=attempt_node.attempt, attempt_node_id=attempt_node.id, plan=plan,
+            cancel=AnyEvent(self._cancel, self._abort), search_seed=self.config.seed,
         )
 
     def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
@@ -520,15 +554,15 @@ class Search:
         node = self._nodes[node_id]
         if sel.action == ROUTE_DEBUG:
             stage[0] = "debug"
-            ctx = self._context("debug", parent.id, node.seed)
+            ctx = self._context("debug", parent.id, node)
             fix = self.team.debugger.debug(ctx)
             exchanges += fix.exchanges
             if not fix.source.strip():
                 raise AgentError("the Debug agent returned an empty source")
             self._update(node_id, summary=fix.summary, exchanges=exchanges)
-            return fix.source, ctx.seen
+            return self._unmarked(fix.source, "Debug"), ctx.seen
         stage[0] = "plan"
-        ctx = self._context("plan", parent.id, node.seed)
+        ctx = self._context("plan", parent.id, node)
         plan = self.team.planner.plan(ctx)
         exchanges += plan.exchanges
         self._update(node_id, plan=plan.marked_source, summary=plan.summary, exchanges=exchanges)
@@ -536,10 +570,20 @@ class Search:
         if self._cancel.is_set():
             return None
         stage[0] = "code"
-        code = self.team.coder.code(self._context("code", parent.id, node.seed), plan.marked_source)
+        code = self.team.coder.code(self._context("code", parent.id, node, (plan.marked_source, plan.summary)),
+                                    plan.marked_source)
         exchanges += code.exchanges
         source = self.markers.apply_replacements(plan.marked_source, code.replacements)
-        return source, ctx.seen
+        return self._unmarked(source, "Code"), ctx.seen
+
+    def _unmarked(self, source: str, agent: str) -> str:
+        """A candidate never keeps ``@stark`` marker lines (nor does a best file)."""
+        has = getattr(self.markers, "has_markers", None)
+        if has is not None and has(source):
+            line = next((i for i, l in enumerate(source.split("\n"), 1) if "@stark" in l), 0)
+            raise AgentError(f"the {agent} agent's candidate still contains '@stark' marker lines (line {line}); "
+                             f"a candidate must not keep them")
+        return source
 
     def _claim(self, node_id: int, source: str, seen: frozenset[str], exchanges: list[Exchange], last: bool) -> bool:
         """Record the candidate source unless another attempt made the same
@@ -569,9 +613,19 @@ class Search:
                 source, seen = got
                 if self._claim(node_id, source, seen, exchanges, last=round_ == RACE_RETRIES):
                     break
+        except AgentCancelled as e:
+            exchanges.extend(e.exchanges)
+            return self._abandon(node_id, exchanges)
+        except AgentsUnavailable as e:  # the endpoint cannot serve the search: stop it, redo this on resume
+            exchanges.extend(e.exchanges)
+            self._abort.set()
+            self._update(node_id, status=ABANDONED, error=f"{box[0]} agent: {e}", exchanges=exchanges)
+            raise
         except AgentError as e:
             stage = box[0]
-            if e.raw or e.usage.calls:
+            if e.exchanges:
+                exchanges.extend(e.exchanges)
+            elif e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
             self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent: {e}", exchanges=exchanges)
             return
@@ -593,6 +647,7 @@ class Search:
             same = self.store.find_evaluated(self.task_id, source)
             if same is not None and same.result is not None:
                 status, speed, runtime, err = outcome_fields(same.result)
+                speed = same.speedup if same.correct else speed  # the stored figure (1 for the reference itself)
                 self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
                              error=err, duplicate_of=same.duplicate_of or same.id)
                 return
@@ -619,4 +674,6 @@ class Search:
             self._update(node.id, status=ABANDONED, error=result.message)
             raise TaskBroken(f"{result.message} (fix the task, then run again)")
         status, speed, runtime, err = outcome_fields(result)
+        if node.is_reference_itself and speed is not None:
+            speed = 1.0  # the KernelBench reference timed against itself: 1 by construction, the rest is noise
         self._update(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)

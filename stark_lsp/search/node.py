@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.speedups import speedup_text
+from stark_lsp.tasks.spec import without_kernelbench_stub
 
 from .digest import NOTHING_NEW
 
@@ -92,22 +94,59 @@ class Node:
         return self.failed or self.status == AGENT_ERROR
 
     @property
+    def is_reference_itself(self) -> bool:
+        """A KernelBench root that is the reference wrapped as ``ModelNew``: timed
+        against itself, so its speedup over eager is 1 by construction, not a result."""
+        return self.parent_id is None and without_kernelbench_stub(self.source) is not None
+
+    @property
+    def cpu_timed(self) -> bool:
+        """Its timings come from the CPU (Triton interpreter, eager CPU): no GPU figure."""
+        rt = self.result.runtime if self.result else None
+        return rt is not None and not rt.is_gpu
+
+    @property
     def usage(self) -> Usage:
         total = Usage()
         for e in self.exchanges:
             total = total + e.usage
         return total
 
+    def eager_text(self) -> str:
+        """Its speedup over eager PyTorch, labelled: ``2.35× eager``, with the CPU note
+        when CPU-timed; the KernelBench reference itself says so instead of timing noise."""
+        if self.is_reference_itself and self.correct:
+            return "1.00× eager (the reference itself)"
+        return speedup_text(self.speedup, "eager", cpu=self.cpu_timed)
+
     def outcome(self) -> str:
         """Status, speedup and runtime in a few words."""
         parts = [self.status]
         if self.speedup is not None:
-            parts.append(f"{self.speedup:.2f}x")
+            parts.append(self.eager_text())
         if self.runtime_ms is not None:
             parts.append(f"{self.runtime_ms:.4g} ms")
         if self.duplicate_of is not None:
             parts.append(f"duplicate of #{self.duplicate_of}")
         return ", ".join(parts)
+
+
+def speedup_vs_yours(node: Node, root: Node | None) -> float | None:
+    """How many times faster than the user's kernel (the root) ``node`` is.
+
+    The two nodes' measured runtimes, as shown beside it; when the root is the
+    KernelBench reference itself, the user's kernel *is* eager, and the node's
+    own speedup over eager (timed in one evaluation, with the reference) is the answer.
+    """
+    if node.speedup is None or root is None or not root.correct:
+        return None
+    if node.id == root.id:
+        return 1.0
+    if root.is_reference_itself:
+        return node.speedup
+    if node.runtime_ms and root.runtime_ms:
+        return root.runtime_ms / node.runtime_ms
+    return None
 
 
 def outcome_fields(result: EvalResult) -> tuple[str, float | None, float | None, str]:

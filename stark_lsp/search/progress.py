@@ -6,25 +6,31 @@ import shutil
 import sys
 from typing import TextIO
 
+from stark_lsp.speedups import speedup_text
+
 from .engine import Progress
 
 
-def format_progress(p: Progress) -> str:
+def best_text(p: Progress) -> str:
+    """The best so far, against the user's kernel first (the question asked), then eager."""
     if p.best_speedup is None:
-        best = "-"
-    elif p.best_vs_root is not None:  # against the user's kernel first: that is the question asked
-        best = f"{p.best_vs_root:.2f}x yours, {_eager(p.best_speedup)} eager (#{p.best_node_id})"
-    else:
-        best = f"{p.best_speedup:.2f}x (#{p.best_node_id})"
-    line = (f"attempt {p.attempt}/{p.budget}  best {best}  correct {p.correct}  "
+        return "-"
+    if p.best_is_reference:
+        return f"your kernel, the reference itself (1.00× eager) (#{p.best_node_id})"
+    eager = speedup_text(p.best_speedup, "eager", cpu=p.cpu)
+    if p.best_is_root:
+        return f"your kernel, {eager} (#{p.best_node_id})"
+    if p.best_vs_root is not None:
+        return f"{speedup_text(p.best_vs_root, 'yours')}, {eager} (#{p.best_node_id})"
+    return f"{eager} (#{p.best_node_id})"
+
+
+def format_progress(p: Progress) -> str:
+    line = (f"attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  "
             f"failed {p.failures}  running {p.running}")
     if p.message:
         line += f"  | {p.message}"
     return line
-
-
-def _eager(x: float) -> str:
-    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
 
 
 class ProgressPrinter:

@@ -4,57 +4,75 @@ from __future__ import annotations
 
 from typing import Any
 
-from .node import Node
+from stark_lsp.agents.llm.secrets import redact
+from stark_lsp.safe_text import for_terminal
+from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
+
+from .node import Node, speedup_vs_yours
 
 
-def _speed(n: Node) -> str:
-    """Against eager PyTorch (the reference): two significant digits when tiny (CPU interpreter)."""
-    if n.speedup is None:
-        return "-"
-    return f"{n.speedup:.2f}x" if n.speedup >= 0.01 else f"{n.speedup:.2g}x"
+def _root(nodes: list[Node]) -> Node | None:
+    return next((n for n in nodes if n.parent_id is None), None)
 
 
-def _root_ms(nodes: list[Node]) -> float | None:
-    return next((n.runtime_ms for n in nodes if n.parent_id is None), None)
+def _eager(n: Node) -> str:
+    """The bare ratio over eager PyTorch (the reference), for the ``× eager`` column."""
+    if n.is_reference_itself and n.correct:
+        return ratio_text(1.0)  # by construction; the note says it is the reference
+    return ratio_text(n.speedup)
 
 
-def _yours(n: Node, root_ms: float | None) -> str:
-    """Against the user's kernel (the root): what a kernel engineer asks first."""
-    if n.runtime_ms is None or not root_ms or n.speedup is None:
-        return "-"
-    return f"{root_ms / n.runtime_ms:.2f}x"
+def _yours(n: Node, root: Node | None) -> str:
+    """The bare ratio over the user's kernel (the root), for the ``× yours`` column."""
+    return ratio_text(speedup_vs_yours(n, root))
 
 
 def _runtime(n: Node) -> str:
     return f"{n.runtime_ms:.4g}" if n.runtime_ms is not None else "-"
 
 
-def _note(n: Node, width: int) -> str:
+def _note(n: Node, width: int | None) -> str:
     text = n.summary or ""
+    if n.is_reference_itself:
+        text = "the reference itself (Model as ModelNew): the baseline"
     if n.duplicate_of is not None:
         text = f"(duplicate of #{n.duplicate_of}) {text}"
     if n.error and n.status != "ok":
         text = f"{text} [{n.error}]" if text else n.error
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+    text = " ".join(for_terminal(redact(text)).split())  # no key, no escape sequence reaches a terminal
+    if width is None or len(text) <= width:
+        return text
+    return text[: width - 3] + "..."
 
 
-def table(nodes: list[Node], best_id: int | None = None, width: int = 60) -> str:
-    """One row per node: id, parent, kind, attempt, status, speedup, ms, note."""
-    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'x yours':>8} {'x eager':>8} {'ms':>9}  note"
+def cpu_footer(nodes: list[Node]) -> str:
+    """The line under a table or tree whose figures come from the CPU, else ``""``."""
+    if any(n.cpu_timed for n in nodes):
+        return f"× and ms figures: {CPU_NOTE}"
+    return ""
+
+
+def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60) -> str:
+    """One row per node: id, parent, kind, attempt, status, speedups, ms, note.
+
+    ``width``: the note column's width (None: never cut, e.g. for the last row's
+    reason of an unsupported model, which a user needs whole)."""
+    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}  note"
     rows = [head]
-    root_ms = _root_ms(nodes)
+    root = _root(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
+        note = _note(n, None if n.status != "ok" else width)  # a failure's reason is never cut
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
-            f"{_yours(n, root_ms):>8} {_speed(n):>8} {_runtime(n):>9}  {_note(n, width)}"
+            f"{_yours(n, root):>8} {_eager(n):>8} {_runtime(n):>9}  {note}".rstrip()
         )
-    return "\n".join(rows)
+    footer = cpu_footer(nodes)
+    return "\n".join(rows + ([footer] if footer else []))
 
 
-def tree(nodes: list[Node], best_id: int | None = None, width: int = 70) -> str:
+def tree(nodes: list[Node], best_id: int | None = None, width: int | None = 70) -> str:
     """The tree, indented by depth, children in creation order."""
     kids: dict[int | None, list[Node]] = {}
     ids = {n.id for n in nodes}
@@ -62,24 +80,49 @@ def tree(nodes: list[Node], best_id: int | None = None, width: int = 70) -> str:
         parent = n.parent_id if n.parent_id in ids else None
         kids.setdefault(parent, []).append(n)
     lines: list[str] = []
-    root_ms = _root_ms(nodes)
+    root = _root(nodes)
 
     def walk(n: Node, depth: int) -> None:
         mark = " *best*" if n.id == best_id else ""
-        speed = f"{_yours(n, root_ms)} yours, {_speed(n)} eager" if n.speedup is not None else "-"
-        lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {speed}{mark}  {_note(n, width)}".rstrip())
+        if n.speedup is None:
+            speed = "-"
+        elif n.is_reference_itself:
+            speed = "1.00× eager"
+        elif n.parent_id is None:
+            speed = f"{_eager(n)} eager"
+        else:
+            speed = f"{_yours(n, root)} yours, {_eager(n)} eager"
+        note = _note(n, None if n.status != "ok" else width)
+        lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {speed}{mark}  {note}".rstrip())
         for c in kids.get(n.id, []):
             walk(c, depth + 1)
 
     for r in kids.get(None, []):
         walk(r, 0)
-    return "\n".join(lines)
+    footer = cpu_footer(nodes)
+    return "\n".join(lines + ([footer] if footer else []))
 
 
-def node_dict(n: Node, with_source: bool = False) -> dict[str, Any]:
+def best_line(nodes: list[Node], best: Node | None) -> str:
+    """``#7: 2.35× your kernel, 1.21× eager`` (labelled, CPU note when CPU-timed), or why there is none."""
+    if best is None:
+        return "none correct"
+    if best.parent_id is None:
+        return f"#{best.id}: your kernel, nothing beat it ({best.eager_text()})"
+    yours = speedup_vs_yours(best, _root(nodes))
+    eager = best.eager_text()
+    return f"#{best.id}: {speedup_text(yours, 'yours')}, {eager}" if yours is not None \
+        else f"#{best.id}: {eager}"
+
+
+def node_dict(n: Node, with_source: bool = False, root: Node | None = None) -> dict[str, Any]:
+    """A node as JSON. ``speedup`` is over eager PyTorch; ``speedup_vs_yours`` over the
+    root (needs ``root``); ``cpu_timing``: the figures are CPU timings, not GPU ones."""
     d: dict[str, Any] = {
         "id": n.id, "parent_id": n.parent_id, "kind": n.kind, "status": n.status,
         "attempt": n.attempt, "summary": n.summary, "speedup": n.speedup,
+        "speedup_vs_yours": speedup_vs_yours(n, root) if root is not None else None,
+        "cpu_timing": n.cpu_timed, "reference_itself": n.is_reference_itself,
         "runtime_ms": n.runtime_ms, "error": n.error, "duplicate_of": n.duplicate_of,
         "seed": n.seed, "created": n.created, "updated": n.updated,
         "usage": vars(n.usage),
@@ -90,3 +133,53 @@ def node_dict(n: Node, with_source: bool = False) -> dict[str, Any]:
         d["plan"] = n.plan
         d["result"] = n.result.to_dict() if n.result else None
     return d
+
+
+def node_detail(n: Node, root: Node | None = None) -> str:
+    """One node in full, for ``stark show --node N``: its line, plan, error
+    (untrimmed) and the evaluator's verdict."""
+    from .labels import node_line
+
+    lines = [node_line(n, root, with_summary=False),
+             f"parent: #{n.parent_id}" if n.parent_id is not None else "parent: - (your kernel)",
+             f"attempt: {n.attempt or '-'}, seed {n.seed}"]
+    if n.summary:
+        lines.append(f"summary: {n.summary}")
+    if n.plan:
+        from stark_lsp.markers.syntax import MarkerError, parse_markers
+
+        try:
+            for m in parse_markers(n.plan):
+                lines.append(f"marker {m.id} (lines {m.begin_line}-{m.end_line} of the plan): {m.instruction}")
+        except MarkerError as e:
+            lines.append(f"plan: its markers do not parse: {e}")
+    if n.error:
+        lines.append("error:\n  " + n.error.replace("\n", "\n  "))
+    if n.result is not None and n.status != "ok":
+        from .excerpts import diagnostics_text
+
+        diag = diagnostics_text(n)
+        if diag and diag.strip() != n.error.strip():
+            lines.append("diagnostics:\n  " + diag.replace("\n", "\n  "))
+    u = n.usage
+    if u.calls:
+        cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
+        lines.append(f"agents: {u.calls} call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens{cost}")
+    return "\n".join(lines)
+
+
+def transcript(n: Node) -> str:
+    """The node's exchanges with the agents, in order (prompt, then answer)."""
+    if not n.exchanges:
+        return "(no exchanges with the agents recorded for this node)"
+    out = []
+    total = len(n.exchanges)
+    for k, e in enumerate(n.exchanges, 1):
+        u = e.usage
+        out.append(f"===== exchange {k}/{total}: {e.agent} agent ({u.prompt_tokens} prompt, "
+                   f"{u.completion_tokens} completion tokens) =====")
+        out.append("----- prompt -----")
+        out.append(e.prompt.rstrip() if e.prompt else "(not recorded)")
+        out.append("----- answer -----")
+        out.append(e.response.rstrip() if e.response else "(empty)")
+    return "\n".join(out) + "\n"

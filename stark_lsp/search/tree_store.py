@@ -7,7 +7,8 @@ other processes (the editor) can read it while a search writes.
 
 Schema (version 3; ``schema_version`` holds the number):
 
-* ``trees(task_id PK, spec_json, created)``
+* ``trees(task_id PK, spec_json, created)``; ``spec_json`` is the TaskSpec plus
+  ``harness_digest`` (the harness when the tree began; absent in older files)
 * ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
   source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
   exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
@@ -21,7 +22,6 @@ version to 3; opened read-only it is read as it is, the missing fields None.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
+from stark_lsp.agents.llm.secrets import redact
 from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.safe_text import cap, scrub
 from stark_lsp.tasks.spec import TaskSpec
 
 from .digest import source_digest
@@ -88,8 +90,11 @@ _UPDATABLE = {
     "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile", "retimed",
 }
 
-# things that look like API keys never reach the file
-_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|Bearer\s+[A-Za-z0-9._-]{16,})")
+# every text column passes safe_text.scrub (valid Unicode: SQLite refuses lone
+# surrogates) and secrets.redact (the registered API keys, the one in the
+# environment, and anything shaped like a key); answers are capped
+MAX_STORED_RESPONSE = 256 * 1024  # bytes of one exchange's response
+MAX_STORED_PROMPT = 512 * 1024  # bytes of one exchange's prompt
 
 
 class StoreError(RuntimeError):
@@ -98,6 +103,17 @@ class StoreError(RuntimeError):
 
 def source_hash(source: str) -> str:
     return source_digest(source)
+
+
+def harness_digest(task: TaskSpec) -> str | None:
+    """Digest of a separate harness file (None: no harness, the harness is the
+    task file itself, or it cannot be read)."""
+    if task.harness is None or Path(task.harness).resolve() == Path(task.path).resolve():
+        return None
+    try:
+        return source_digest(Path(task.harness).read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def find_workspace(start: Path | None = None) -> Path:
@@ -121,15 +137,21 @@ def store_path(store_dir: str | Path | None = None, start: Path | None = None) -
 
 
 def _redact(text: str) -> str:
-    return _SECRET.sub("[redacted]", text)
+    return redact(scrub(text or ""))
+
+
+def _json_text(obj: Any) -> str:
+    """JSON without lone surrogates (they would come back from json.loads)
+    and without keys."""
+    return _redact(json.dumps(obj, ensure_ascii=False))
 
 
 def _exchanges_json(exchanges: list[Exchange]) -> str:
     return json.dumps([
         {
             "agent": e.agent,
-            "prompt": _redact(e.prompt),
-            "response": _redact(e.response),
+            "prompt": _redact(cap(e.prompt, MAX_STORED_PROMPT, "prompt")),
+            "response": _redact(cap(e.response, MAX_STORED_RESPONSE, "answer")),
             "usage": {
                 "prompt_tokens": e.usage.prompt_tokens,
                 "completion_tokens": e.usage.completion_tokens,
@@ -254,14 +276,37 @@ class TreeStore:
 
     # -- trees -------------------------------------------------------------
     def create_tree(self, task: TaskSpec) -> str:
-        """Register the task (idempotent); returns its task id."""
+        """Register the task (idempotent); returns its task id. The harness's
+        digest is kept with it, so a search can tell that the harness changed."""
         tid = task.task_id()
+        spec = dict(task.to_dict(), harness_digest=harness_digest(task))
         with self._tx() as cur:
             cur.execute(
                 "INSERT OR IGNORE INTO trees(task_id, spec_json, created) VALUES (?, ?, ?)",
-                (tid, json.dumps(task.to_dict()), time.time()),
+                (tid, json.dumps(spec), time.time()),
             )
         return tid
+
+    def harness_digest(self, task_id: str) -> str | None:
+        """The digest of the harness when the tree began (None: unknown, or no harness)."""
+        rows = self._query("SELECT spec_json FROM trees WHERE task_id = ?", (task_id,))
+        return json.loads(rows[0][0]).get("harness_digest") if rows else None
+
+    def move_tree(self, task_id: str, task: TaskSpec) -> str:
+        """Give a tree to ``task`` (its files were renamed): same nodes, the new
+        task's id and paths. Refused when ``task`` already has a tree."""
+        new_id = task.task_id()
+        if new_id == task_id:
+            return new_id
+        spec = dict(task.to_dict(), harness_digest=harness_digest(task))
+        with self._tx() as cur:
+            if cur.execute("SELECT 1 FROM trees WHERE task_id = ?", (new_id,)).fetchone():
+                raise StoreError(f"{task.path.name} already has a search tree")
+            cur.execute("INSERT INTO trees(task_id, spec_json, created) SELECT ?, ?, created FROM trees "
+                        "WHERE task_id = ?", (new_id, json.dumps(spec), task_id))
+            cur.execute("UPDATE nodes SET task_id = ? WHERE task_id = ?", (new_id, task_id))
+            cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
+        return new_id
 
     def has_tree(self, task_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM trees WHERE task_id = ?", (task_id,)))
@@ -313,6 +358,7 @@ class TreeStore:
         if status not in STATUSES:
             raise ValueError(f"unknown node status {status!r}")
         now = time.time()
+        source = scrub(source or "")
         with self._tx() as cur:
             cur.execute(
                 "INSERT INTO nodes(task_id, parent_id, kind, status, attempt, source, source_hash, seed,"
@@ -345,17 +391,18 @@ class TreeStore:
                     raise ValueError(f"unknown node status {v!r}")
                 cols["status"] = v
             elif k == "result":
-                cols["result_json"] = v.to_json() if v is not None else None
+                cols["result_json"] = _json_text(v.to_dict()) if v is not None else None
             elif k == "profile":
-                cols["profile_json"] = json.dumps(v) if v is not None else None
+                cols["profile_json"] = _json_text(v) if v is not None else None
             elif k == "retimed":
-                cols["retimed_json"] = json.dumps(v) if v is not None else None
+                cols["retimed_json"] = _json_text(v) if v is not None else None
             elif k == "exchanges":
                 cols["exchanges_json"] = _exchanges_json(v)
                 u = sum((e.usage for e in v), Usage())
                 cols.update(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
                             cost_usd=u.cost_usd)
             elif k == "source":
+                v = scrub(v or "")
                 cols["source"] = v
                 cols["source_hash"] = source_hash(v) if v else None
             elif k in ("plan", "summary", "error"):

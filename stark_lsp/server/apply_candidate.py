@@ -16,16 +16,15 @@ message: the document changed underneath.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
+from stark_lsp.server.host import Host
+from stark_lsp.server.labels import gain_text
 from stark_lsp.server.text_edits import document_edit
 from stark_lsp.server.trees import NodeView, TreeView
 from stark_lsp.tasks.spec import without_kernelbench_stub
-
-if TYPE_CHECKING:
-    from stark_lsp.server.server import StarkServer
 
 
 @dataclass(frozen=True)
@@ -64,28 +63,30 @@ def plan_apply(uri: str, version: int | None, text: str, tree: TreeView | None, 
             node,
             refused=True,
         )
-    return ApplyPlan(document_edit(uri, version, text, node.source), f"applied candidate #{node.id} ({node.speedup:.2f}×)", node)
+    return ApplyPlan(document_edit(uri, version, text, node.source),
+                     f"applied candidate #{node.id}: {gain_text(tree, node)}", node)
 
 
-async def apply_candidate(ls: "StarkServer", uri: str, kernel: str, node_id: int | None) -> dict[str, Any]:
-    state = ls.docs.get(uri)
+async def apply_candidate(host: Host, uri: str, kernel: str, node_id: int | None) -> dict[str, Any]:
+    state = host.docs.get(uri)
     if state is None:
-        return ls.fail(f"{uri} is not a kernel document the server knows")
-    await ls.ready(state)
-    doc = ls.workspace.get_text_document(uri)
-    tree = ls.cache.get(state.task_id)
+        return host.fail(f"{uri} is not a kernel document the server knows")
+    await host.ready(state)
+    doc = host.workspace.get_text_document(uri)
+    tree = host.cache.get(state.task_id)
     plan = plan_apply(uri, doc.version, doc.source, tree, node_id)
     if plan.edit is None:
         if plan.refused:
-            return ls.fail(plan.message, types.MessageType.Warning)
-        ls.say(plan.message)
+            return host.fail(plan.message, types.MessageType.Warning)
+        host.say(plan.message)
         return {"applied": False, "message": plan.message}
     label = f"STARK: {kernel} candidate #{plan.node.id}"
     try:
-        result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=plan.edit, label=label))
+        result = await host.apply_edit(plan.edit, label)
     except Exception as e:
-        return ls.fail(f"the editor could not apply candidate #{plan.node.id}: {e}")
+        return host.fail(f"the editor could not apply candidate #{plan.node.id}: {e}")
     if not result.applied:
-        return ls.fail(f"the editor refused the edit: {result.failure_reason or 'no reason given'}", types.MessageType.Warning)
-    ls.say(plan.message)
+        return host.fail(f"the editor refused the edit: {result.failure_reason or 'no reason given'}", types.MessageType.Warning)
+    host.publish(uri)  # the diagnostic now says the candidate is in the file
+    host.say(plan.message + "; save the file to keep it")
     return {"applied": True, "node": plan.node.id, "message": plan.message}

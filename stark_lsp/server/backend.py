@@ -5,9 +5,9 @@ directly; it asks a ``Backend``. ``RealBackend`` builds the real ones
 (``stark_lsp.search``, ``stark_lsp.evaluate.evaluator``,
 ``stark_lsp.agents.team``), imported lazily so the server starts in well
 under a second and reports a missing part as a message instead of dying.
-``stark serve --backend module:factory`` (or ``STARK_LSP_BACKEND``) swaps in
-another, e.g. ``stark_lsp.server.fake_backend:FakeBackend`` for the latency
-benchmark and the fast tests.
+``stark serve --backend module:factory`` (or ``path/to/file.py:factory``, or
+``STARK_LSP_BACKEND``) swaps in another, e.g. ``tests/fake_backend.py:FakeBackend``
+(a fast stand-in evaluator and team) for the latency benchmark and the fast tests.
 
 Everything here blocks: call it from worker threads, never the event loop.
 """
@@ -15,9 +15,11 @@ Everything here blocks: call it from worker threads, never the event loop.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -55,23 +57,39 @@ class Backend:
             return store
 
     # -- the evaluator -----------------------------------------------------------
+    def gpu_available(self, settings: Settings) -> bool:
+        """Whether evaluations can run on an NVIDIA GPU with these settings
+        (a cluster is trusted to have one)."""
+        if settings.cluster:
+            return True
+        if (settings.device or "auto").lower() == "cpu":
+            return False
+        from stark_lsp.evaluate.evaluator import gpu_present
+
+        return gpu_present()  # "auto", and "cuda:N" too: asking for a GPU does not make one
+
     def make_evaluator(self, settings: Settings) -> Any:
         if settings.cluster:
             from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
             try:
-                return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers)
+                from stark_lsp.evaluate.sandbox import policy
+
+                return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers,
+                                         sandbox=policy(settings.llm))
             except ImportError as e:
                 raise BackendUnavailable(str(e)) from e
         try:
             from stark_lsp.evaluate.evaluator import Evaluator
         except ImportError as e:
             raise BackendUnavailable(f"the evaluator cannot be imported: {e}") from e
-        return Evaluator(workers=settings.workers, device=settings.device)
+        from stark_lsp.evaluate.sandbox import policy
+
+        return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm))
 
     def evaluator(self, settings: Settings) -> Any:
         """One evaluator per (device, workers, cluster), kept warm between searches."""
-        key = (settings.device, settings.workers, settings.cluster)
+        key = (settings.device, settings.workers, settings.cluster, settings.llm == "builtin")
         with self._lock:
             ev = self._evaluators.get(key)
             if ev is None:
@@ -81,7 +99,7 @@ class Backend:
     def drop_evaluator(self, settings: Settings) -> None:
         """Forget a crashed evaluator so the next search starts a fresh one."""
         with self._lock:
-            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster), None)
+            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster, settings.llm == "builtin"), None)
         if ev is not None:
             _close(ev)
 
@@ -115,6 +133,7 @@ class Backend:
         from stark_lsp.search.engine import SearchConfig
 
         return SearchConfig(
+            require_correct_root=True,
             budget=settings.budget,
             policy=settings.policy,
             concurrency=settings.concurrency,
@@ -124,11 +143,21 @@ class Backend:
         )
 
     def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,
-                    on_progress: Callable[[Any], None], on_node: Callable[[Any], None]) -> Any:
+                    on_progress: Callable[[Any], None], on_node: Callable[[Any], None],
+                    budget: int | None = None) -> Any:
+        from dataclasses import replace
+
         from stark_lsp.search.engine import Search
 
-        return Search(task, store, evaluator, team, self.search_config(settings),
-                      on_progress=on_progress, on_node=on_node)
+        config = self.search_config(settings)
+        if budget is not None:
+            config = replace(config, budget=budget)
+        return Search(task, store, evaluator, team, config, on_progress=on_progress, on_node=on_node)
+
+    def check_root(self, task: TaskSpec, settings: Settings) -> Any:
+        """Evaluate the user's kernel once, outside any tree (on a machine
+        without a GPU a CUDA kernel is compiled and not run): an EvalResult."""
+        return self.evaluator(settings).evaluate(task, task.root_source(), self.eval_options(settings))
 
     def eval_options(self, settings: Settings) -> Any:
         from stark_lsp.evaluate.options import EvalOptions
@@ -157,13 +186,31 @@ def _close(obj: Any) -> None:
         log.warning("closing %s failed: %s", type(obj).__name__, e)
 
 
+def _import(module: str) -> Any:
+    """A module by dotted name, or a ``.py`` file by path."""
+    if not module.endswith(".py"):
+        return importlib.import_module(module)
+    path = Path(module).resolve()
+    name = f"stark_backend_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load a backend from {module}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def load_backend(spec: str | None = None) -> Backend:
-    """``module:attr`` (a Backend subclass or factory), else the real backend."""
+    """``module:attr`` or ``path/to/file.py:attr`` (a Backend subclass or
+    factory), else the real backend."""
     spec = spec or os.environ.get(ENV_BACKEND)
     if not spec:
         return RealBackend()
-    module, _, attr = spec.partition(":")
-    factory = getattr(importlib.import_module(module), attr or "Backend")
+    module, sep, attr = spec.rpartition(":")
+    if not sep:
+        module, attr = spec, ""
+    factory = getattr(_import(module), attr or "Backend")
     backend = factory()
     if not isinstance(backend, Backend):
         raise TypeError(f"{spec} did not make a stark_lsp.server.backend.Backend")

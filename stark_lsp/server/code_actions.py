@@ -5,28 +5,24 @@ extension) and no edit: edits are computed when the user picks the action,
 against the document as it is then (see ``apply_candidate.py``), so listing
 actions stays cheap while a search runs.
 
-``build_code_actions`` is pure.
+``build_code_actions`` is pure: it gets everything it needs in a
+``CodeActionContext`` built by the server.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
 
-from stark_lsp.server.diagnostics import CODE_MISSING_HARNESS, SOURCE, TaskProblem
-from stark_lsp.server.trees import NodeView, TreeView, fmt_x
+from stark_lsp.server.commands import (APPLY_BEST, APPLY_CANDIDATE, CONTINUE, CREATE_HARNESS, IMPLEMENT_MARKER,
+                                       OPTIMIZE, RENAME_HARNESS, SHOW_HARNESS, STOP)
+from stark_lsp.server.diagnostics import (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE, TaskProblem,
+                                          same_text)
+from stark_lsp.server.labels import gain_text
+from stark_lsp.server.trees import NodeView, TreeView
 from stark_lsp.tasks.kernels import Kernel
-
-OPTIMIZE = "stark.optimize"
-STOP = "stark.stop"
-APPLY_BEST = "stark.applyBest"
-APPLY_CANDIDATE = "stark.applyCandidate"
-IMPLEMENT_MARKER = "stark.implementMarker"
-CREATE_HARNESS = "stark.createHarness"
-SET_API_KEY = "stark.setApiKey"
-ALL_COMMANDS = (OPTIMIZE, STOP, APPLY_BEST, APPLY_CANDIDATE, IMPLEMENT_MARKER, CREATE_HARNESS, SET_API_KEY)
 
 KIND_OPTIMIZE = types.CodeActionKind.RefactorRewrite
 MORE_CANDIDATES = 3  # "Apply candidate #k" actions beside the best
@@ -40,10 +36,21 @@ class MarkerSpan:
     last_line: int  # 0-based line of the end comment
 
 
-def _ratio(tree: TreeView, node: NodeView) -> str:
-    """Faster than the user's kernel when it was measured, else against the reference."""
-    gain = tree.gain(node)
-    return f"{gain:.2f}×" if gain is not None else f"{fmt_x(node.speedup)} the reference"
+@dataclass
+class ActionContext:
+    """What the server knows about the document, for the actions at a range."""
+
+    uri: str
+    text: str
+    kernels: list[Kernel]  # the kernels overlapping the range
+    markers: list[MarkerSpan] = field(default_factory=list)
+    tree: TreeView | None = None
+    problem: TaskProblem | None = None
+    running_kernel: str | None = None  # the kernel whose search runs for this file (one search per file)
+    diagnostics: list[types.Diagnostic] = field(default_factory=list)  # the client's, at the range
+    harness_name: str = "the harness"
+    orphan_harness: str | None = None  # a harness left under the file's old name by a rename
+    continue_by: int | None = None  # the budget is spent: offer "Continue search (+N)"
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:
@@ -55,71 +62,64 @@ def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> 
     )
 
 
-def build_code_actions(
-    uri: str,
-    kernels: list[Kernel],
-    markers: list[MarkerSpan],
-    tree: TreeView | None,
-    problem: TaskProblem | None,
-    running_kernel: str | None,
-    context_diagnostics: list[types.Diagnostic] = (),
-    harness_name: str = "the harness",
-) -> list[types.CodeAction]:
-    """Actions for the kernels and markers that overlap the requested range.
+def _ours(diags: list[types.Diagnostic], code: str) -> list[types.Diagnostic] | None:
+    return [d for d in diags if d.source == SOURCE and d.code == code] or None
 
-    ``running_kernel``: the kernel whose search runs for this file, if any (one
-    search per file: the search optimizes the whole file)."""
+
+def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
+    p = c.problem
+    if p is None:
+        return []
+    if p.kind == CODE_MISSING_HARNESS:
+        fixes = []
+        if c.orphan_harness:
+            fixes.append(_action(f"Rename {c.orphan_harness} to {c.harness_name} (the harness of the old name)",
+                                 types.CodeActionKind.QuickFix, RENAME_HARNESS, [c.uri],
+                                 diagnostics=_ours(c.diagnostics, CODE_MISSING_HARNESS), is_preferred=True))
+        fixes.append(_action(f"Create {c.harness_name} for {k.name}", types.CodeActionKind.QuickFix, CREATE_HARNESS,
+                             [c.uri, k.name], diagnostics=_ours(c.diagnostics, CODE_MISSING_HARNESS),
+                             is_preferred=not c.orphan_harness))
+        return fixes
+    if p.kind == CODE_UNFILLED_HARNESS:
+        return [_action(f"Fill in {c.harness_name}", types.CodeActionKind.QuickFix, SHOW_HARNESS, [c.uri],
+                        diagnostics=_ours(c.diagnostics, CODE_UNFILLED_HARNESS), is_preferred=True)]
+    return []
+
+
+def _applied(c: ActionContext, node: NodeView) -> bool:
+    return same_text(c.text, node.source)
+
+
+def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
+    """Actions for the kernels and markers that overlap the requested range."""
     actions: list[types.CodeAction] = []
-    for k in kernels:
-        if problem is not None:
-            if problem.missing_harness:
-                diags = [
-                    d for d in context_diagnostics
-                    if d.source == SOURCE and d.code == CODE_MISSING_HARNESS
-                ]
-                actions.append(
-                    _action(
-                        f"Create {harness_name} for {k.name}",
-                        types.CodeActionKind.QuickFix,
-                        CREATE_HARNESS,
-                        [uri, k.name],
-                        diagnostics=diags or None,
-                        is_preferred=True,
-                    )
-                )
-            continue
-        if running_kernel is not None:
-            actions.append(_action(f"Stop optimizing {running_kernel}", KIND_OPTIMIZE, STOP, [uri, k.name]))
+    blocked = c.problem is not None and c.problem.blocks_search
+    for k in c.kernels:
+        if blocked:
+            actions += _problem_fixes(c, k)
+        elif c.running_kernel is not None:
+            actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
+        elif c.continue_by:
+            actions.append(_action(f"Continue search for {k.name} (+{c.continue_by} attempts)", KIND_OPTIMIZE,
+                                   CONTINUE, [c.uri, k.name, c.continue_by]))
         else:
-            actions.append(_action(f"Optimize kernel {k.name}", KIND_OPTIMIZE, OPTIMIZE, [uri, k.name]))
-    if kernels and tree is not None and problem is None:
-        first = kernels[0].name
+            actions.append(_action(f"Optimize kernel {k.name}", KIND_OPTIMIZE, OPTIMIZE, [c.uri, k.name]))
+    tree = c.tree
+    if c.kernels and tree is not None and not blocked:
+        first = c.kernels[0].name
         best = tree.best_candidate
-        if best is not None:
-            actions.append(
-                _action(
-                    f"Apply best candidate ({_ratio(tree, best)})",
-                    KIND_OPTIMIZE,
-                    APPLY_BEST,
-                    [uri, first],
-                    is_preferred=True,
-                )
-            )
+        if best is not None and not _applied(c, best):
+            actions.append(_action(f"Apply best candidate: {gain_text(tree, best)}", KIND_OPTIMIZE, APPLY_BEST,
+                                   [c.uri, first], is_preferred=True))
         others = [n for n in tree.ranked_candidates() if best is None or n.id != best.id]
-        root = tree.root
         for n in others[:MORE_CANDIDATES]:
-            if root is not None and root.speedup is not None and n.speedup <= root.speedup:
-                break  # slower than the user's own kernel
-            actions.append(
-                _action(f"Apply candidate #{n.id} ({_ratio(tree, n)})", KIND_OPTIMIZE, APPLY_CANDIDATE, [uri, first, n.id])
-            )
-    for m in markers:
-        actions.append(
-            _action(
-                f"Implement with the Code agent (marker {m.id})",
-                KIND_OPTIMIZE,
-                IMPLEMENT_MARKER,
-                [uri, m.id],
-            )
-        )
+            gain = tree.gain(n)
+            if gain is not None and gain <= 1.0:
+                break  # not faster than the user's own kernel
+            if not _applied(c, n):
+                actions.append(_action(f"Apply candidate #{n.id}: {gain_text(tree, n)}", KIND_OPTIMIZE,
+                                       APPLY_CANDIDATE, [c.uri, first, n.id]))
+    for m in c.markers:
+        actions.append(_action(f"Implement with the Code agent (marker {m.id})", KIND_OPTIMIZE, IMPLEMENT_MARKER,
+                               [c.uri, m.id]))
     return actions

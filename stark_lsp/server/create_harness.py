@@ -1,59 +1,85 @@
-"""stark.createHarness: the quick fix for a kernel file without a harness.
+"""stark.createHarness and stark.showHarness: the quick fixes for a kernel file
+without a (filled-in) harness.
 
-One WorkspaceEdit: CreateFile for ``<name>.harness.py`` beside the kernel
-(never overwriting one), then a TextEdit filling it from the template for the
-kernel's signature (``stark_lsp/tasks/harness_template.py``). The editor
-opens and saves it like any edit; the server picks the harness up when it is
-saved.
-
-``harness_edit`` is pure.
+``createHarness`` writes ``<name>.harness.py`` beside the kernel (never over
+an existing file) from the template for the kernel's launcher or entry
+function (``stark_lsp/tasks/harness_template.py``), then opens it in the
+editor (``window/showDocument``) at the ``reference()`` the user has to
+write. Until that is written and saved, the kernel shows "fill in
+reference()" and no search starts (``harness_check.py``); ``showHarness``
+opens the harness there again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from stark_lsp.server.harness_check import unfilled_functions
+from stark_lsp.server.host import Host
 from stark_lsp.tasks.harness_template import render_harness
 from stark_lsp.tasks.spec import default_harness_path
 
-if TYPE_CHECKING:
-    from stark_lsp.server.server import StarkServer
 
-
-def harness_edit(harness_uri: str, text: str) -> types.WorkspaceEdit:
-    zero = types.Position(line=0, character=0)
-    return types.WorkspaceEdit(
-        document_changes=[
-            types.CreateFile(uri=harness_uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True)),
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=harness_uri, version=None),
-                edits=[types.TextEdit(range=types.Range(start=zero, end=zero), new_text=text)],
-            ),
-        ]
-    )
-
-
-async def create_harness(ls: "StarkServer", uri: str, kernel: str) -> dict[str, Any]:
-    state = ls.docs.get(uri)
-    if state is None or state.path is None:
-        return ls.fail(f"{uri} is not a kernel file the server knows")
-    await ls.ready(state)
-    target = Path(state.problem.harness_path) if state.problem and state.problem.harness_path else default_harness_path(state.path)
-    if target.exists():
-        return ls.fail(f"{target.name} already exists: not overwritten", types.MessageType.Warning)
-    text = render_harness(state.language, state.path.name, ls.workspace.get_text_document(uri).source, kernel)
-    harness_uri = from_fs_path(str(target))
+def _write_new(path: Path, text: str) -> bool:
+    """Create ``path`` with ``text``; False when it already exists."""
     try:
-        result = await ls.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=harness_edit(harness_uri, text), label=f"STARK: create {target.name}")
-        )
-    except Exception as e:
-        return ls.fail(f"the editor could not create {target.name}: {e}")
-    if not result.applied:
-        return ls.fail(f"the editor did not create {target.name}: {result.failure_reason or 'no reason given'}")
-    ls.say(f"created {target.name}: write reference() in it, save it, then optimize {kernel}")
-    return {"created": harness_uri}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return True
+
+
+def first_unfilled_line(text: str) -> int | None:
+    found = unfilled_functions(text)
+    ref = next((u for u in found if u.function == "reference"), found[0] if found else None)
+    return ref.line if ref else None
+
+
+async def create_harness(host: Host, uri: str, kernel: str) -> dict[str, Any]:
+    state = host.docs.get(uri)
+    if state is None or state.path is None:
+        return host.fail(f"{uri} is not a kernel file the server knows")
+    await host.ready(state)
+    target = Path(state.problem.harness_path) if state.problem and state.problem.harness_path else default_harness_path(state.path)
+    text = render_harness(state.language, state.path.name, host.document_text(uri), kernel)
+    try:
+        created = await asyncio.to_thread(_write_new, target, text)
+    except OSError as e:
+        return host.fail(f"could not create {target.name}: {e}")
+    if not created:
+        return host.fail(f"{target.name} already exists: not overwritten", types.MessageType.Warning)
+    harness_uri = from_fs_path(str(target))
+    await host.resolve(state)  # now "fill in reference()"
+    shown = await host.show_document(harness_uri, first_unfilled_line(text))
+    where = "" if shown else f" ({target})"
+    host.say(f"created {target.name}{where}: write reference() in it, save it, then optimize {kernel}")
+    return {"created": harness_uri, "shown": shown}
+
+
+async def show_harness(host: Host, uri: str) -> dict[str, Any]:
+    state = host.docs.get(uri)
+    if state is None:
+        return host.fail(f"{uri} is not a kernel file the server knows")
+    await host.ready(state)
+    harness = state.problem.harness_path if state.problem and state.problem.harness_path else (
+        str(state.task.harness) if state.task and state.task.harness else None)
+    if harness is None:
+        return host.fail("this file has no harness yet", types.MessageType.Info)
+    path = Path(harness)
+    try:
+        text = await asyncio.to_thread(path.read_text)
+    except OSError as e:
+        return host.fail(f"cannot read {path.name}: {e}")
+    harness_uri = from_fs_path(str(path))
+    shown = await host.show_document(harness_uri, first_unfilled_line(text))
+    if not shown:
+        host.say(f"open {path} and write reference() in it", types.MessageType.Info)
+    return {"shown": shown, "uri": harness_uri}

@@ -1,4 +1,9 @@
-"""textDocument/hover on a kernel: its search tree as a markdown table.
+"""textDocument/hover on a kernel: the search in a few lines, the best first.
+
+A hover must fit without scrolling: a heading, the running search's progress,
+the baseline row and at most ``MAX_CANDIDATES`` candidates (the fastest
+correct ones, then the latest others), then "n more: open the search tree".
+Speedups are labelled through ``labels.py``.
 
 ``hover_markdown`` is pure (a cached ``TreeView`` in, markdown out); the
 handler in ``server.py`` only finds the kernel under the cursor.
@@ -6,72 +11,81 @@ handler in ``server.py`` only finds the kernel under the cursor.
 
 from __future__ import annotations
 
-from stark_lsp.server.trees import NodeView, TreeView, fmt_x
+from stark_lsp.server.labels import baseline_name, eager_text, gain_ratio, gain_text
+from stark_lsp.server.trees import NodeView, TreeView, outcome
 
 KIND_LABELS = {"root": "your kernel", "plan_code": "plan + code", "debug": "debug"}
-MAX_ROWS = 25
+MAX_CANDIDATES = 5
+MORE = "more: open the search tree"
 
 
-def _cell(text: str, limit: int = 80) -> str:
+def _cell(text: str, limit: int = 60) -> str:
     text = " ".join(text.split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _ms(v: float | None) -> str:
-    return f"{v:.4g} ms" if v is not None else "–"
-
-
-_x = fmt_x
+    return f"{v:.4g} ms" if v is not None else "-"
 
 
 def _status(n: NodeView) -> str:
+    if n.nothing_new:
+        return "nothing new to try"
     s = n.status.replace("_", " ")
     if n.duplicate_of is not None:
         s += f" (= #{n.duplicate_of})"
     return s
 
 
-def _row(first: str, n: NodeView, tree: TreeView) -> str:
-    summary = n.summary or (n.error if n.status != "ok" else "")
-    return (
-        f"| {first} | {KIND_LABELS.get(n.kind, n.kind)} | {_cell(summary)} | {_cell(_status(n), 40)} "
-        f"| {_ms(n.runtime_ms)} | {_x(n.speedup)} | {_x(tree.gain(n))} |"
-    )
+def shown_candidates(tree: TreeView, limit: int = MAX_CANDIDATES) -> list[NodeView]:
+    """The fastest correct candidates, then the latest other finished attempts."""
+    ranked = tree.ranked_candidates()[:limit]
+    if len(ranked) < limit:
+        seen = {n.id for n in ranked}
+        others = [n for n in reversed(tree.attempts) if n.id not in seen and not n.in_flight]
+        ranked += others[: limit - len(ranked)]
+    return ranked
 
 
-def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = None, problem: str | None = None) -> str:
+def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = None, problem: str | None = None,
+                   note: str | None = None) -> str:
     """Markdown for a hover on ``kernel``. ``running``: a progress line when a
-    search is going on; ``problem``: why the file is not a task yet."""
-    lines = [f"**{kernel}**, STARK-LSP"]
+    search is going on; ``problem``: why the file is not a task yet; ``note``:
+    a fact about this machine (no GPU for a CUDA kernel)."""
+    lines = [f"**{kernel}** · STARK"]
     if problem:
         lines += ["", f"⚠ {problem}"]
+    if note:
+        lines += ["", note]
     if running:
         lines += ["", f"Optimizing: {running}"]
     if tree is None or not tree.nodes:
-        if not problem and not running:
+        if not problem and not running and not note:
             lines += ["", "Not optimized yet: use the code action *Optimize kernel*."]
         return "\n".join(lines)
-    best = tree.best
     root = tree.root
+    best = tree.best_candidate
     head = f"{tree.finished} attempts, {tree.correct} correct"
-    if best is not None and best.parent is not None:
-        gain = tree.gain(best)
-        head += f"; best #{best.id}: **{_x(gain) + ' faster than yours' if gain else _x(best.speedup)}** ({_ms(best.runtime_ms)})"
+    if best is not None:
+        ms = f" ({_ms(best.runtime_ms)} vs {_ms(root.runtime_ms)})" if root is not None else ""
+        head += f" · best #{best.id}: **{gain_text(tree, best, cpu_note=False)}**{ms}"
     elif root is not None and root.correct:
-        head += "; no candidate beats your kernel yet"
-    lines += ["", head, "", "| # | agent | plan | status | runtime | speedup | vs yours |", "|---|---|---|---|---|---|---|"]
+        head += f" · nothing beats {baseline_name(tree)} yet"
+    elif root is not None and not root.in_flight:
+        head += f" · {baseline_name(tree)} fails: {_cell(root.error or root.status, 100)}"
+    column = "× eager" if tree.baseline_is_reference else "× yours"
+    lines += ["", head, "", f"| # | plan | status | time | {column} |", "|---|---|---|---|---|"]
     if root is not None:
-        lines.append(_row("baseline", root, tree))
-    rows = [n for n in tree.nodes if n.parent is not None]
-    hidden = max(0, len(rows) - MAX_ROWS)
-    if hidden:  # keep the best ones and the latest ones
-        keep = {n.id for n in tree.ranked_candidates()[:10]} | {n.id for n in rows[-(MAX_ROWS - 10):]}
-        rows = [n for n in rows if n.id in keep]
+        lines.append(f"| baseline | {_cell(baseline_name(tree))} | {_cell(_status(root), 30)} | {_ms(root.runtime_ms)} | - |")
+    rows = shown_candidates(tree)
     for n in rows:
         mark = " ★" if best is not None and n.id == best.id else ""
-        lines.append(_row(f"{n.attempt or '·'} (#{n.id}){mark}", n, tree))
-    if hidden:
-        lines.append(f"\n{hidden} more in the tree view (`stark/tree`).")
+        summary = n.summary or (n.error if outcome(tree, n) != "faster" else "")
+        lines.append(f"| #{n.id}{mark} | {_cell(summary)} | {_cell(_status(n), 30)} | {_ms(n.runtime_ms)} "
+                     f"| {gain_ratio(tree, n) if n.correct else '-'} |")
+    hidden = sum(1 for n in tree.attempts if not n.in_flight) - len(rows)
+    if hidden > 0:
+        lines.append(f"\n{hidden} {MORE}.")
     profiled = [(label, n) for label, n in (("your kernel", root), (f"best #{best.id}" if best else "", best))
                 if n is not None and n.profile]
     if profiled:
@@ -81,11 +95,10 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
             if n.id not in seen_ids:
                 seen_ids.add(n.id)
                 lines.append(f"- {label}: {_cell(n.profile, 200)}")
-    ref = next((n.reference_ms for n in [best, root] if n is not None and n.reference_ms is not None), None)
-    note = "speedup: against the harness reference"
-    if ref is not None:
-        note += f" ({_ms(ref)})"
-    if any(n.on_gpu is False for n in tree.nodes):
-        note += "; timed on the CPU under the Triton interpreter, not GPU figures"
-    lines += ["", f"_{note}; vs yours: against your kernel (the baseline)._"]
+    notes = [f"{column}: against {baseline_name(tree)}"]
+    if best is not None and not tree.baseline_is_reference:
+        notes.append(f"the best is {eager_text(best, cpu_note=False)}")
+    if tree.cpu:
+        notes.append("CPU interpreter timings, not GPU timings")
+    lines += ["", f"_{'; '.join(notes)}._"]
     return "\n".join(lines)

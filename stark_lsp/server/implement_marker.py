@@ -20,15 +20,14 @@ the evaluator in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
 from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, parse_markers, split_lines, strip_markers
 from stark_lsp.server.code_actions import MarkerSpan
-
-if TYPE_CHECKING:
-    from stark_lsp.server.server import StarkServer
+from stark_lsp.server.host import Host
+from stark_lsp.server.labels import gain_text
 
 
 def marker_spans(text: str) -> tuple[list[MarkerSpan], str | None]:
@@ -66,7 +65,7 @@ def splice_marker(text: str, marker_id: str, replacement: str) -> str:
     return "".join(lines[: target.begin_line - 1]) + new_piece + "".join(lines[target.end_line :])
 
 
-def _run_marker(ls: "StarkServer", state: Any, text: str, marker_id: str) -> tuple[Any, str]:
+def _run_marker(ls: Host, state: Any, text: str, marker_id: str) -> tuple[Any, Any]:
     """Blocking: code, splice, evaluate, record. Returns (node, message)."""
     from stark_lsp.agents.base import AgentContext
     from stark_lsp.search.node import PLAN_CODE, ROOT, RUNNING, outcome_fields
@@ -104,31 +103,34 @@ def _run_marker(ls: "StarkServer", state: Any, text: str, marker_id: str) -> tup
     result = evaluator.evaluate(task, source, options)
     status, speed, runtime, err = outcome_fields(result)
     node = store.update_node(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)
-    if node.status == "ok":
-        msg = f"marker {marker_id}: candidate #{node.id} is correct, {speed:.2f}×; apply it with “Apply candidate #{node.id}”"
-    else:
-        msg = f"marker {marker_id}: candidate #{node.id} failed ({node.status}): {err}"
-    return store.nodes(task_id), msg
+    return store.nodes(task_id), node
 
 
-async def implement_marker(ls: "StarkServer", uri: str, marker_id: str) -> dict[str, Any]:
+async def implement_marker(ls: Host, uri: str, marker_id: str) -> dict[str, Any]:
     state = ls.docs.get(uri)
     if state is None:
         return ls.fail(f"{uri} is not a kernel document the server knows")
     await ls.ready(state)
     if state.task is None:
         return ls.fail(state.problem.message if state.problem else "this file is not a task yet")
-    text = ls.workspace.get_text_document(uri).source
+    text = ls.document_text(uri)
     try:
         only_marker(text, marker_id)
     except MarkerError as e:
         return ls.fail(str(e), types.MessageType.Warning)
     ls.say(f"marker {marker_id}: the Code agent is working on it")
     try:
-        nodes, msg = await asyncio.to_thread(_run_marker, ls, state, text, marker_id)
+        nodes, node = await asyncio.to_thread(_run_marker, ls, state, text, marker_id)
     except Exception as e:  # agent down, marker rules broken, evaluator crashed
         return ls.fail(f"marker {marker_id}: {type(e).__name__}: {e}")
     ls.cache.replace(state.task_id, nodes)
     ls.tree_changed(state.task_id)
+    tree = ls.cache.get(state.task_id)
+    view = tree.get(node.id) if tree is not None else None
+    if node.status == "ok" and view is not None:
+        msg = (f"marker {marker_id}: candidate #{node.id} is correct, {gain_text(tree, view)}; "
+               f"apply it with “Apply candidate #{node.id}”")
+    else:
+        msg = f"marker {marker_id}: candidate #{node.id} failed ({node.status}): {node.error}"
     ls.say(msg)
-    return {"message": msg}
+    return {"message": msg, "node": node.id}

@@ -1,16 +1,27 @@
-"""stark.optimize / stark.stop: background searches, one per task (file).
+"""stark.optimize / stark.continueSearch / stark.stop: background searches, one per task (file).
 
-A search is blocking (``Search.run``), so it runs in a worker thread; the
-event loop keeps answering hovers and code actions. The search calls back
-from its threads; every callback hops to the loop with
-``loop.call_soon_threadsafe`` before touching the server or the client.
+Before a search starts:
 
-A job ends in exactly one way (budget spent, cancelled, or an error shown to
-the user); the progress bar is ended, the tree re-read, the diagnostics
-republished and the job forgotten, whatever happened.
+* a task that cannot run here (a CUDA kernel, and no GPU) is not searched:
+  the user's kernel is compiled once (nvcc's errors go on their lines) and
+  the answer is "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing
+  can be run or timed here";
+* a Triton or KernelBench task on a machine without a GPU runs under the CPU
+  interpreter, and the user is told its timings are not GPU timings;
+* an API key given for one LLM endpoint is not sent to another without asking;
+* a spent budget continues (+N attempts) instead of ending at once.
 
-Several kernels at once: each file's search is its own job. The search works
-on the whole (saved) file, so the kernels of one file share one job.
+The search then runs in a worker thread (``Search.run`` blocks); the user's
+kernel is checked first, and if it does not build or verify, no search
+starts (``SearchConfig.require_correct_root``) and its errors go on its lines.
+Progress shows phases, then "attempt k/N" with the best so far; the user can
+cancel it from the progress UI or with "Stop optimizing".
+
+A job ends in exactly one way (budget spent, stopped and why, the user's
+kernel failing, or an error shown to the user); the progress bar is ended,
+the tree re-read, the diagnostics republished and the job forgotten,
+whatever happened. ``Job.then`` runs after that (a rename resumes the search
+under the new name).
 """
 
 from __future__ import annotations
@@ -18,158 +29,397 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
-from stark_lsp.server.progress import WorkDone, final_text, progress_text
-
-if TYPE_CHECKING:
-    from stark_lsp.server.server import StarkServer
+from stark_lsp.server.diagnostics import CODE_NEEDS_GPU, CODE_RUN_FAILED, TaskProblem, same_text
+from stark_lsp.server.documents import DocState
+from stark_lsp.server.host import Host
+from stark_lsp.server.labels import best_text
+from stark_lsp.server.optimize_state import Inbox, Job
+from stark_lsp.server.progress import PHASE_CHECK, PHASE_ROOT, PHASE_WORKER, WorkDone, final_text, progress_text
+from stark_lsp.server.trees import IN_FLIGHT, node_view
+from stark_lsp.tasks.spec import TaskSpec
 
 log = logging.getLogger(__name__)
 _tokens = itertools.count(1)
 
-
-@dataclass
-class Job:
-    task_id: str
-    uri: str
-    kernel: str
-    cancel: threading.Event = field(default_factory=threading.Event)
-    progress: Any = None  # the last stark_lsp.search.engine.Progress
-    ui: WorkDone | None = None
-    task: asyncio.Task | None = None
-
-    def line(self) -> str:
-        return progress_text(self.progress)[0] if self.progress is not None else "starting"
+GPU_NEEDED = "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here"
+CPU_NOTE = ("runs on the CPU here (no GPU): Triton under its interpreter, PyTorch on the CPU, so its "
+            "timings are CPU timings, not GPU timings")
 
 
-class OptimizeJobs:
-    def __init__(self) -> None:
-        self.jobs: dict[str, Job] = {}
-
-    def running(self, task_id: str | None) -> Job | None:
-        return self.jobs.get(task_id) if task_id else None
-
-    def stop(self, task_id: str | None) -> bool:
-        job = self.running(task_id)
-        if job is None:
-            return False
-        job.cancel.set()
-        return True
-
-    def stop_all(self) -> None:
-        for job in self.jobs.values():
-            job.cancel.set()
-
-    async def wait_all(self, timeout: float) -> None:
-        tasks = [j.task for j in self.jobs.values() if j.task is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+def needs_gpu(task: TaskSpec) -> str | None:
+    """Why nothing of the task can run without a GPU, or None."""
+    if task.kind == "cuda":
+        return "cuda"
+    if task.kind == "kernelbench":
+        try:
+            text = task.root_source()
+        except OSError:
+            return None
+        if "load_inline" in text or "cpp_extension.load" in text:
+            return "load_inline"
+    return None
 
 
-def _disk_text(path: Any) -> str | None:
+def _disk_text(path: Path) -> str | None:
     try:
         return path.read_text()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
 
 
-async def start_optimize(ls: "StarkServer", uri: str, kernel: str) -> dict[str, Any]:
-    state = ls.docs.get(uri)
+def _token() -> str:
+    return f"stark-optimize-{next(_tokens)}"
+
+
+# -- starting -------------------------------------------------------------------------------
+
+
+async def start_optimize(host: Host, uri: str, kernel: str, extra: int | None = None) -> dict[str, Any]:
+    """``extra``: continue the tree with that many more attempts (else the budget setting)."""
+    state = host.docs.get(uri)
     if state is None:
-        return ls.fail(f"{uri} is not a CUDA or Triton kernel file the server knows")
-    await ls.ready(state)
+        return host.fail(f"{uri} is not a CUDA or Triton kernel file the server knows")
+    await host.ready(state)
     if all(k.name != kernel for k in state.kernels):
-        return ls.fail(f"no kernel named {kernel} in {state.path.name if state.path else uri}")
+        return host.fail(f"no kernel named {kernel} in {state.path.name if state.path else uri}")
     if state.task is None:
         msg = state.problem.message if state.problem else "this file is not a task"
-        return ls.fail(f"cannot optimize {kernel}: {msg}", types.MessageType.Warning)
-    task_id = state.task_id
-    running = ls.jobs.running(task_id)
+        return host.fail(f"cannot optimize {kernel}: {msg}", types.MessageType.Warning)
+    task = state.task
+    running = host.jobs.running(task.task_id())
     if running is not None:
-        return ls.fail(f"{running.kernel} is already being optimized (one search per file): {running.line()}",
-                       types.MessageType.Info)
-    await ls.settings_ready()
-    saved = await asyncio.to_thread(_disk_text, state.task.path)
-    doc = ls.workspace.get_text_document(uri)
-    if saved is not None and saved != doc.source:
-        ls.say(f"{state.task.path.name} has unsaved changes: optimizing the saved version", types.MessageType.Warning)
+        return host.fail(f"{running.kernel} is already being optimized (one search per file): "
+                         f"{progress_text(running.progress, host.cache.get(running.task_id), running.phase)[0]}",
+                         types.MessageType.Info)
+    await host.settings_ready()
+    settings = host.settings
+    gpu = host.backend.gpu_available(settings)
+    if not gpu and needs_gpu(task):
+        return await refuse_without_gpu(host, state, kernel)
+    refusal = await check_api_key(host)
+    if refusal:
+        return host.fail(refusal, types.MessageType.Warning)
+    saved = await asyncio.to_thread(_disk_text, task.path)
+    if saved is None:
+        return host.fail(f"cannot read {task.path.name} from disk")
+    if saved != host.document_text(uri):
+        host.say(f"{task.path.name} has unsaved changes: optimizing the saved version", types.MessageType.Warning)
+    done = await finished_attempts(host, state, saved)
+    if extra is not None:
+        budget = done + max(1, int(extra))
+    elif done >= settings.budget:
+        budget = done + settings.budget
+        host.say(f"{kernel}: the {done} attempts of the last search are spent: continuing with {settings.budget} "
+                 f"more (“Continue search”)")
+    else:
+        budget = settings.budget
+    if not gpu:
+        host.say(f"{kernel} {CPU_NOTE}", types.MessageType.Info)
+    state.run_error = None
+    state.checked_root = None
+    job = Job(task, uri, kernel, budget, cpu=not gpu, phase=PHASE_WORKER)
+    token = launch(host, job, state.store_path)
+    host.publish(uri)
+    return {"started": True, "task_id": job.task_id, "budget": budget, "token": token}
 
-    job = Job(task_id, uri, kernel)
-    ls.jobs.jobs[task_id] = job
-    job.ui = WorkDone(ls, f"stark-optimize-{next(_tokens)}", f"Optimizing {kernel}", on_cancel=job.cancel.set)
-    job.task = asyncio.get_running_loop().create_task(_run_job(ls, state, job))
-    return {"started": True, "task_id": task_id}
+
+def launch(host: Host, job: Job, store_path: Path | None) -> str:
+    """Register the job, make its progress bar and start it."""
+    host.jobs.jobs[job.task_id] = job
+    title = f"Optimizing {job.kernel}" + (" (CPU interpreter: not GPU timings)" if job.cpu else "")
+    token = _token()
+    job.ui = WorkDone(host, token, title, on_cancel=lambda: _cancelled_from_ui(host, job))
+    job.handle = asyncio.get_running_loop().create_task(_run_job(host, job, store_path))
+    host.searches_changed()
+    return token
 
 
-async def _run_job(ls: "StarkServer", state: Any, job: Job) -> None:
-    loop = asyncio.get_running_loop()
-    settings, api_key, backend = ls.settings, ls.api_key, ls.backend
+def _cancelled_from_ui(host: Host, job: Job) -> None:
+    host.jobs.stop(job, "cancelled")
+    _report(host, job)
+    host.searches_changed()
+
+
+async def finished_attempts(host: Host, state: DocState, saved: str) -> int:
+    """Attempts already in the tree the next search continues (0 when the
+    search will start a new tree: the file or the harness changed)."""
+    tree = host.cache.get(state.task_id)
+    root = tree.root if tree is not None else None
+    if root is None or not same_text(saved, root.source) or state.store_path is None:
+        return 0
+    task, store_path = state.task, state.store_path
+
+    def harness_unchanged() -> bool:
+        from stark_lsp.search.tree_store import harness_digest
+
+        stored = host.backend.open_store(store_path).harness_digest(task.task_id())
+        return stored is None or stored == harness_digest(task)
+
     try:
-        await job.ui.begin()
+        same = await asyncio.to_thread(harness_unchanged)
+    except Exception as e:  # a broken store: the search will say so
+        log.info("reading the tree's harness digest: %s", e)
+        same = True
+    return tree.finished if same else 0
+
+
+async def check_api_key(host: Host) -> str | None:
+    """A key given for one endpoint goes to another only if the user says so."""
+    settings, key = host.settings, host.api_key
+    if settings.llm != "openai" or not key or key.url == settings.base_url:
+        return None
+    given = key.url or "the default endpoint (OpenAI)"
+    target = settings.base_url or "the default endpoint (OpenAI)"
+    answer = await host.ask(f"STARK: send the API key you gave for {given} to {target}?", ["Send it", "Don't send"])
+    if answer == "Send it":
+        key.rebind(settings.base_url)
+        return None
+    return (f"the API key was given for {given}, and stark.baseUrl is now {target}: not sent. "
+            f"Set the key again (stark.setApiKey) to use it there")
+
+
+async def refuse_without_gpu(host: Host, state: DocState, kernel: str) -> dict[str, Any]:
+    """No search: compile the user's kernel once, then say why nothing can run here."""
+    task = state.task
+    if needs_gpu(task) == "load_inline":
+        msg = f"{kernel} needs an NVIDIA GPU (its ModelNew builds CUDA with load_inline): nothing can be run or timed here"
+        state.run_error = TaskProblem(msg, code=CODE_NEEDS_GPU)
+        host.publish(state.uri)
+        return host.fail(msg, types.MessageType.Warning)
+    ui = WorkDone(host, _token(), f"Checking {kernel}", on_cancel=None)
+    try:
+        await ui.begin(PHASE_CHECK)
+    except Exception as e:
+        log.info("progress: %s", e)
+    settings = host.settings
+    try:
+        result = await asyncio.to_thread(host.backend.check_root, task, settings)
+    except Exception as e:
+        ui.end("could not compile it")
+        return host.fail(f"{kernel} {GPU_NEEDED.split(':')[0]}, and its compile check could not run: {type(e).__name__}: {e}")
+    node = node_view(_CheckedRoot(task.root_source() if task.path.exists() else "", result))
+    state.checked_root = node
+    if result.status.value == "compile_error":
+        first = result.message or (node.problems[0].message if node.problems else "compile error")
+        where = " (the errors are on their lines)" if any(p.line for p in node.problems) else ""
+        msg = f"{kernel} needs an NVIDIA GPU, and nvcc could not compile it either: {first}{where}"
+        state.run_error = None if where else TaskProblem(msg, code=CODE_NEEDS_GPU)
+    else:
+        msg = f"{kernel} {GPU_NEEDED}"
+        state.run_error = TaskProblem(msg, code=CODE_NEEDS_GPU)
+    ui.end(msg)
+    host.publish(state.uri)
+    return host.fail(msg, types.MessageType.Warning)
+
+
+class _CheckedRoot:
+    """A root node made from a check's result (no tree is written)."""
+
+    def __init__(self, source: str, result: Any):
+        self.id, self.parent_id, self.kind, self.attempt = 0, None, "root", 0
+        self.status = result.status.value
+        self.source, self.result, self.summary, self.plan = source, result, "your kernel", ""
+        self.speedup = result.speedup if result.status.value == "ok" else None
+        self.runtime_ms = result.runtime.candidate.median_ms if result.runtime else None
+        self.error = result.message if result.status.value != "ok" else ""
+        self.duplicate_of, self.profile = None, None
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
+    loop = asyncio.get_running_loop()
+    settings, api_key, backend = host.settings, host.api_key, host.backend
+    try:
+        await job.ui.begin(PHASE_WORKER)
     except Exception as e:  # no progress bar: carry on
         log.info("progress: %s", e)
-
-    def on_progress(p: Any) -> None:
-        loop.call_soon_threadsafe(_progress, ls, job, p)
-
-    def on_node(n: Any) -> None:
-        loop.call_soon_threadsafe(_node, ls, job, n)
+    inbox = Inbox(loop, lambda nodes, p: _updates(host, job, nodes, p))
+    watch = host.watch_job(job)
 
     def blocking() -> Any:
-        store = backend.open_store(state.store_path)
+        store = backend.open_store(store_path)
         evaluator = backend.evaluator(settings)
+        try:
+            evaluator.hardware()  # starts the worker (a no-op once it runs)
+        except Exception as e:  # the search reports an evaluator that cannot start
+            log.info("evaluator hardware: %s", e)
+        loop.call_soon_threadsafe(_phase, host, job, PHASE_ROOT)
         team = backend.make_team(settings, api_key)
-        search = backend.make_search(state.task, store, evaluator, team, settings, on_progress, on_node)
+        search = backend.make_search(job.task, store, evaluator, team, settings, inbox.progress, inbox.node,
+                                     budget=job.budget)
         return search.run(job.cancel)
 
-    reason = "done"
+    reason, kind = "done", types.MessageType.Info
     try:
         await asyncio.to_thread(blocking)
-        reason = "cancelled" if job.cancel.is_set() else "done"
     except Exception as e:
-        reason = "stopped by an error"
-        name = type(e).__name__
-        if "Evaluator" in name or "evaluator" in str(e):
-            backend.drop_evaluator(settings)  # start a fresh one next time
-        ls.say(f"optimizing {job.kernel} stopped: {e if name in ('BackendUnavailable', 'SearchBusy') else f'{name}: {e}'}",
-               types.MessageType.Error)
+        reason, kind = _failure(host, job, e)
     finally:
-        ls.jobs.jobs.pop(job.task_id, None)
-        end = final_text(job.progress, reason)
+        watch.cancel()
+        inbox.drain()
+        if job.files_moved_at is not None and store_path is not None:
+            await asyncio.to_thread(_void_after_move, backend, store_path, job)
+        host.jobs.jobs.pop(job.task_id, None)
+        await _refresh(host, job)
+        tree = host.cache.get(job.task_id)
+        if reason == "done":
+            reason, kind = _outcome(host, job, tree)
+        end = final_text(job.progress, tree, reason)
         if job.ui is not None:
             job.ui.end(end)
-        await ls.refresh_tree(state)
-        ls.tree_changed(job.task_id, force=True)
+        host.tree_changed(job.task_id, force=True)
+        host.searches_changed()
+    _tell(host, job, reason, end, kind)
+    if job.then is not None:
+        try:
+            result = job.then()
+            if asyncio.iscoroutine(result):
+                await result
+        except Exception as e:  # resuming elsewhere failed: say so, the tree is kept
+            log.exception("after the search of %s", job.kernel)
+            host.say(f"{job.kernel}: {type(e).__name__}: {e}", types.MessageType.Error)
+
+
+def _void_after_move(backend: Any, store_path: Path, job: Job) -> None:
+    """Attempts that failed after the search's files were deleted or moved failed
+    because of that, not on their merits: abandoned (redone on resume), not failures."""
+    from stark_lsp.search.node import ABANDONED, FAILED_EVAL_STATUSES
+
+    try:
+        store = backend.open_store(store_path)
+        for n in store.nodes(job.task_id):
+            if n.parent_id is not None and n.status in FAILED_EVAL_STATUSES and n.updated >= job.files_moved_at:
+                store.update_node(n.id, status=ABANDONED, error=f"cut short: {job.stop_reason}")
+    except Exception as e:  # the tree stays as it is; the search's end is reported all the same
+        log.warning("marking the attempts cut short by a file move: %s", e)
+
+
+def _failure(host: Host, job: Job, e: Exception) -> tuple[str, types.MessageType]:
+    name = type(e).__name__
+    if name == "TaskBroken":
+        for state in _states(host, job):
+            state.run_error = TaskProblem(f"the task is broken, so nothing can be judged: {e}", code=CODE_RUN_FAILED)
+        return f"stopped: the task is broken: {e}", types.MessageType.Error
+    if name == "EvaluatorFailed" or "Evaluator" in name or "evaluator" in str(e):
+        host.backend.drop_evaluator(host.settings)  # start a fresh one next time
+    if job.stop_reason is not None and name in ("FileNotFoundError", "TaskError"):
+        return job.stop_reason, types.MessageType.Info  # the file went away under the search: already said why
+    text = str(e) if name in ("BackendUnavailable", "SearchBusy", "EvaluatorFailed", "EvaluatorUnavailable") \
+        else f"{name}: {e}"
+    return f"stopped by an error: {text}", types.MessageType.Error
+
+
+def _outcome(host: Host, job: Job, tree: Any) -> tuple[str, types.MessageType]:
+    if job.stop_reason is not None:
+        return job.stop_reason, types.MessageType.Info
+    root = tree.root if tree is not None else None
+    if root is not None and root.status == "not_run":
+        return f"{job.kernel} {GPU_NEEDED}", types.MessageType.Warning
+    if root is not None and not root.correct and root.status not in IN_FLIGHT:
+        detail = root.error or (root.problems[0].message if root.problems else root.status)
+        return (f"your kernel does not pass ({root.status.replace('_', ' ')}): {detail}; no search was started. "
+                f"The error is on its line: fix it, save, and optimize again", types.MessageType.Warning)
+    return "done", types.MessageType.Info
+
+
+def _tell(host: Host, job: Job, reason: str, end: str, kind: types.MessageType) -> None:
+    tree = host.cache.get(job.task_id)
     if reason == "done":
-        tree = ls.cache.get(job.task_id)
-        best = tree.best_candidate if tree else None
-        if best is not None:
-            ls.say(f"{job.kernel}: {end}; best candidate #{best.id} ({best.speedup:.2f}×) is ready to apply")
-        else:
-            ls.say(f"{job.kernel}: {end}")
+        best = tree.best_candidate if tree is not None else None
+        tail = "; apply it with “Apply best candidate”" if best is not None else ""
+        host.say(f"{job.kernel}: {end}{tail}", kind)
+    elif reason.startswith("your kernel") or reason.startswith("stopped"):
+        host.say(f"optimizing {job.kernel}: {reason}", kind)
+    else:
+        host.say(f"{job.kernel}: {end}", kind)
 
 
-def _progress(ls: "StarkServer", job: Job, p: Any) -> None:
-    job.progress = p
+def _states(host: Host, job: Job) -> list[DocState]:
+    return [s for s in host.docs.values() if s.task_id == job.task_id]
+
+
+async def _refresh(host: Host, job: Job) -> None:
+    for state in _states(host, job)[:1]:
+        await host.refresh_tree(state)
+
+
+def _phase(host: Host, job: Job, phase: str) -> None:
+    if job.phase is not None:
+        job.phase = phase
+        _report(host, job)
+
+
+def _report(host: Host, job: Job) -> None:
     if job.ui is not None:
-        msg, pct = progress_text(p)
+        msg, pct = progress_text(job.progress, host.cache.get(job.task_id), job.phase, job.cancel.is_set())
         job.ui.report(msg, pct)
 
 
-def _node(ls: "StarkServer", job: Job, node: Any) -> None:
-    if ls.cache.put_node(job.task_id, node):
-        ls.tree_changed(job.task_id)
+def _updates(host: Host, job: Job, nodes: list[Any], progress: Any) -> None:
+    """A batch from the search's threads, on the loop."""
+    changed = False
+    if nodes and job.replay:
+        job.replay = False
+        host.cache.forget(job.task_id)  # the search replays its tree first: the cache follows it
+        changed = True
+    changed = host.cache.put_nodes(job.task_id, nodes) or changed
+    if any(n.parent_id is None and n.status not in IN_FLIGHT for n in nodes):
+        job.phase = None  # the user's kernel is evaluated: attempts from now on
+    if progress is not None:
+        job.progress = progress
+        if progress.attempt or progress.running:
+            job.phase = None
+    _report(host, job)
+    if changed:
+        host.tree_changed(job.task_id)
 
 
-def stop_optimize(ls: "StarkServer", uri: str, kernel: str) -> dict[str, Any]:
-    state = ls.docs.get(uri)
-    task_id = state.task_id if state else None
-    if not ls.jobs.stop(task_id):
-        return ls.fail(f"{kernel} is not being optimized", types.MessageType.Info)
-    ls.say(f"stopping the search for {kernel} after the attempts in flight")
-    return {"stopping": True}
+# -- stopping --------------------------------------------------------------------------------
+
+
+def stop_optimize(host: Host, uri: str | None, kernel: str | None) -> dict[str, Any]:
+    """Stop the search of ``uri`` however the file is named now; no uri: every search."""
+    if not uri:
+        jobs = host.jobs.all()
+        for job in jobs:
+            host.jobs.stop(job, "cancelled")
+            _report(host, job)
+        host.searches_changed()
+        if jobs:
+            host.say(f"stopping {len(jobs)} search{'es' if len(jobs) != 1 else ''} after the attempts in flight")
+        return {"stopping": len(jobs)}
+    state = host.docs.get(uri)
+    from pygls.uris import to_fs_path
+
+    fs = to_fs_path(uri)
+    job = host.jobs.find(uri, state.task_id if state else None, Path(fs) if fs else None)
+    if job is None:
+        return host.fail(f"{kernel or 'this file'} is not being optimized", types.MessageType.Info)
+    host.jobs.stop(job, "cancelled")
+    _report(host, job)
+    host.searches_changed()
+    host.say(f"stopping the search for {job.kernel} after the attempts in flight")
+    return {"stopping": 1}
+
+
+def searches_payload(host: Host) -> dict[str, Any]:
+    """The ``stark/searches`` notification: what runs, as the status bar shows it."""
+    out = []
+    for job in host.jobs.all():
+        tree = host.cache.get(job.task_id)
+        out.append({
+            "uri": job.uri,
+            "kernel": job.kernel,
+            "task_id": job.task_id,
+            "progress": progress_text(job.progress, tree, job.phase, job.cancel.is_set())[0],
+            "best": best_text(tree) if tree is not None else None,
+            "stopping": job.cancel.is_set(),
+        })
+    return {"searches": out}

@@ -1,9 +1,15 @@
 """$/progress for a running search: window/workDoneProgress create, begin,
-report (attempt n/N, best speedup so far), end; cancellable by the client.
+report, end; cancellable by the client (VS Code's Cancel, any client's
+``window/workDoneProgress/cancel``), which stops the search.
 
-``progress_text`` is pure. ``WorkDone`` wraps pygls's progress API; every
-method must be called on the event loop (the search thread goes through
-``loop.call_soon_threadsafe``).
+A search reports phases before its first attempt: starting the evaluation
+worker, then building and checking the user's kernel against the reference
+and timing both; then "attempt k/N" with the best so far (labelled through
+``labels.py``).
+
+``progress_text`` and ``final_text`` are pure. ``WorkDone`` wraps pygls's
+progress API; every method must be called on the event loop (the search
+thread goes through ``loop.call_soon_threadsafe``).
 """
 
 from __future__ import annotations
@@ -14,30 +20,51 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
+from stark_lsp.server.labels import best_text
+from stark_lsp.server.trees import TreeView
+
 log = logging.getLogger(__name__)
 
+PHASE_WORKER = "starting the evaluation worker"
+PHASE_ROOT = "your kernel: building it, checking it against the reference, timing both"
+PHASE_CHECK = "your kernel: compiling it with nvcc (no GPU here to run it)"
 
-def progress_text(p: Any) -> tuple[str, int]:
-    """(message, percentage) for a ``stark_lsp.search.engine.Progress``."""
-    best = f"best {p.best_speedup:.2f}× (#{p.best_node_id})" if p.best_speedup is not None else "no correct candidate yet"
-    msg = f"attempt {p.attempt}/{p.budget}, {best}, {p.correct} correct, {p.failures} failed"
+
+def progress_text(p: Any, tree: TreeView | None, phase: str | None = None, stopping: bool = False) -> tuple[str, int]:
+    """(message, percentage) for a ``stark_lsp.search.engine.Progress`` (or None
+    before the first one), the tree as the server has it, and the current phase."""
+    if stopping:
+        running = getattr(p, "running", 0) if p is not None else 0
+        wait = f": waiting for {running} attempt{'s' if running != 1 else ''} in flight" if running else ""
+        return f"stopping{wait}", _pct(p)
+    if p is None or (phase and not getattr(p, "attempt", 0) and not getattr(p, "running", 0)):
+        return phase or PHASE_WORKER, 0
+    msg = f"attempt {p.attempt}/{p.budget} · {best_text(tree) if tree is not None else 'no correct candidate yet'}"
+    msg += f" · {p.correct} correct, {p.failures} failed"
     if p.running:
         msg += f", {p.running} running"
-    pct = int(100 * min(p.attempt, p.budget) / p.budget) if p.budget else 0
-    return msg, pct
+    return msg, _pct(p)
 
 
-def final_text(p: Any | None, reason: str) -> str:
+def _pct(p: Any) -> int:
+    if p is None or not getattr(p, "budget", 0):
+        return 0
+    return int(100 * min(p.attempt, p.budget) / p.budget)
+
+
+def final_text(p: Any | None, tree: TreeView | None, reason: str) -> str:
     if p is None:
         return reason
-    best = f"best {p.best_speedup:.2f}×" if p.best_speedup is not None else "no correct candidate"
+    best = best_text(tree) if tree is not None else "no correct candidate"
     return f"{reason}: {p.attempt} attempts, {best}"
 
 
 class WorkDone:
-    """One work-done progress; ``on_cancel`` runs when the user cancels it."""
+    """One work-done progress; ``on_cancel`` runs when the user cancels it
+    (None: the progress offers no Cancel)."""
 
-    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None], min_interval_s: float = 0.25):
+    def __init__(self, server: Any, token: str, title: str, on_cancel: Callable[[], None] | None,
+                 min_interval_s: float = 0.2):
         self.server = server
         self.min_interval_s = min_interval_s
         self._last = 0.0
@@ -49,7 +76,7 @@ class WorkDone:
         self.created = False
         self.ended = False
 
-    async def begin(self) -> None:
+    async def begin(self, message: str = PHASE_WORKER) -> None:
         caps = self.server.client_capabilities
         window = getattr(caps, "window", None)
         if not (window and window.work_done_progress):
@@ -62,14 +89,15 @@ class WorkDone:
         self.created = True
         self.server.work_done_progress.begin(
             self.token,
-            types.WorkDoneProgressBegin(title=self.title, cancellable=True, message="starting", percentage=0),
+            types.WorkDoneProgressBegin(title=self.title, cancellable=self.on_cancel is not None, message=message,
+                                        percentage=0),
         )
         fut = self.server.work_done_progress.tokens.get(self.token)
-        if fut is not None:  # pygls cancels this future on window/workDoneProgress/cancel
+        if fut is not None and self.on_cancel is not None:  # pygls cancels it on window/workDoneProgress/cancel
             fut.add_done_callback(lambda f: f.cancelled() and self._cancelled())
 
     def _cancelled(self) -> None:
-        if not self.ended:
+        if not self.ended and self.on_cancel is not None:
             self.on_cancel()
 
     def report(self, message: str, percentage: int | None = None) -> None:
@@ -95,7 +123,8 @@ class WorkDone:
         self._pending = None
         self._last = asyncio.get_running_loop().time()
         self.server.work_done_progress.report(
-            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percentage,
+                                                     cancellable=self.on_cancel is not None)
         )
 
     def end(self, message: str) -> None:

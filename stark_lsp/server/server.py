@@ -8,66 +8,89 @@ textDocument/didOpen, didChange documents.py (kernels), diagnostics.py
   didSave, didClose
 textDocument/codeAction         code_actions.py
 textDocument/hover              hover.py
-workspace/executeCommand        optimize_jobs.py (stark.optimize, stark.stop),
+workspace/executeCommand        optimize_jobs.py (optimize, continueSearch, stop),
                                 apply_candidate.py, implement_marker.py,
-                                create_harness.py, stark.setApiKey (here)
-stark/tree (request)            trees.py
-stark/treeChanged (sent)        ``StarkServer.tree_changed``
+                                create_harness.py, file_events.py (renameHarness),
+                                stark.setApiKey (here)
+workspace/didDeleteFiles,       file_events.py
+  didRenameFiles
+stark/tree, stark/node          tree_json.py
+stark/treeChanged, stark/       sent from here
+  searches
 window/workDoneProgress/cancel  progress.py (through pygls's token futures)
 initialize, workspace/          settings.py
   configuration
 ==============================  ===============================================
 
 State lives on the ``StarkServer`` object and is touched only on the event
-loop. Blocking work (the search, the store, the disk) runs in threads.
+loop. Blocking work (the search, the store, the disk, the analysis of a big
+file) runs in threads; a search's updates reach the loop in batches
+(``optimize_state.Inbox``), so requests never wait behind its bookkeeping.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
-from stark_lsp.server import code_actions as ca
+from stark_lsp.server import commands as cmd
+from stark_lsp.server import file_events
 from stark_lsp.server.apply_candidate import apply_candidate
 from stark_lsp.server.backend import Backend, load_backend
-from stark_lsp.server.create_harness import create_harness
-from stark_lsp.server.diagnostics import build_diagnostics
-from stark_lsp.server.documents import DocState, document_language, resolve_task, update_kernels
+from stark_lsp.server.code_actions import ActionContext, build_code_actions
+from stark_lsp.server.create_harness import create_harness, show_harness
+from stark_lsp.server.diagnostics import SOURCE, build_diagnostics, same_text
+from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_language, line_before_edits, line_edit,
+                                        resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import implement_marker, marker_spans
-from stark_lsp.server.optimize_jobs import OptimizeJobs, start_optimize, stop_optimize
+from stark_lsp.server.optimize_jobs import searches_payload, start_optimize, stop_optimize
+from stark_lsp.server.optimize_state import Job, OptimizeJobs
+from stark_lsp.server.progress import progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
+from stark_lsp.server.stdio import serve_stdio
 from stark_lsp.server.store_watch import StoreWatcher
+from stark_lsp.server.text_document import use_fast_documents
+from stark_lsp.server.text_edits import split_lines
 from stark_lsp.server.tree_cache import TreeCache
+from stark_lsp.server.tree_json import node_detail
+from stark_lsp.server.wire import Plain, converter as wire_converter
 from stark_lsp.tasks.kernels import kernels_in_range
 from stark_lsp.tasks.spec import default_harness_path
 
 log = logging.getLogger(__name__)
 
-TREE_REQUEST = "stark/tree"
-TREE_CHANGED = "stark/treeChanged"
 STORE_DIR, STORE_FILE = ".stark", "tree.sqlite"
 PUBLISH_DELAY_S = 0.1  # bursts of node updates become one publish
+ANALYSIS_DELAY_S = 0.15  # a big file is analysed once typing pauses this long
+SWITCH_INTERVAL_S = 0.001  # the event loop gets the GIL back quickly from a busy search or analysis thread
+NO_GPU_NOTE = "No NVIDIA GPU here: nvcc can compile this kernel, but nothing can be run or timed."
 
 
 class StarkServer(LanguageServer):
     def __init__(self, backend: Backend | None = None) -> None:
-        super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         converter_factory=wire_converter)
         self.backend = backend or load_backend()
         self.settings = Settings()
         self.api_key = Secret()
         self.docs: dict[str, DocState] = {}
         self.cache = TreeCache()
         self.jobs = OptimizeJobs()
+        self.carries: dict[Path, Any] = {}  # kernel path -> file_events.Carry: a tree waiting to move there
+        self.orphans: dict[Path, Path] = {}  # kernel path -> a harness left under its old name
         self.watchers: dict[Path, StoreWatcher] = {}
         self.roots: list[Path] = []
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._searches_pending = False
+        self._harness_diags: dict[str, str] = {}  # harness uri -> kernel uri whose "fill in" it carries
         self._config_pull: asyncio.Task | None = None
 
     # -- talking to the user -------------------------------------------------------
@@ -78,6 +101,38 @@ class StarkServer(LanguageServer):
         self.say(message, kind)
         return {"error": message}
 
+    async def ask(self, message: str, choices: list[str]) -> str | None:
+        window = getattr(self.client_capabilities, "window", None)
+        if window is None or window.show_message is None:
+            return None
+        try:
+            pick = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+                type=types.MessageType.Warning, message=message,
+                actions=[types.MessageActionItem(title=c) for c in choices]))
+        except Exception as e:
+            log.info("window/showMessageRequest: %s", e)
+            return None
+        return pick.title if pick is not None else None
+
+    async def show_document(self, uri: str, line: int | None = None) -> bool:
+        window = getattr(self.client_capabilities, "window", None)
+        if window is None or window.show_document is None or not window.show_document.support:
+            return False
+        sel = None
+        if line is not None:
+            pos = types.Position(line=line, character=0)
+            sel = types.Range(start=pos, end=pos)
+        try:
+            result = await self.window_show_document_async(
+                types.ShowDocumentParams(uri=uri, take_focus=True, selection=sel))
+        except Exception as e:
+            log.info("window/showDocument: %s", e)
+            return False
+        return bool(result and result.success)
+
+    async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> types.ApplyWorkspaceEditResult:
+        return await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+
     # -- documents ---------------------------------------------------------------------
     def store_path_for(self, path: Path) -> Path:
         from stark_lsp.search.tree_store import find_workspace
@@ -87,7 +142,14 @@ class StarkServer(LanguageServer):
                 return root / STORE_DIR / STORE_FILE
         return find_workspace(path.parent) / STORE_DIR / STORE_FILE
 
-    def track(self, uri: str, language_id: str | None, text: str) -> DocState | None:
+    def state_for_path(self, path: Path) -> DocState | None:
+        return next((s for s in self.docs.values() if s.path == path), None)
+
+    def document_text(self, uri: str) -> str:
+        return self.workspace.get_text_document(uri).source
+
+    def track(self, uri: str, language_id: str | None, text: str, version: int) -> DocState | None:
+        """The document's state, created on first sight; kernels found again now."""
         state = self.docs.get(uri)
         if state is None:
             lang = document_language(uri, language_id, text)
@@ -97,7 +159,13 @@ class StarkServer(LanguageServer):
             path = Path(fs).resolve() if fs else None
             state = DocState(uri, path, lang, store_path=self.store_path_for(path) if path else None)
             self.docs[uri] = state
-        gone = update_kernels(state, text)
+        self.analysed(state, update_kernels(state, text, version))
+        return state
+
+    def analysed(self, state: DocState, gone: list[str]) -> None:
+        if state.too_big:
+            self.say(f"{state.path.name if state.path else state.uri} is too large for STARK to look for kernels in",
+                     types.MessageType.Warning)
         job = self.jobs.running(state.task_id)
         if job is not None and job.kernel in gone and job.kernel not in state.warned_missing:
             state.warned_missing.add(job.kernel)
@@ -106,7 +174,62 @@ class StarkServer(LanguageServer):
                 f"(stop it from the progress notification or with “Stop optimizing”)",
                 types.MessageType.Warning,
             )
-        return state
+
+    def changed(self, uri: str, changes: list[Any], version: int) -> None:
+        """didChange: small files are analysed now; big ones after a pause, in a
+        thread, with the known kernels moved by the edits meanwhile."""
+        state = self.docs.get(uri)
+        doc = self.workspace.get_text_document(uri)
+        if state is None:
+            state = self.track(uri, doc.language_id, doc.source, version)  # a Python file that just got @triton.jit
+            if state is not None:
+                self.publish(uri)
+                asyncio.get_running_loop().create_task(self.resolve(state))
+            return
+        if len(doc.source) < INLINE_CHARS:
+            self.analysed(state, update_kernels(state, doc.source, version))
+            self.publish(uri)
+            return
+        for change in changes:
+            edit = line_edit(change)
+            if edit is None:  # the whole text: line numbers say nothing any more
+                state.kernels, state.edits = [], []
+            elif edit.delta:
+                state.edits.append(edit)
+        state.stale = True
+        if state.analysis is not None:
+            state.analysis.cancel()
+        state.analysis = asyncio.get_running_loop().call_later(ANALYSIS_DELAY_S, self._analyse, uri)
+
+    def _analyse(self, uri: str) -> None:
+        state = self.docs.get(uri)
+        if state is None:
+            return
+        state.analysis = asyncio.get_running_loop().create_task(self._analyse_big(state))
+
+    async def _analyse_big(self, state: DocState) -> None:
+        doc = self.workspace.get_text_document(state.uri)
+        text, version = doc.source, doc.version
+        probe = DocState(state.uri, state.path, state.language, kernels=list(state.kernels))
+        gone = await asyncio.to_thread(update_kernels, probe, text, version)
+        if self.docs.get(state.uri) is not state or self.workspace.get_text_document(state.uri).version != version:
+            return  # edited meanwhile: the next pause analyses again
+        state.kernels, state.version, state.stale, state.too_big = probe.kernels, version, False, probe.too_big
+        state.analysis = None
+        self.analysed(state, gone)
+        self.publish(state.uri)
+
+    async def settle(self, state: DocState) -> None:
+        """Commands see the kernels of the current text: a due analysis runs now."""
+        if not state.stale:
+            return
+        if isinstance(state.analysis, asyncio.TimerHandle):
+            state.analysis.cancel()
+            state.analysis = None
+        if isinstance(state.analysis, asyncio.Task):
+            await asyncio.wait([state.analysis], timeout=30)
+        if state.stale:
+            await self._analyse_big(state)
 
     async def resolve(self, state: DocState) -> None:
         """Re-read the task (harness) and the tree from disk, then republish.
@@ -114,19 +237,65 @@ class StarkServer(LanguageServer):
         state.resolving = asyncio.get_running_loop().create_task(self._resolve(state))
         await state.resolving
 
+    async def resolved(self, state: DocState) -> None:
+        """Wait for a resolve in flight (after an open or a save): answers then
+        describe the file as saved, not as it was (the analysis of a big file
+        being typed in is not waited for: the kernels are mapped through the edits)."""
+        task = state.resolving
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=30)
+
     async def ready(self, state: DocState) -> None:
         task = state.resolving
         if task is not None and not task.done():
             await asyncio.wait([task], timeout=30)
+        await self.settle(state)
 
     async def _resolve(self, state: DocState) -> None:
         if state.path is None:
             state.problem = None
             return
-        state.task, state.problem = await asyncio.to_thread(resolve_task, state.path)
+        resolved = await asyncio.to_thread(resolve_task, state.path)
+        old_task = state.task_id
+        state.task, state.problem, state.harness_unfilled = resolved.task, resolved.problem, resolved.unfilled
+        state.harness_digest = resolved.harness_digest
+        state.run_error = None
+        if state.checked_root is not None and not same_text(self.document_text(state.uri), state.checked_root.source):
+            state.checked_root = None
+        if state.task_id != old_task:
+            state.checked_root = None
+        self.publish_harness(state)
         self.watch(state)
+        if state.path in self.carries and state.task is not None:
+            await file_events.complete_carries(self)
         await self.refresh_tree(state)
         self.publish(state.uri)
+
+    def publish_harness(self, state: DocState) -> None:
+        """"Write the reference here" on the unfilled harness itself."""
+        harness = state.problem.harness_path if state.problem and state.problem.harness_path else None
+        huri = from_fs_path(harness) if harness else None
+        for old, owner in list(self._harness_diags.items()):
+            if owner == state.uri and old != huri:
+                self._harness_diags.pop(old)
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=old, diagnostics=[]))
+        if huri is None:
+            return
+        diags = [
+            types.Diagnostic(
+                range=types.Range(start=types.Position(line=u.line, character=u.column),
+                                  end=types.Position(line=u.line, character=10_000)),
+                message=f"write {u.function}() here: STARK checks every candidate against the harness, so no search "
+                        f"starts while it raises NotImplementedError",
+                severity=types.DiagnosticSeverity.Error, source=SOURCE, code="unfilled-harness")
+            for u in state.harness_unfilled
+        ]
+        if diags or huri in self._harness_diags:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=huri, diagnostics=diags))
+        if diags:
+            self._harness_diags[huri] = state.uri
+        else:
+            self._harness_diags.pop(huri, None)
 
     def watch(self, state: DocState) -> None:
         if state.store_path is None:
@@ -136,21 +305,29 @@ class StarkServer(LanguageServer):
             w = self.watchers[directory] = StoreWatcher(directory, lambda d=directory: self.store_changed(d))
             w.start()
 
+    def watch_job(self, job: Job) -> asyncio.Task:
+        return asyncio.get_running_loop().create_task(file_events.watch_job(self, job))
+
     # -- trees ---------------------------------------------------------------------
     async def refresh_tree(self, state: DocState) -> None:
         task_id = state.task_id
         if task_id is None or state.store_path is None or not state.store_path.exists():
             return
+        job = self.jobs.running(task_id)
+        if job is not None and job.replay:
+            return  # the search is about to replay the tree: the cache follows it
         store_path = state.store_path
 
-        def read() -> list[Any]:
-            return self.backend.open_store(store_path).nodes(task_id)
+        def read() -> tuple[list[Any], str | None]:
+            store = self.backend.open_store(store_path)
+            return store.nodes(task_id), store.harness_digest(task_id)
 
         try:
-            nodes = await asyncio.to_thread(read)
+            nodes, digest = await asyncio.to_thread(read)
         except Exception as e:  # a broken or locked store: keep what we had
             log.warning("reading %s: %s", store_path, e)
             return
+        self.cache.harness_digests[task_id] = digest
         if self.cache.replace(task_id, nodes):
             self.tree_changed(task_id)
 
@@ -160,7 +337,8 @@ class StarkServer(LanguageServer):
         for state in list(self.docs.values()):
             if state.store_path is not None and state.store_path.parent == directory and state.task_id not in seen:
                 seen.add(state.task_id)
-                await self.refresh_tree(state)
+                if self.jobs.running(state.task_id) is None:  # our own searches report through their inbox
+                    await self.refresh_tree(state)
 
     def tree_changed(self, task_id: str | None, force: bool = False) -> None:
         """Republish diagnostics and send stark/treeChanged for every open
@@ -180,19 +358,40 @@ class StarkServer(LanguageServer):
 
     def _flush(self, task_id: str) -> None:
         self._pending.pop(task_id, None)
+        job = self.jobs.running(task_id)
         for state in list(self.docs.values()):
             if state.task_id != task_id:
                 continue
             self.publish(state.uri)
-            for k in state.kernels:
-                self.protocol.notify(TREE_CHANGED, {"uri": state.uri, "kernel": k.name})
+            kernel = job.kernel if job is not None else (state.kernels[0].name if state.kernels else "")
+            self.protocol.notify(cmd.TREE_CHANGED, {"uri": state.uri, "kernel": kernel, "task_id": task_id})
+        if job is not None:
+            self.searches_changed()
+
+    def searches_changed(self) -> None:
+        """Send stark/searches (what runs), once per loop turn however often asked."""
+        if self._searches_pending:
+            return
+        self._searches_pending = True
+        asyncio.get_running_loop().call_soon(self._send_searches)
+
+    def _send_searches(self) -> None:
+        self._searches_pending = False
+        self.protocol.notify(cmd.SEARCHES, searches_payload(self))
+
+    def lines_of(self, state: DocState, text: str, version: int) -> list[str]:
+        if state.lines is None or state.lines[0] != version:
+            state.lines = (version, split_lines(text))
+        return state.lines[1]
 
     def publish(self, uri: str) -> None:
         state = self.docs.get(uri)
-        if state is None:
-            return
+        if state is None or state.stale:
+            return  # a big file being typed in: its analysis publishes
         doc = self.workspace.get_text_document(uri)
-        diags = build_diagnostics(doc.source, state.kernels, state.language, self.cache.get(state.task_id), state.problem)
+        lines = self.lines_of(state, doc.source, doc.version)
+        diags = build_diagnostics(doc.source, state.kernels, state.language, self.cache.get(state.task_id),
+                                  state.shown_problem, state.checked_root, lines)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version)
         )
@@ -228,6 +427,41 @@ class StarkServer(LanguageServer):
             section.pop("apiKey", None)  # may come from a workspace file: never a source of secrets
             self.apply_settings(section)
 
+    # -- the features' views ----------------------------------------------------------
+    def action_context(self, state: DocState, r: types.Range, diagnostics: list[types.Diagnostic]) -> ActionContext:
+        kernels = kernels_in_range(state.kernels, line_before_edits(r.start.line, state.edits),
+                                   line_before_edits(r.end.line, state.edits))
+        text = self.document_text(state.uri)
+        markers, _ = marker_spans(text) if kernels and "@stark" in text else ([], None)
+        markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
+        job = self.jobs.running(state.task_id)
+        problem = state.shown_problem
+        harness = Path(problem.harness_path).name if problem and problem.harness_path else (
+            default_harness_path(state.path).name if state.path else "the harness")
+        tree = self.cache.get(state.task_id)
+        continue_by = None
+        stored = self.cache.harness_digests.get(state.task_id)
+        if job is None and tree is not None and tree.root is not None and tree.finished >= self.settings.budget \
+                and same_text(text, tree.root.source) and (stored is None or stored == state.harness_digest):
+            continue_by = self.settings.budget
+        orphan = self.orphans.get(state.path) if state.path else None
+        return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
+                             list(diagnostics), harness, orphan.name if orphan else None, continue_by)
+
+    def hover_for(self, state: DocState, line: int) -> str | None:
+        kernel = state.kernel_at(line_before_edits(line, state.edits))
+        if kernel is None:
+            return None
+        job = self.jobs.running(state.task_id)
+        tree = self.cache.get(state.task_id)
+        running = progress_text(job.progress, tree, job.phase, job.cancel.is_set())[0] if job else None
+        problem = state.shown_problem
+        note = NO_GPU_NOTE if state.language == "cuda" and not self.backend.gpu_available(self.settings) else None
+        return hover_markdown(kernel.name, tree, running, problem.message if problem else None, note)
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        serve_stdio(self, stdin, stdout)
+
     # -- shutdown ----------------------------------------------------------------------
     async def stop_everything(self) -> None:
         self.jobs.stop_all()
@@ -238,9 +472,22 @@ class StarkServer(LanguageServer):
 
 
 def make_server(backend: Backend | None = None) -> StarkServer:
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     ls = StarkServer(backend)
     register(ls)
     return ls
+
+
+def _args(params: Any) -> dict[str, Any]:
+    return params if isinstance(params, dict) else (params._asdict() if hasattr(params, "_asdict") else {})
+
+
+FILE_FILTERS = types.FileOperationRegistrationOptions(filters=[
+    types.FileOperationFilter(pattern=types.FileOperationPattern(glob=file_events.WATCHED_GLOB,
+                                                                 matches=types.FileOperationPatternKind.File)),
+    types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*",
+                                                                 matches=types.FileOperationPatternKind.Folder)),
+])
 
 
 def register(ls: StarkServer) -> None:
@@ -251,6 +498,7 @@ def register(ls: StarkServer) -> None:
         opts = params.initialization_options
         ls.apply_settings(opts)
         ls.api_key = api_key_from(opts) or ls.api_key
+        use_fast_documents(ls.workspace)
         folders = params.workspace_folders or []
         roots = [to_fs_path(f.uri) for f in folders] or [to_fs_path(params.root_uri) if params.root_uri else params.root_path]
         ls.roots = [Path(r).resolve() for r in roots if r]
@@ -270,34 +518,41 @@ def register(ls: StarkServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: StarkServer, params: types.DidOpenTextDocumentParams) -> None:
         d = params.text_document
-        state = ls.track(d.uri, d.language_id, d.text)
+        state = ls.track(d.uri, d.language_id, d.text, d.version)
         if state is not None:
             ls.publish(d.uri)
             await ls.resolve(state)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(ls: StarkServer, params: types.DidChangeTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        doc = ls.workspace.get_text_document(uri)
-        new = uri not in ls.docs
-        state = ls.track(uri, doc.language_id, doc.source)
-        if state is None:
-            return
-        ls.publish(uri)
-        if new:  # a Python file that just got its first @triton.jit
-            await ls.resolve(state)
+    def did_change(ls: StarkServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.changed(params.text_document.uri, list(params.content_changes), params.text_document.version)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: StarkServer, params: types.DidSaveTextDocumentParams) -> None:
-        # the saved file may be a kernel, or the harness another kernel was missing
+        # the saved file may be a kernel, or the harness of one (a kernel's task reads it)
+        saved = to_fs_path(params.text_document.uri)
+        saved_path = Path(saved).resolve() if saved else None
         for state in list(ls.docs.values()):
-            if state.uri == params.text_document.uri or state.task is None:
+            harness = state.task.harness if state.task else (state.problem.harness_path if state.problem else None)
+            if state.uri == params.text_document.uri or state.task is None or \
+                    (harness is not None and saved_path == Path(harness).resolve()):
                 await ls.resolve(state)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: StarkServer, params: types.DidCloseTextDocumentParams) -> None:
-        if ls.docs.pop(params.text_document.uri, None) is not None:
+        state = ls.docs.pop(params.text_document.uri, None)
+        if state is not None:
+            if state.analysis is not None:
+                state.analysis.cancel()
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+    @ls.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_FILTERS)
+    async def did_delete(ls: StarkServer, params: types.DeleteFilesParams) -> None:
+        await file_events.files_deleted(ls, [f.uri for f in params.files])
+
+    @ls.feature(types.WORKSPACE_DID_RENAME_FILES, FILE_FILTERS)
+    async def did_rename(ls: StarkServer, params: types.RenameFilesParams) -> None:
+        await file_events.files_renamed(ls, [(f.old_uri, f.new_uri) for f in params.files])
 
     @ls.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -306,69 +561,68 @@ def register(ls: StarkServer) -> None:
             resolve_provider=False,
         ),
     )
-    def code_action(ls: StarkServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def code_action(ls: StarkServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         state = ls.docs.get(params.text_document.uri)
         if state is None:
             return None
-        r = params.range
-        kernels = kernels_in_range(state.kernels, r.start.line, r.end.line)
-        text = ls.workspace.get_text_document(state.uri).source
-        markers, _ = marker_spans(text) if "@stark" in text else ([], None)
-        markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
-        job = ls.jobs.running(state.task_id)
-        harness = Path(state.problem.harness_path).name if state.problem and state.problem.harness_path else (
-            default_harness_path(state.path).name if state.path else "the harness")
-        return ca.build_code_actions(
-            state.uri, kernels, markers, ls.cache.get(state.task_id), state.problem,
-            job.kernel if job else None, params.context.diagnostics, harness,
-        ) or None
+        await ls.resolved(state)
+        return build_code_actions(ls.action_context(state, params.range, params.context.diagnostics)) or None
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
+    async def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
         state = ls.docs.get(params.text_document.uri)
-        if state is None:
+        if state is not None:
+            await ls.resolved(state)
+        md = ls.hover_for(state, params.position.line) if state is not None else None
+        if md is None:
             return None
-        line = params.position.line
-        kernel = next((k for k in state.kernels if k.contains_line(line)), None)
-        if kernel is None:
-            return None
-        job = ls.jobs.running(state.task_id)
-        md = hover_markdown(kernel.name, ls.cache.get(state.task_id), job.line() if job else None,
-                            state.problem.message if state.problem else None)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md))
 
-    @ls.command(ca.OPTIMIZE)
+    @ls.command(cmd.OPTIMIZE)
     async def optimize(ls: StarkServer, uri: str, kernel: str) -> dict[str, Any]:
         return await start_optimize(ls, uri, kernel)
 
-    @ls.command(ca.STOP)
-    def stop(ls: StarkServer, uri: str, kernel: str) -> dict[str, Any]:
-        return stop_optimize(ls, uri, kernel)
+    @ls.command(cmd.CONTINUE)
+    async def continue_search(ls: StarkServer, uri: str, kernel: str, *extra: Any) -> dict[str, Any]:
+        n = extra[0] if extra and isinstance(extra[0], int) and extra[0] > 0 else ls.settings.budget
+        return await start_optimize(ls, uri, kernel, n)
 
-    @ls.command(ca.APPLY_BEST)
+    @ls.command(cmd.STOP)
+    def stop(ls: StarkServer, *args: Any) -> dict[str, Any]:  # uri, kernel; none: every search
+        return stop_optimize(ls, args[0] if args else None, args[1] if len(args) > 1 else None)
+
+    @ls.command(cmd.APPLY_BEST)
     async def apply_best(ls: StarkServer, uri: str, kernel: str) -> dict[str, Any]:
         return await apply_candidate(ls, uri, kernel, None)
 
-    @ls.command(ca.APPLY_CANDIDATE)
+    @ls.command(cmd.APPLY_CANDIDATE)
     async def apply_one(ls: StarkServer, uri: str, kernel: str, node_id: int) -> dict[str, Any]:
         return await apply_candidate(ls, uri, kernel, node_id)
 
-    @ls.command(ca.IMPLEMENT_MARKER)
+    @ls.command(cmd.IMPLEMENT_MARKER)
     async def implement(ls: StarkServer, uri: str, marker_id: str) -> dict[str, Any]:
         return await implement_marker(ls, uri, marker_id)
 
-    @ls.command(ca.CREATE_HARNESS)
+    @ls.command(cmd.CREATE_HARNESS)
     async def harness(ls: StarkServer, uri: str, kernel: str) -> dict[str, Any]:
         return await create_harness(ls, uri, kernel)
 
-    @ls.command(ca.SET_API_KEY)
+    @ls.command(cmd.SHOW_HARNESS)
+    async def open_harness(ls: StarkServer, uri: str) -> dict[str, Any]:
+        return await show_harness(ls, uri)
+
+    @ls.command(cmd.RENAME_HARNESS)
+    async def rename_harness(ls: StarkServer, uri: str) -> dict[str, Any]:
+        return await file_events.rename_harness(ls, uri)
+
+    @ls.command(cmd.SET_API_KEY)
     def set_api_key(ls: StarkServer, key: str) -> dict[str, Any]:
-        ls.api_key = Secret(key)
+        ls.api_key = Secret(key, ls.settings.base_url)
         return {"set": bool(ls.api_key)}
 
-    @ls.feature(TREE_REQUEST)
-    async def tree(ls: StarkServer, params: Any) -> dict[str, Any]:
-        p = params if isinstance(params, dict) else (params._asdict() if hasattr(params, "_asdict") else {})
+    @ls.feature(cmd.TREE_REQUEST)
+    async def tree(ls: StarkServer, params: Any) -> dict[str, Any] | Plain:
+        p = _args(params)
         uri, kernel = p.get("uri"), p.get("kernel")
         state = ls.docs.get(uri)
         if state is None:
@@ -376,10 +630,21 @@ def register(ls: StarkServer) -> None:
         await ls.ready(state)
         view = ls.cache.get(state.task_id)
         job = ls.jobs.running(state.task_id)
-        out: dict[str, Any] = {"uri": uri, "kernel": kernel, "task_id": state.task_id,
-                               "running": job is not None, "progress": job.line() if job else None}
-        out.update(view.to_json() if view else {"best": None, "nodes": []})
-        return out
+        out: dict[str, Any] = {"uri": uri, "kernel": kernel, "task_id": state.task_id, "running": job is not None,
+                               "progress": progress_text(job.progress, view, job.phase, job.cancel.is_set())[0] if job else None,
+                               "budget": job.budget if job else ls.settings.budget}
+        out.update(ls.cache.json(state.task_id))
+        return Plain(out)
+
+    @ls.feature(cmd.NODE_REQUEST)
+    async def node(ls: StarkServer, params: Any) -> dict[str, Any] | Plain:
+        p = _args(params)
+        state = ls.docs.get(p.get("uri"))
+        view = ls.cache.get(state.task_id) if state is not None else None
+        if view is None:
+            return {"error": "no search tree for this document"}
+        detail = await asyncio.to_thread(node_detail, view, int(p.get("id", -1)))
+        return Plain(detail) if detail is not None else {"error": f"no node #{p.get('id')} in this tree"}
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: StarkServer, params: Any) -> None:

@@ -7,13 +7,20 @@ Keys are camelCase as an editor writes them::
     {"llm": "builtin" | "openai", "baseUrl": "...", "model": "...",
      "models": {"plan": "...", "code": "...", "debug": "..."},
      "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
-     "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"}}
+     "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"},
+     "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "retries": 3, "timeoutRetries": 1,
+     "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000}
+
+The LLM client keys map to ``make_team`` through ``Settings.team_options()``
+(unset keys keep the client's defaults, ``stark_lsp.agents.llm.client.DEFAULTS``);
+``contextTokens`` is ``SearchConfig.context_tokens``.
 
 The API key is not a setting: it is accepted from ``initializationOptions``
 (``apiKey``) or the ``stark.setApiKey`` command only, kept in memory, and never
 logged or echoed (``Secret.__repr__`` hides it). A key found in
 ``workspace/configuration`` (which may come from a file in the workspace) is
-ignored.
+ignored. The key is bound to the ``baseUrl`` it was given with; when
+``baseUrl`` changes, the server asks before sending it there.
 
 Pure: no pygls.
 """
@@ -28,13 +35,19 @@ AGENTS = ("plan", "code", "debug")
 
 
 class Secret:
-    """A string that does not show itself."""
+    """A string that does not show itself, bound to the endpoint it was given
+    for (``url``: the base URL then; None: the default endpoint), so it is not
+    sent to another endpoint without asking."""
 
-    def __init__(self, value: str | None = None):
+    def __init__(self, value: str | None = None, url: str | None = None):
         self._value = value or None
+        self.url = url or None
 
     def get(self) -> str | None:
         return self._value
+
+    def rebind(self, url: str | None) -> None:
+        self.url = url or None
 
     def __bool__(self) -> bool:
         return bool(self._value)
@@ -60,9 +73,26 @@ class Settings:
     cluster: str | None = None  # "auto" | "ray://HOST:PORT": evaluate on Ray actors (stark_lsp.cluster)
     profile_top: int = 0  # profile (ncu, GPU) the top-K correct candidates in the background; 0: off
     eval_options: dict[str, Any] = field(default_factory=dict)  # EvalOptions fields
+    # the LLM client (None: the client's default)
+    max_tokens: int | None = None
+    connect_timeout_s: float | None = None
+    read_timeout_s: float | None = None
+    retries: int | None = None
+    timeout_retries: int | None = None
+    temperatures: dict[str, float] = field(default_factory=dict)  # per agent
+    context_tokens: int = 12000  # the token budget of one prompt
 
     def model_for(self, agent: str) -> str | None:
         return self.models.get(agent) or self.model
+
+    def team_options(self) -> dict[str, Any]:
+        """``make_team`` keyword arguments for the LLM client settings that are set."""
+        got = {
+            "max_tokens": self.max_tokens, "connect_timeout_s": self.connect_timeout_s,
+            "read_timeout_s": self.read_timeout_s, "max_retries": self.retries,
+            "timeout_retries": self.timeout_retries, "temperatures": dict(self.temperatures) or None,
+        }
+        return {k: v for k, v in got.items() if v is not None}
 
 
 def _int(v: Any, default: int, low: int = 0) -> int:
@@ -102,6 +132,37 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
             else:
                 s = replace(s, **{attr: value})
+    for key, attr, low in (("maxTokens", "max_tokens", 1), ("retries", "retries", 0),
+                           ("timeoutRetries", "timeout_retries", 0), ("contextTokens", "context_tokens", 1)):
+        if key in options and options[key] is not None:
+            value = _int(options[key], -1, -1)
+            if value < low:
+                problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
+            else:
+                s = replace(s, **{attr: value})
+    for key, attr in (("connectTimeout", "connect_timeout_s"), ("readTimeout", "read_timeout_s")):
+        if key in options and options[key] is not None:
+            try:
+                value = float(options[key])
+            except (TypeError, ValueError):
+                value = -1.0
+            if value <= 0:
+                problems.append(f"stark.{key} must be a number of seconds > 0, not {options[key]!r}")
+            else:
+                s = replace(s, **{attr: value})
+    if isinstance(options.get("temperatures"), dict):
+        temps: dict[str, float] = {}
+        for k, v in options["temperatures"].items():
+            try:
+                t = float(v)
+            except (TypeError, ValueError):
+                t = -1.0
+            if k not in AGENTS or not 0.0 <= t <= 2.0:
+                problems.append(f"stark.temperatures.{k} must be an agent (plan, code, debug) with a value in [0, 2], "
+                                f"not {v!r}")
+            else:
+                temps[k] = t
+        s = replace(s, temperatures=temps)
     if "policy" in options and options["policy"]:
         s = replace(s, policy=str(options["policy"]))
     ev = options.get("evaluation")
@@ -123,9 +184,11 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
 
 
 def api_key_from(options: Any) -> Secret:
-    """The key from ``initializationOptions`` (``apiKey`` or ``stark.apiKey``)."""
+    """The key from ``initializationOptions`` (``apiKey`` or ``stark.apiKey``),
+    bound to the ``baseUrl`` given with it."""
     if not isinstance(options, dict):
         return Secret()
-    if isinstance(options.get("stark"), dict) and options["stark"].get("apiKey"):
-        return Secret(str(options["stark"]["apiKey"]))
-    return Secret(str(options["apiKey"])) if options.get("apiKey") else Secret()
+    if isinstance(options.get("stark"), dict):
+        options = options["stark"]
+    url = options.get("baseUrl") or None
+    return Secret(str(options["apiKey"]), url) if options.get("apiKey") else Secret()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.server.tree_json import tree_json
 from stark_lsp.server.trees import NodeView, TreeView, node_view
 
 
@@ -23,22 +24,42 @@ class TreeCache:
     def __init__(self) -> None:
         self._nodes: dict[str, dict[int, NodeView]] = {}
         self._views: dict[str, TreeView] = {}
+        self.harness_digests: dict[str, str | None] = {}  # the harness each tree began with (as last read)
+        self._json: dict[str, tuple[TreeView, dict[str, Any]]] = {}
 
     def get(self, task_id: str | None) -> TreeView | None:
         return self._views.get(task_id) if task_id else None
+
+    def json(self, task_id: str | None) -> dict[str, Any]:
+        """``tree_json`` of the current view, built once per view (a burst of
+        ``stark/tree`` requests for an unchanged tree costs one build)."""
+        view = self.get(task_id)
+        if view is None:
+            return tree_json(None)
+        cached = self._json.get(task_id)
+        if cached is None or cached[0] is not view:
+            cached = self._json[task_id] = (view, tree_json(view))
+        return cached[1]
 
     def _rebuild(self, task_id: str) -> None:
         nodes = self._nodes[task_id]
         self._views[task_id] = TreeView(task_id, tuple(nodes[k] for k in sorted(nodes)))
 
     def put_node(self, task_id: str, node: Any) -> bool:
-        view = node_view(node)
-        nodes = self._nodes.setdefault(task_id, {})
-        if nodes.get(view.id) == view:
-            return False
-        nodes[view.id] = view
-        self._rebuild(task_id)
-        return True
+        return self.put_nodes(task_id, [node])
+
+    def put_nodes(self, task_id: str, nodes: list[Any]) -> bool:
+        """Merge a batch of node updates (one rebuild for the batch)."""
+        known = self._nodes.setdefault(task_id, {})
+        changed = False
+        for node in nodes:
+            view = node_view(node)
+            if known.get(view.id) != view:
+                known[view.id] = view
+                changed = True
+        if changed or task_id not in self._views:
+            self._rebuild(task_id)
+        return changed
 
     def replace(self, task_id: str, nodes: list[Any]) -> bool:
         views = {v.id: v for v in map(node_view, nodes)}
@@ -51,3 +72,5 @@ class TreeCache:
     def forget(self, task_id: str) -> None:
         self._nodes.pop(task_id, None)
         self._views.pop(task_id, None)
+        self._json.pop(task_id, None)
+        self.harness_digests.pop(task_id, None)

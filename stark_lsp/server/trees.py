@@ -4,6 +4,16 @@ Handlers never read SQLite: a ``TreeView`` is built from the store's nodes in
 a worker thread (``TreeCache.refresh``) and hover, code actions, diagnostics
 and ``stark/tree`` read the cached view.
 
+Two speedups per node, never mixed up:
+
+* ``speedup``: against the harness reference (eager PyTorch), measured by the
+  evaluator in the same run as the node;
+* ``gain`` (:meth:`TreeView.gain`): against the user's own kernel, the tree's
+  root: the ratio of the two measured runtimes. When the root is a KernelBench
+  reference itself (the user's ``Model`` wrapped as ``ModelNew``), the user's
+  kernel *is* eager, so the gain is the node's speedup over eager, and the
+  root is the baseline, never a "1.00×" result of its own.
+
 ``tree_view(nodes)`` is pure: it accepts ``stark_lsp.search.node.Node``
 objects, or anything with the same attributes.
 """
@@ -11,16 +21,20 @@ objects, or anything with the same attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable
 
+from stark_lsp.search.digest import NOTHING_NEW
+from stark_lsp.tasks.spec import without_kernelbench_stub
+
 OK = "ok"
+IN_FLIGHT = ("pending", "running")
+ABANDONED = "abandoned"
+AGENT_ERROR = "agent_error"
 
-
-def fmt_x(v: float | None) -> str:
-    """A speed ratio for people: 2.41×, 0.031×, 2.9e-05× (CPU interpreter)."""
-    if v is None:
-        return "–"
-    return f"{v:.2f}×" if v >= 0.1 else f"{v:.2g}×"
+# what a node turned out to be, for colours and counts (the tree view's legend)
+ROOT, RUNNING, FASTER, SLOWER, FAILED, NOTHING_NEW_OUTCOME, CUT = (
+    "root", "running", "faster", "slower", "failed", "nothing_new", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ class NodeView:
     summary: str
     source: str
     plan: str  # the marked source the candidate was coded from ('' for root/debug)
-    speedup: float | None
+    speedup: float | None  # against the harness reference (eager)
     runtime_ms: float | None
     reference_ms: float | None  # the reference's median in the same evaluation
     error: str
@@ -57,38 +71,52 @@ class NodeView:
     def correct(self) -> bool:
         return self.status == OK and self.speedup is not None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "parent": self.parent,
-            "kind": self.kind,
-            "status": self.status,
-            "attempt": self.attempt,
-            "speedup": self.speedup,
-            "runtime_ms": self.runtime_ms,
-            "reference_ms": self.reference_ms,
-            "summary": self.summary,
-            "error": self.error,
-            "duplicate_of": self.duplicate_of,
-            "source": self.source,
-            "profile": self.profile,
-        }
+    @property
+    def in_flight(self) -> bool:
+        return self.status in IN_FLIGHT
+
+    @property
+    def nothing_new(self) -> bool:
+        """An agent had nothing new to try from the parent: no candidate was made."""
+        return self.status == AGENT_ERROR and NOTHING_NEW in self.error
+
+    @cached_property
+    def is_reference(self) -> bool:
+        """A KernelBench root: the user's ``Model`` itself, wrapped as ``ModelNew``."""
+        return self.parent is None and without_kernelbench_stub(self.source) is not None
+
+    @property
+    def cpu(self) -> bool:
+        """Timed on the CPU (Triton interpreter, eager on the CPU): not a GPU figure."""
+        return self.on_gpu is False
 
 
 @dataclass(frozen=True)
 class TreeView:
+    """Immutable: every derived figure is computed once per view (a tree of
+    thousands of nodes is read by every hover and code action)."""
+
     task_id: str
     nodes: tuple[NodeView, ...]
 
-    @property
+    @cached_property
+    def by_id(self) -> dict[int, NodeView]:
+        return {n.id: n for n in self.nodes}
+
+    @cached_property
     def root(self) -> NodeView | None:
         return next((n for n in self.nodes if n.parent is None), None)
 
     @property
-    def attempts(self) -> list[NodeView]:
-        return [n for n in self.nodes if n.parent is not None and n.status != "abandoned"]
+    def baseline_is_reference(self) -> bool:
+        root = self.root
+        return root is not None and root.is_reference
 
-    @property
+    @cached_property
+    def attempts(self) -> list[NodeView]:
+        return [n for n in self.nodes if n.parent is not None and n.status != ABANDONED]
+
+    @cached_property
     def best(self) -> NodeView | None:
         """The correct node (root included) with the highest speedup, earliest on a tie."""
         best = None
@@ -103,39 +131,71 @@ class TreeView:
         b = self.best
         return b if b is not None and b.parent is not None else None
 
-    @property
+    @cached_property
     def finished(self) -> int:
-        return sum(1 for n in self.attempts if n.status not in ("pending", "running"))
+        return sum(1 for n in self.attempts if not n.in_flight)
 
-    @property
+    @cached_property
+    def running(self) -> int:
+        return sum(1 for n in self.attempts if n.in_flight)
+
+    @cached_property
     def correct(self) -> int:
         return sum(1 for n in self.attempts if n.correct)
 
+    @cached_property
+    def failed(self) -> int:
+        return sum(1 for n in self.attempts if outcome(self, n) == FAILED)
+
+    @cached_property
+    def cpu(self) -> bool:
+        return any(n.cpu for n in self.nodes)
+
     def gain(self, node: NodeView) -> float | None:
-        """How much faster than the user's own kernel (the root): the ratio of
-        the two speedups, each measured against the same reference."""
+        """How many times faster than the user's own kernel (the root)."""
         root = self.root
-        if root is None or not root.correct or not node.correct or not root.speedup:
+        if root is None or not root.correct or not node.correct:
             return None
-        return node.speedup / root.speedup
+        if node.id == root.id:
+            return 1.0
+        if root.is_reference:
+            return node.speedup
+        if node.runtime_ms and root.runtime_ms:
+            return root.runtime_ms / node.runtime_ms
+        return None
 
     def get(self, node_id: int) -> NodeView | None:
-        return next((n for n in self.nodes if n.id == node_id), None)
+        return self.by_id.get(node_id)
+
+    @cached_property
+    def _ranked(self) -> tuple[NodeView, ...]:
+        c = [n for n in self.attempts if n.correct and n.duplicate_of is None]
+        return tuple(sorted(c, key=lambda n: (-n.speedup, n.id)))
 
     def ranked_candidates(self) -> list[NodeView]:
         """Correct attempts, fastest first (duplicates left out)."""
-        c = [n for n in self.attempts if n.correct and n.duplicate_of is None]
-        return sorted(c, key=lambda n: (-n.speedup, n.id))
+        return list(self._ranked)
 
-    def to_json(self) -> dict[str, Any]:
-        best = self.best
-        root = self.root
-        return {
-            "task_id": self.task_id,
-            "best": best.id if best else None,
-            "baseline_ms": root.runtime_ms if root else None,
-            "nodes": [n.to_json() for n in self.nodes],
-        }
+
+def outcome(tree: TreeView, n: NodeView) -> str:
+    """root | running | faster | slower | failed | nothing_new | abandoned."""
+    if n.parent is None:
+        return ROOT
+    if n.in_flight:
+        return RUNNING
+    if n.status == ABANDONED:
+        return CUT
+    if n.nothing_new:
+        return NOTHING_NEW_OUTCOME
+    if not n.correct:
+        return FAILED
+    gain = tree.gain(n)
+    if gain is None:
+        root = tree.root
+        faster = root is not None and root.speedup is not None and n.speedup > root.speedup
+    else:
+        faster = gain > 1.0
+    return FASTER if faster else SLOWER
 
 
 def _problems(result: Any) -> tuple[Problem, ...]:
@@ -172,10 +232,12 @@ def node_view(n: Any) -> NodeView:
 
 
 def _profile_line(d: Any) -> str:
+    if not isinstance(d, dict):
+        return ""
     from stark_lsp.profile.report import ProfileReport
 
     try:
-        report = ProfileReport.from_dict(d) if isinstance(d, dict) else None
+        report = ProfileReport.from_dict(d)
     except (TypeError, ValueError):
         return ""
     return report.summary() if report is not None and report.ok else ""

@@ -21,13 +21,15 @@ columns count code points.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
 from stark_lsp.tasks.spec import is_kernelbench_reference
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_IDENT_BEFORE = re.compile(r"([A-Za-z_]\w*)\s*$")
+_IDENT_CHAR = re.compile(r"\w")
+_IDENT_START = re.compile(r"[A-Za-z_]")
 # parenthesised attributes that may sit between __global__ and the name
 _CUDA_ATTRIBUTES = {"__launch_bounds__", "__attribute__", "__declspec", "__align__", "alignas", "decltype"}
 _TRANSPARENT_BLOCK = re.compile(r'(?:\bextern\s+"\s*"|\bnamespace(?:\s+[A-Za-z_][\w:]*)?)\s*$')
@@ -128,84 +130,105 @@ def kernel_source(text: str, kernel: Kernel) -> str:
 # -- CUDA ------------------------------------------------------------------------
 
 
+# the next place where masking starts: a preprocessor line, a comment, a raw
+# string or a quote; scanning jumps from one to the next, so a long file costs
+# a few regex searches per comment or literal instead of a Python step per character
+_CUDA_TOKEN = re.compile(r"""(?m)^[ \t\f\v]*(?P<pp>\#)|//|/\*|(?<![A-Za-z0-9_])R"|["']""")
+_CUDA_DIRECTIVE = re.compile(r"(?:[^\n\\]|\\\n|\\)*")  # up to the end of the line, with continuations
+_CUDA_RAW = re.compile(r'R"([^()\\\s]{0,16})\(')
+_CUDA_QUOTED = {q: re.compile(rf"(?:[^{q}\\\n]|\\[\s\S])*") for q in "\"'"}
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the characters of ``spans`` (sorted, disjoint) but newlines made spaces."""
+    parts, at = [], 0
+    for a, b in spans:
+        if b <= a:
+            continue
+        parts.append(text[at:a])
+        parts.append(_NOT_NEWLINE.sub(" ", text[a:b]))
+        at = b
+    parts.append(text[at:])
+    return "".join(parts)
+
+
 def mask_cuda(text: str) -> str:
     """``text`` with comments, literals' contents and preprocessor lines turned
     into spaces (newlines and quote characters kept), so offsets still match."""
-    out = list(text)
+    spans: list[tuple[int, int]] = []
     n = len(text)
     i = 0
-    at_line_start = True  # only whitespace since the last newline
+    quoted_newline = -2  # a quote cut short by this newline: the line after it does not start fresh
     while i < n:
-        c = text[i]
-        if c == "\n":
-            at_line_start = True
-            i += 1
-            continue
-        if at_line_start and c == "#":  # preprocessor directive, with continuations
-            j = i
-            while j < n and text[j] != "\n":
-                if text[j] == "\\" and j + 1 < n and text[j + 1] == "\n":
-                    j += 2
-                    continue
-                j += 1
-            _blank(out, i, j)
-            i = j
-            continue
-        if not c.isspace():
-            at_line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            _blank(out, i, j)
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            _blank(out, i, j)
-            i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = re.match(r'R"([^()\\\s]{0,16})\(', text[i:])
-            if not m:
-                i += 1
+        m = _CUDA_TOKEN.search(text, i)
+        if m is None:
+            break
+        if m.group("pp") is not None:  # preprocessor directive, with continuations
+            a = m.start("pp")
+            if m.start() == quoted_newline + 1:
+                i = a + 1
                 continue
-            close = ")" + m.group(1) + '"'
-            j = text.find(close, i + m.end())
-            j = n if j < 0 else j + len(close)
-            _blank(out, i + 2, max(i + 2, j - 1))
+            j = _CUDA_DIRECTIVE.match(text, a + 1).end()
+            spans.append((a, j))
             i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            _blank(out, i + 1, min(j, n))
+            continue
+        a = m.start()
+        tok = m.group()
+        if tok == "//":
+            j = text.find("\n", a)
+            j = n if j < 0 else j
+            spans.append((a, j))
+            i = j
+        elif tok == "/*":
+            j = text.find("*/", a + 2)
+            j = n if j < 0 else j + 2
+            spans.append((a, j))
+            i = j
+        elif tok == 'R"':
+            r = _CUDA_RAW.match(text, a)
+            if not r:
+                i = a + 1  # not a raw string: the quote is scanned next
+                continue
+            close = ")" + r.group(1) + '"'
+            j = text.find(close, r.end())
+            j = n if j < 0 else j + len(close)
+            spans.append((a + 2, max(a + 2, j - 1)))
+            i = j
+        else:  # a quote: up to the same quote or the end of the line
+            j = _CUDA_QUOTED[tok].match(text, a + 1).end()
+            spans.append((a + 1, min(j, n)))
+            if j < n and text[j] == "\n":
+                quoted_newline = j
             i = j + 1
-        else:
-            i += 1
-    return "".join(out)
+    return _masked(text, spans)
 
 
-def _blank(out: list[str], start: int, end: int) -> None:
-    for k in range(start, min(end, len(out))):
-        if out[k] != "\n":
-            out[k] = " "
+_BRACKETS = {
+    "{": re.compile(r"[{}]"),
+    "(": re.compile(r"[()]"),
+    "[": re.compile(r"[\[\]]"),
+}
 
 
 def _match(masked: str, i: int, open_: str, close: str) -> int:
     """Index of the bracket closing the one at ``i``, or -1 if unbalanced."""
     depth = 0
-    for j in range(i, len(masked)):
-        ch = masked[j]
-        if ch == open_:
+    for m in _BRACKETS[open_].finditer(masked, i):
+        if m.group() == open_:
             depth += 1
-        elif ch == close:
+        else:
             depth -= 1
             if depth == 0:
-                return j
+                return m.start()
     return -1
 
 
 def split_params(params: str) -> tuple[str, ...]:
     """Split a parameter list on the commas that are not inside <> () []."""
+    if not _NESTING.search(params):  # the common case: plain declarations
+        cleaned = tuple(" ".join(p.split()) for p in params.split(","))
+        return () if cleaned in (("",), ("void",)) else cleaned
     out, depth, cur = [], 0, []
     for ch in params:
         if ch in "<([":
@@ -231,14 +254,29 @@ class _Lines:
             self.starts.append(m.end())
 
     def pos(self, offset: int) -> tuple[int, int]:
-        lo, hi = 0, len(self.starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo, offset - self.starts[lo]
+        line = bisect.bisect_right(self.starts, offset) - 1
+        return line, offset - self.starts[line]
+
+
+def _ident_before(text: str, lo: int, hi: int) -> tuple[int, str] | None:
+    r"""(start, name) of the identifier that ends ``text[lo:hi]``, trailing
+    whitespace allowed (what ``re.search(r"([A-Za-z_]\w*)\s*$")`` finds), or None.
+    Scans backwards, so a long declaration head costs only its last word."""
+    end = hi
+    while end > lo and text[end - 1].isspace():
+        end -= 1
+    start = end
+    while start > lo and _IDENT_CHAR.match(text, start - 1):
+        start -= 1
+    while start < end and not _IDENT_START.match(text, start):
+        start += 1
+    return (start, text[start:end]) if start < end else None
+
+
+_CUDA_STRUCTURE = re.compile(r"[;{}(]")
+_NESTING = re.compile(r"[<>()\[\]]")
+_SPACE = re.compile(r"\s*")
+_TRAILING_QUALIFIERS = re.compile(r"\s*(?:(?:const|noexcept|override|final|volatile)\b\s*)*")
 
 
 def find_cuda_functions(text: str) -> list[CudaFunction]:
@@ -251,6 +289,10 @@ def find_cuda_functions(text: str) -> list[CudaFunction]:
     extern_depth: list[bool] = []  # open transparent blocks: True for extern "C"
     i = 0
     while i < n:
+        nxt = _CUDA_STRUCTURE.search(masked, i)
+        if nxt is None:
+            break
+        i = nxt.start()
         c = masked[i]
         if c == ";":
             head_start = i + 1
@@ -271,27 +313,26 @@ def find_cuda_functions(text: str) -> list[CudaFunction]:
                 # "struct S {...} s;" keeps going to the ';'
                 continue
         elif c == "(":
-            m = _IDENT_BEFORE.search(masked, head_start, i)
+            m = _ident_before(masked, head_start, i)
             close = _match(masked, i, "(", ")")
             if close < 0:
                 break
-            if m is None or m.group(1) in _CUDA_ATTRIBUTES or m.group(1) in _CUDA_CONTROL:
+            if m is None or m[1] in _CUDA_ATTRIBUTES or m[1] in _CUDA_CONTROL:
                 i = close + 1
                 continue
             k = close + 1
             # skip trailing qualifiers: const, noexcept, override, -> type
-            trail = re.match(r"\s*(?:(?:const|noexcept|override|final|volatile)\b\s*)*", masked[k:])
-            k += trail.end() if trail else 0
+            k = _TRAILING_QUALIFIERS.match(masked, k).end()
             if k < n and masked[k] == "{":
                 end = _match(masked, k, "{", "}")
                 if end < 0:
                     end = n - 1  # unfinished body: up to the end of the text
-                start = head_start + (len(masked[head_start:]) - len(masked[head_start:].lstrip()))
-                name_line, name_col = lines.pos(m.start(1))
-                qualifiers = " ".join(masked[head_start : m.start(1)].split())
+                start = _SPACE.match(masked, head_start).end()
+                name_line, name_col = lines.pos(m[0])
+                qualifiers = " ".join(masked[head_start : m[0]].split())
                 found.append(
                     CudaFunction(
-                        name=m.group(1),
+                        name=m[1],
                         qualifiers=qualifiers,
                         params=split_params(text[i + 1 : close]),
                         start_line=lines.pos(start)[0],
@@ -316,30 +357,35 @@ _DECORATOR = re.compile(r"^(\s*)@")
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
 
 
+_PY_TOKEN = re.compile(r"""#|'{3}|"{3}|["']""")
+_PY_STRING_END = {  # from after the opening quote(s) to the closing ones (or the end of the line / text)
+    '"""': re.compile(r'(?:[^"\\]|\\[\s\S]|"(?!""))*'),
+    "'''": re.compile(r"(?:[^'\\]|\\[\s\S]|'(?!''))*"),
+    '"': re.compile(r'(?:[^"\\\n]|\\[\s\S])*'),
+    "'": re.compile(r"(?:[^'\\\n]|\\[\s\S])*"),
+}
+
+
 def mask_python(text: str) -> str:
     """``text`` with comments and string literals turned into spaces."""
-    out = list(text)
+    spans: list[tuple[int, int]] = []
     n = len(text)
     i = 0
     while i < n:
-        c = text[i]
-        if c == "#":
-            j = text.find("\n", i)
+        m = _PY_TOKEN.search(text, i)
+        if m is None:
+            break
+        a, q = m.start(), m.group()
+        if q == "#":
+            j = text.find("\n", a)
             j = n if j < 0 else j
-            _blank(out, i, j)
+            spans.append((a, j))
             i = j
-        elif c in "\"'":
-            q = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else c
-            j = i + len(q)
-            while j < n and not text.startswith(q, j):
-                if len(q) == 1 and text[j] == "\n":
-                    break
-                j += 2 if text[j] == "\\" else 1
-            _blank(out, i, min(j + len(q), n))  # quotes too: a closing """ at column 0 is not code
-            i = j + len(q)
-        else:
-            i += 1
-    return "".join(out)
+            continue
+        j = _PY_STRING_END[q].match(text, a + len(q)).end()
+        spans.append((a, min(j + len(q), n)))  # quotes too: a closing """ at column 0 is not code
+        i = j + len(q)
+    return _masked(text, spans)
 
 
 def _indent(line: str) -> int:
@@ -348,6 +394,7 @@ def _indent(line: str) -> int:
 
 def find_triton_kernels(text: str) -> list[Kernel]:
     masked_lines = mask_python(text).split("\n")
+    raw_lines = text.split("\n")
     kernels: list[Kernel] = []
     i = 0
     n = len(masked_lines)
@@ -380,7 +427,6 @@ def find_triton_kernels(text: str) -> list[Kernel]:
         # the header may span lines: up to the ':' closing the parameter list
         k, depth, header_end = def_line, 0, def_line
         params_text = []
-        raw_lines = text.split("\n")
         while k < n:
             line = masked_lines[k]
             depth += sum(line.count(ch) for ch in "([{") - sum(line.count(ch) for ch in ")]}")

@@ -140,12 +140,10 @@ def is_triton_source(text: str) -> bool:
 def load_task(path: str | Path, harness: str | Path | None = None) -> TaskSpec:
     """Turn a file into a task, or raise TaskError saying why it is not one."""
     p = Path(path).resolve()
-    if not p.exists():
-        raise TaskError(f"{path}: no such file")
-    text = p.read_text()
+    text = read_source(path, "task")
     h = Path(harness).resolve() if harness else None
-    if h is not None and not h.exists():
-        raise TaskError(f"harness {harness}: no such file")
+    if h is not None:
+        read_source(harness, "harness")
     if p.suffix in CUDA_SUFFIXES:
         h = h or find_harness(p, text)
         if h is None:
@@ -160,7 +158,39 @@ def load_task(path: str | Path, harness: str | Path | None = None) -> TaskSpec:
         if h is None:
             raise HarnessNotFound(p, default_harness_path(p))
         return TaskSpec("triton", p, h)
+    bad = syntax_error(text, p.name)
+    if bad:
+        raise TaskError(f"{bad}: fix it first (a file with a syntax error is not read as a task)")
     raise TaskError(
         f"{p.name}: not a task: expected a KernelBench file (class Model, get_inputs, "
         f"get_init_inputs) or a Triton file with @triton.jit kernels"
     )
+
+
+def read_source(path: str | Path, what: str = "file") -> str:
+    """The text of a source file, or TaskError saying why it cannot be one (missing,
+    a directory, not UTF-8 text)."""
+    p = Path(path)
+    if not p.exists():
+        raise TaskError(f"{what} {path}: no such file")
+    if p.is_dir():
+        raise TaskError(f"{what} {path} is a directory: give one kernel file (a .cu, a Triton .py or a KernelBench .py)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TaskError(f"{what} {path} is not text (not UTF-8): give the kernel's source file") from None
+    except OSError as e:
+        raise TaskError(f"{what} {path}: cannot read it: {e.strerror or e}") from None
+
+
+def syntax_error(text: str, name: str) -> str | None:
+    """``name:LINE: syntax error: MSG`` when ``text`` is not valid Python, else None."""
+    import ast
+
+    try:
+        ast.parse(text, filename=name)
+    except SyntaxError as e:
+        return f"{name}:{e.lineno}: syntax error: {e.msg}"
+    except ValueError as e:  # NUL bytes
+        return f"{name}: not valid Python: {e}"
+    return None

@@ -1,7 +1,10 @@
 -- Drives stark serve from a real Neovim (0.7: vim.lsp.start_client and
 -- buf_attach_client) and writes what it saw to $STARK_NVIM_OUT as JSON:
--- code action titles, progress, diagnostics, hover, the buffer after
--- "Apply best candidate", and the tree from stark/tree.
+-- code action titles, progress (the $/progress values, and what
+-- vim.lsp.util.get_progress_messages() showed while it ran), diagnostics,
+-- hover, the buffer after "Apply best candidate", the tree from stark/tree
+-- and the best node from stark/node. STARK_NVIM_CANCEL=1 cancels the search
+-- with window/workDoneProgress/cancel once it shows attempts.
 -- Run: nvim --headless --clean -u NONE -c 'luafile drive.lua'
 
 local env = vim.env
@@ -19,6 +22,7 @@ local ok, err = pcall(function()
   local handlers = {
     ['$/progress'] = function(e, result, ctx, config)
       table.insert(out.progress, result.value)
+      out.token = result.token
       return vim.lsp.handlers['$/progress'](e, result, ctx, config)
     end,
     ['window/showMessage'] = function(_, result)
@@ -33,7 +37,7 @@ local ok, err = pcall(function()
     name = 'stark',
     cmd = cmd,
     root_dir = env.STARK_NVIM_ROOT,
-    init_options = { budget = 3, concurrency = 1 },
+    init_options = { budget = tonumber(env.STARK_NVIM_BUDGET or '3'), concurrency = 1 },
     handlers = handlers,
   })
   assert(id, 'start_client failed')
@@ -70,10 +74,24 @@ local ok, err = pcall(function()
   out.actions_before = titles(acts)
   out.optimize = run(acts[1])
   step('optimize sent')
+  -- what a statusline (or fidget.nvim) shows: Neovim's own record of $/progress, polled while it runs
+  out.shown = {}
+  local seen = {}
+  local cancelled = false
   local ended = vim.wait(120000, function()
+    for _, m in ipairs(vim.lsp.util.get_progress_messages()) do
+      local line = (m.title or '') .. ': ' .. (m.message or '')
+      if not seen[line] then seen[line] = true; table.insert(out.shown, line) end
+      -- a user (or a plugin's key binding) cancels once attempts show: window/workDoneProgress/cancel
+      if env.STARK_NVIM_CANCEL == '1' and not cancelled and (m.message or ''):find('^attempt') then
+        cancelled = true
+        client.notify('window/workDoneProgress/cancel', { token = out.token })
+        step('cancel sent')
+      end
+    end
     for _, v in ipairs(out.progress) do if v.kind == 'end' then return true end end
     return false
-  end, 50)
+  end, 20)
   assert(ended, 'the search did not end')
   step('search ended')
   -- the diagnostics of the finished search come after its progress end: wait for the one that
@@ -81,6 +99,7 @@ local ok, err = pcall(function()
   local final = ''
   for _, v in ipairs(out.progress) do
     if v.kind == 'end' then final = (v.message or ''):match('^done: (%d+ attempts)') or '' end
+    out.final = v.kind == 'end' and v.message or out.final
   end
   vim.wait(10000, function()
     for _, d in ipairs(vim.diagnostic.get(buf)) do
@@ -98,6 +117,11 @@ local ok, err = pcall(function()
   out.hover = h.result and h.result.contents.value or vim.NIL
   local t = assert(client.request_sync('stark/tree', { uri = uri, kernel = env.STARK_NVIM_KERNEL }, 10000, buf))
   out.tree = t.result
+  if t.result and t.result.best ~= nil and t.result.best ~= vim.NIL then
+    local nd = assert(client.request_sync('stark/node', { uri = uri, kernel = env.STARK_NVIM_KERNEL, id = t.result.best },
+                                          10000, buf))
+    out.best_node = nd.result
+  end
 
   acts = actions()
   out.actions_after = titles(acts)

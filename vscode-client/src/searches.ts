@@ -1,20 +1,16 @@
 /**
- * What the extension knows about searches: which are running and the best
- * speedup of each, for the status bar. Pure.
- *
- * A search counts as running from the moment the user starts it until the
- * server's tree shows no running node after at least one attempt finished,
- * or the user stops it.
+ * What the extension knows about searches, for the status bar and "Stop":
+ * which run (the server says so in `stark/searches`, after every start, stop,
+ * end and rename, so a search is always named by its file's current uri) and
+ * the best result of each file's tree. Pure.
  */
-import { bestCandidate, formatSpeedup, isRunning } from './tree/outcome';
-import type { SearchTree } from './tree/types';
+import type { RunningSearch, SearchTree } from './tree/types';
 
-export interface SearchState {
+export interface KnownTree {
   uri: string;
   kernel: string;
-  running: boolean;
-  best: number | undefined;
-  bestNodeId: number | undefined;
+  bestText: string | undefined; // "best 2.35× your kernel (#14)"
+  bestGain: number | undefined;
 }
 
 export function searchKey(uri: string, kernel: string): string {
@@ -22,61 +18,36 @@ export function searchKey(uri: string, kernel: string): string {
 }
 
 export class Searches {
-  private readonly states = new Map<string, SearchState>();
-  private readonly pendingStart = new Set<string>();
+  private runningNow: RunningSearch[] = [];
+  private readonly trees = new Map<string, KnownTree>();
 
-  get(uri: string, kernel: string): SearchState | undefined {
-    return this.states.get(searchKey(uri, kernel));
+  /** `stark/searches`: the whole list of what runs. */
+  setRunning(list: readonly RunningSearch[]): void {
+    this.runningNow = [...list];
   }
 
-  all(): SearchState[] {
-    return [...this.states.values()];
+  running(): RunningSearch[] {
+    return [...this.runningNow];
   }
 
-  private ensure(uri: string, kernel: string): SearchState {
-    const k = searchKey(uri, kernel);
-    let s = this.states.get(k);
-    if (!s) {
-      s = { uri, kernel, running: false, best: undefined, bestNodeId: undefined };
-      this.states.set(k, s);
-    }
-    return s;
-  }
-
-  started(uri: string, kernel: string): void {
-    this.ensure(uri, kernel).running = true;
-    this.pendingStart.add(searchKey(uri, kernel));
-  }
-
-  stopped(uri: string, kernel: string): void {
-    this.ensure(uri, kernel).running = false;
-    this.pendingStart.delete(searchKey(uri, kernel));
-  }
-
-  /** The optimize request returned; if the server's tree says nothing runs, the search is over. */
-  requestFinished(uri: string, kernel: string, tree: SearchTree | undefined): void {
-    this.pendingStart.delete(searchKey(uri, kernel));
-    if (tree) this.treeUpdated(uri, tree);
+  isRunning(uri: string): boolean {
+    return this.runningNow.some((s) => s.uri === uri);
   }
 
   treeUpdated(uri: string, tree: SearchTree): void {
-    const s = this.ensure(uri, tree.kernel);
-    const best = bestCandidate(tree.nodes, tree.best);
-    s.best = best?.speedup ?? undefined;
-    s.bestNodeId = best?.id;
-    const anyRunning = tree.running ?? tree.nodes.some(isRunning);
-    const k = searchKey(uri, tree.kernel);
-    // While the start request is in flight the tree may not show running nodes yet.
-    s.running = anyRunning || this.pendingStart.has(k);
+    const best = tree.nodes.find((n) => n.id === tree.best && n.parent !== null);
+    this.trees.set(uri, { uri, kernel: tree.kernel, bestText: best ? tree.best_text : undefined, bestGain: best?.gain ?? undefined });
   }
 
-  runningCount(): number {
-    return this.all().filter((s) => s.running).length;
+  known(): KnownTree[] {
+    return [...this.trees.values()];
   }
 
-  bestOverall(): SearchState | undefined {
-    let best: SearchState | undefined;
-    for (const s of this.all()) if (s.best !== undefined && (!best || s.best > (best.best as number))) best = s;
+  bestOverall(): KnownTree | undefined {
+    let best: KnownTree | undefined;
+    for (const t of this.trees.values()) {
+      if (t.bestGain !== undefined && (!best || t.bestGain > (best.bestGain as number))) best = t;
+    }
     return best;
   }
 }
@@ -87,15 +58,22 @@ export interface StatusText {
 }
 
 export function statusText(searches: Searches): StatusText {
-  const running = searches.runningCount();
+  const running = searches.running();
   const best = searches.bestOverall();
-  const parts: string[] = [running > 0 ? `$(sync~spin) STARK: ${running} running` : '$(rocket) STARK'];
-  if (best?.best !== undefined) parts.push(`best ${formatSpeedup(best.best)}`);
-  const tooltipLines = searches
-    .all()
-    .map((s) => `${s.kernel}: ${s.running ? 'running' : 'idle'}${s.best !== undefined ? `, best ${formatSpeedup(s.best)}` : ''}`);
+  let text: string;
+  if (running.length === 1) text = `$(sync~spin) STARK: ${running[0].stopping ? 'stopping' : 'optimizing'} ${running[0].kernel}`;
+  else if (running.length > 1) text = `$(sync~spin) STARK: ${running.length} searches`;
+  else text = '$(rocket) STARK';
+  if (!running.length && best?.bestText) text += ` · ${best.bestText.replace(/ \(#\d+\)$/, '')}`;
+  const lines = [
+    ...running.map((s) => `${s.kernel}: ${s.stopping ? 'stopping' : s.progress}`),
+    ...searches
+      .known()
+      .filter((t) => !searches.isRunning(t.uri) && t.bestText)
+      .map((t) => `${t.kernel}: ${t.bestText}`),
+  ];
   return {
-    text: parts.join(' · '),
-    tooltip: (tooltipLines.length ? tooltipLines.join('\n') + '\n' : 'No searches yet.\n') + 'Click to show the search tree.',
+    text,
+    tooltip: (lines.length ? lines.join('\n') + '\n' : 'No searches yet.\n') + 'Click to show the search tree.',
   };
 }

@@ -12,11 +12,21 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './apiKey';
+import { linkSearchTree, SHOW_TREE_COMMAND } from './hoverLinks';
 import { chooseInterpreter, describeChoice, serverCommand } from './interpreter';
+import { showProgressAsNotifications } from './progressNotification';
 import { activePythonFromExtension } from './pythonExtension';
 import { readSettings, toInitializationOptions } from './settings';
-import { relativeToBaseline } from './tree/relative';
-import { TREE_CHANGED_NOTIFICATION, TREE_REQUEST, type SearchTree, type TreeParams } from './tree/types';
+import {
+  NODE_REQUEST,
+  type NodeDetailReply,
+  type RunningSearch,
+  SEARCHES_NOTIFICATION,
+  TREE_CHANGED_NOTIFICATION,
+  TREE_REQUEST,
+  type SearchTree,
+  type TreeParams,
+} from './tree/types';
 
 export const DOCUMENT_SELECTOR = [
   { language: 'cuda-cpp' },
@@ -29,15 +39,32 @@ export function starkConfiguration(): (key: string) => unknown {
   return (key) => cfg.get(key);
 }
 
+/** Hovers keep the server's text; its "open the search tree" becomes a link to the tree view. */
+function linkedHover(hover: vscode.Hover | null | undefined): vscode.Hover | null | undefined {
+  if (!hover) return hover;
+  const contents = hover.contents.map((c) => {
+    const value = typeof c === 'string' ? c : 'value' in c ? c.value : undefined;
+    if (value === undefined || linkSearchTree(value) === value) return c;
+    const md = new vscode.MarkdownString(linkSearchTree(value));
+    md.isTrusted = { enabledCommands: [SHOW_TREE_COMMAND] };
+    return md;
+  });
+  return new vscode.Hover(contents, hover.range);
+}
+
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<void> | undefined;
+  private progress: vscode.Disposable | undefined;
   private readonly started = new vscode.EventEmitter<LanguageClient>();
   private readonly treeChanged = new vscode.EventEmitter<TreeParams>();
+  private readonly searches = new vscode.EventEmitter<RunningSearch[]>();
   /** Fires with the new client each time the server (re)starts. */
   readonly onDidStart = this.started.event;
   /** `stark/treeChanged` from the server. */
   readonly onTreeChanged = this.treeChanged.event;
+  /** `stark/searches`: what the server is searching now (after every start, stop, end or rename). */
+  readonly onSearches = this.searches.event;
 
   constructor(
     private readonly output: vscode.OutputChannel,
@@ -72,9 +99,14 @@ export class ServerManager implements vscode.Disposable {
       synchronize: { configurationSection: 'stark' },
       initializationOptions: toInitializationOptions(settings, (await this.apiKeys.get()) ?? undefined),
       outputChannel: this.output,
+      markdown: { isTrusted: { enabledCommands: [SHOW_TREE_COMMAND] } },
+      middleware: {
+        provideHover: async (document, position, token, next) => linkedHover(await next(document, position, token)),
+      },
     };
     const client = new LanguageClient('stark', 'STARK', serverOptions, clientOptions);
     client.onNotification(TREE_CHANGED_NOTIFICATION, (p: TreeParams) => this.treeChanged.fire(p));
+    client.onNotification(SEARCHES_NOTIFICATION, (p: { searches?: RunningSearch[] }) => this.searches.fire(p.searches ?? []));
     this.client = client;
     try {
       await client.start();
@@ -93,6 +125,9 @@ export class ServerManager implements vscode.Disposable {
         });
       throw e;
     }
+    // after start: the client's own progress feature registers its (status bar only) handler while starting
+    this.progress?.dispose();
+    this.progress = showProgressAsNotifications(client);
     this.output.appendLine('[client] server running');
     this.started.fire(client);
   }
@@ -100,6 +135,8 @@ export class ServerManager implements vscode.Disposable {
   async stop(): Promise<void> {
     const c = this.client;
     this.client = undefined;
+    this.progress?.dispose();
+    this.progress = undefined;
     if (c && c.state !== State.Stopped) {
       try {
         await c.stop(5000);
@@ -107,6 +144,7 @@ export class ServerManager implements vscode.Disposable {
         this.output.appendLine(`[client] stop: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
+    this.searches.fire([]);
   }
 
   async restart(): Promise<void> {
@@ -129,7 +167,14 @@ export class ServerManager implements vscode.Disposable {
 
   async tree(params: TreeParams): Promise<SearchTree> {
     const c = await this.ready();
-    return relativeToBaseline(await c.sendRequest<SearchTree>(TREE_REQUEST, params));
+    return c.sendRequest<SearchTree>(TREE_REQUEST, params);
+  }
+
+  async node(params: TreeParams, id: number): Promise<NodeDetailReply> {
+    const c = await this.ready();
+    const reply = await c.sendRequest<Record<string, unknown> | null>(NODE_REQUEST, { ...params, id });
+    if (!reply || !('source' in reply)) throw new Error(String(reply?.error ?? `no node #${id}`));
+    return reply as unknown as NodeDetailReply;
   }
 
   async sendApiKey(key: string): Promise<void> {
@@ -140,5 +185,6 @@ export class ServerManager implements vscode.Disposable {
     void this.stop();
     this.started.dispose();
     this.treeChanged.dispose();
+    this.searches.dispose();
   }
 }

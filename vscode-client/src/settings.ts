@@ -10,6 +10,8 @@ export interface StarkSettings {
   python: string;
   llm: LlmKind;
   baseUrl: string;
+  /** Model for every agent; `models` override it per agent. */
+  model: string;
   models: { plan: string; code: string; debug: string };
   budget: number;
   policy: Policy;
@@ -47,6 +49,7 @@ export function readSettings(get: SettingGetter): StarkSettings {
     python: str(get('python')),
     llm: oneOf(get('llm'), LLMS, 'builtin'),
     baseUrl: str(get('baseUrl')),
+    model: str(get('model')),
     models: { plan: str(get('models.plan')), code: str(get('models.code')), debug: str(get('models.debug')) },
     budget: positiveInt(get('budget'), 30),
     policy: oneOf(get('policy'), POLICIES, 'stark'),
@@ -74,6 +77,7 @@ export function toInitializationOptions(s: StarkSettings, apiKey?: string): Reco
     evaluation,
   };
   if (s.baseUrl) opts.baseUrl = s.baseUrl;
+  if (s.model) opts.model = s.model;
   if (Object.keys(models).length) opts.models = models;
   if (apiKey) opts.apiKey = apiKey;
   return opts;

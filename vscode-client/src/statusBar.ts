@@ -1,4 +1,4 @@
-/** The status-bar item: running searches and the best speedup; click shows the tree. */
+/** The status-bar item: running searches and the best result; click shows the tree. Hidden until STARK is in use. */
 import * as vscode from 'vscode';
 import { Searches, statusText } from './searches';
 
@@ -9,6 +9,10 @@ export class StatusBar implements vscode.Disposable {
     this.item.name = 'STARK searches';
     this.item.command = 'stark.ui.showTree';
     this.update();
+  }
+
+  /** Shown once a kernel file is open (or a STARK command ran). */
+  show(): void {
     this.item.show();
   }
 

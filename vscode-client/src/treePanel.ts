@@ -1,13 +1,20 @@
 /**
- * The search-tree webview: one panel, showing one (document, kernel) at a time,
- * refreshed on `stark/treeChanged`.
+ * The search-tree webview: one panel, showing one file's tree at a time,
+ * refreshed on `stark/treeChanged`. A node's source and diff are fetched
+ * (`stark/node`) when it is clicked.
  */
 import * as vscode from 'vscode';
 import type { ServerManager } from './server';
 import { makeNonce, treePageHtml } from './tree/html';
 import { isFromWebview, type ToWebview } from './tree/messages';
 import type { SearchTree, TreeParams } from './tree/types';
-import { nodeDetail, treeMessage } from './tree/view-model';
+import { clusterDetail, nodeDetail, treeMessage } from './tree/view-model';
+
+export interface TreeActions {
+  apply(target: TreeParams, nodeId: number): Promise<void>;
+  stop(target: TreeParams): Promise<void>;
+  continueSearch(target: TreeParams, extra: number): Promise<void>;
+}
 
 export class TreePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
@@ -20,7 +27,7 @@ export class TreePanel implements vscode.Disposable {
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly server: ServerManager,
-    private readonly applyCandidate: (target: TreeParams, nodeId: number) => Promise<void>,
+    private readonly actions: TreeActions,
   ) {}
 
   get current(): { target: TreeParams; tree: SearchTree | undefined } | undefined {
@@ -36,9 +43,9 @@ export class TreePanel implements vscode.Disposable {
     void this.refresh();
   }
 
-  /** Called on `stark/treeChanged`: refreshes when it concerns what is shown. */
-  isShowing(p: TreeParams): boolean {
-    return !!this.panel && !!this.target && this.target.uri === p.uri && this.target.kernel === p.kernel;
+  /** Whether a `stark/treeChanged` for this file concerns what is shown (all kernels of a file share one tree). */
+  isShowing(p: { uri: string }): boolean {
+    return !!this.panel && !!this.target && this.target.uri === p.uri;
   }
 
   /** Shows a tree that was fetched elsewhere (saves a request). */
@@ -62,6 +69,21 @@ export class TreePanel implements vscode.Disposable {
     void this.panel?.webview.postMessage(m);
   }
 
+  private async select(id: number): Promise<void> {
+    if (!this.target) return;
+    if (id < 0) {
+      const detail = this.tree && clusterDetail(this.tree, id);
+      if (detail) this.post({ type: 'detail', detail });
+      return;
+    }
+    try {
+      const reply = await this.server.node(this.target, id);
+      this.post({ type: 'detail', detail: nodeDetail(reply) });
+    } catch (e) {
+      this.post({ type: 'error', message: `Could not load node #${id}: ${e instanceof Error ? e.message : String(e)}` });
+    }
+  }
+
   private createPanel(): vscode.WebviewPanel {
     const media = vscode.Uri.joinPath(this.extensionUri, 'dist');
     const panel = vscode.window.createWebviewPanel(
@@ -83,10 +105,13 @@ export class TreePanel implements vscode.Disposable {
         if (this.tree) this.update(this.tree);
         else await this.refresh();
       } else if (m.type === 'select') {
-        const detail = this.tree && nodeDetail(this.tree, m.id);
-        if (detail) this.post({ type: 'detail', detail });
+        await this.select(m.id);
       } else if (m.type === 'apply') {
-        await this.applyCandidate(this.target, m.id);
+        await this.actions.apply(this.target, m.id);
+      } else if (m.type === 'stop') {
+        await this.actions.stop(this.target);
+      } else if (m.type === 'continue') {
+        await this.actions.continueSearch(this.target, this.tree?.budget ?? 30);
       }
     });
     panel.onDidDispose(() => {

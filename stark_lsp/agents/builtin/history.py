@@ -16,7 +16,7 @@ from stark_lsp.agents.builtin.instructions import find_set_instructions
 from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
 
-_SPEEDUP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*x\b")
+_SPEEDUP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[x×](?!\w)")  # "2.50x" and speedups.py's "2.50× eager"
 _FAILED = re.compile(r"\b(compile_error|runtime_error|crashed|timeout|incorrect|cheat|failed|error|agent_error)\b", re.I)
 
 

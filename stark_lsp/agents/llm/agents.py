@@ -1,25 +1,40 @@
 """The LLM Plan, Code and Debug agents over one shared ChatClient.
 
+Each agent asks once. An answer that cannot be used (no MARKER line, an
+anchor that names no line, a missing ``replace`` block, a truncated answer,
+...) gets one follow-up turn quoting the exact error; a second bad answer is
+the attempt's ``AgentError``, with both exchanges on record.
+
 Code and Debug answers are checked against ``ctx.seen`` (digests of every
 source in the tree): an answer that reproduces a candidate already evaluated
 gets one follow-up turn asking for a different implementation, with both
 turns on record. A second repeat is returned as it is (the search then reuses
-the stored result instead of evaluating it again)."""
+the stored result instead of evaluating it again).
+
+Raw answers are kept up to ``MAX_STORED_ANSWER`` bytes each (with a note of
+what was cut); prompts and answers pass the client's key redactor.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugResult, Exchange, PlanResult, Usage
 from stark_lsp.agents.llm import prompts
 from stark_lsp.agents.llm.client import ChatClient, ChatReply
 from stark_lsp.agents.llm.parse import parse_code, parse_debug, parse_plan
 from stark_lsp.markers.syntax import MarkerError, apply_replacements
+from stark_lsp.safe_text import cap
 from stark_lsp.search.digest import source_digest
 
 SEEN_RETRIES = 1  # follow-up turns when an answer repeats a source in the tree
+FIX_RETRIES = 1  # follow-up turns when an answer cannot be used, quoting the error
+MAX_STORED_ANSWER = 256 * 1024  # bytes of each raw answer kept in the tree store
 
 DEFAULT_TEMPERATURES = {"plan": 0.8, "code": 0.1, "debug": 0.1}
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -29,19 +44,37 @@ class _LLMAgent:
     temperature: float
     role: str = ""
 
-    def _ask(self, messages: list[dict[str, str]]) -> tuple[ChatReply, Exchange]:
+    def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
+             earlier: list[Exchange]) -> tuple[ChatReply, Exchange]:
         prompt = self.client.redact(prompts.render_messages(messages))
         try:
-            reply = self.client.chat(self.model, messages, self.temperature)
+            reply = self.client.chat(self.model, messages, self.temperature, cancel=ctx.cancel)
         except AgentError as e:
-            raise AgentError(f"{self.role} agent ({self.model}): {e}", usage=e.usage, raw=e.raw) from None
-        return reply, Exchange(self.role, prompt, reply.text, reply.usage)
+            err = type(e)(f"{self.role} agent ({self.model}): {e}", usage=sum((x.usage for x in earlier), e.usage),
+                          raw=e.raw, exchanges=earlier)
+            raise err from None
+        return reply, Exchange(self.role, prompt, cap(reply.text, MAX_STORED_ANSWER, "answer"), reply.usage)
 
-    def _fail(self, e: AgentError, ex: Exchange, earlier: list[Exchange] | None = None) -> AgentError:
-        usage = ex.usage + e.usage
-        for x in earlier or []:
-            usage = usage + x.usage
-        return AgentError(f"{self.role} agent ({self.model}): {e}", usage=usage, raw=ex.response)
+    def _fail(self, e: AgentError, exchanges: list[Exchange]) -> AgentError:
+        usage = sum((x.usage for x in exchanges), Usage())
+        raw = exchanges[-1].response if exchanges else e.raw
+        return AgentError(f"{self.role} agent ({self.model}): {e}", usage=usage, raw=raw, exchanges=exchanges)
+
+    def _ask_until_usable(self, messages: list[dict[str, str]], ctx: AgentContext, parse: Callable[[ChatReply], T],
+                          exchanges: list[Exchange]) -> tuple[T, ChatReply, list[dict[str, str]]]:
+        """Ask; on an unusable answer ask once more with the exact error.
+        Appends every exchange; returns (parsed, reply, the messages asked)."""
+        for turn in range(FIX_RETRIES + 1):
+            reply, ex = self._ask(messages, ctx, exchanges)
+            exchanges.append(ex)
+            try:
+                return parse(reply), reply, messages
+            except AgentError as e:
+                if turn == FIX_RETRIES:
+                    raise self._fail(e, exchanges) from None
+                messages = messages + [{"role": "assistant", "content": reply.text},
+                                       {"role": "user", "content": prompts.fix_request(self.role, str(e))}]
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _again(messages: list[dict[str, str]], reply: ChatReply) -> list[dict[str, str]]:
@@ -54,12 +87,11 @@ class LLMPlanner(_LLMAgent):
         super().__init__(client, model, temperature, "plan")
 
     def plan(self, ctx: AgentContext) -> PlanResult:
-        reply, ex = self._ask(prompts.plan_messages(ctx))
-        try:
-            marked, summary = parse_plan(reply.text, reply.finish_reason, ctx.node_source)
-        except AgentError as e:
-            raise self._fail(e, ex) from None
-        return PlanResult(marked_source=marked, summary=summary, exchanges=[ex])
+        exchanges: list[Exchange] = []
+        (marked, summary), _, _ = self._ask_until_usable(
+            prompts.plan_messages(ctx), ctx,
+            lambda r: parse_plan(r.text, r.finish_reason, ctx.node_source, ctx.task.language), exchanges)
+        return PlanResult(marked_source=marked, summary=summary, exchanges=exchanges)
 
 
 class LLMCoder(_LLMAgent):
@@ -69,13 +101,17 @@ class LLMCoder(_LLMAgent):
     def code(self, ctx: AgentContext, marked_source: str) -> CodeResult:
         messages = prompts.code_messages(ctx, marked_source)
         exchanges: list[Exchange] = []
-        for turn in range(SEEN_RETRIES + 1):
-            reply, ex = self._ask(messages)
+
+        def parse(r: ChatReply) -> dict[str, str]:
+            reps = parse_code(r.text, r.finish_reason, marked_source)
             try:
-                reps = parse_code(reply.text, reply.finish_reason, marked_source)
-            except AgentError as e:
-                raise self._fail(e, ex, exchanges) from None
-            exchanges.append(ex)
+                apply_replacements(marked_source, reps)
+            except MarkerError as e:
+                raise AgentError(f"the code answer does not fit the markers: {e}", raw=r.text) from None
+            return reps
+
+        for turn in range(SEEN_RETRIES + 1):
+            reps, reply, messages = self._ask_until_usable(messages, ctx, parse, exchanges)
             if turn == SEEN_RETRIES or not _repeats(ctx, lambda: apply_replacements(marked_source, reps)):
                 break
             messages = self._again(messages, reply)
@@ -90,12 +126,8 @@ class LLMDebugger(_LLMAgent):
         messages = prompts.debug_messages(ctx)
         exchanges: list[Exchange] = []
         for turn in range(SEEN_RETRIES + 1):
-            reply, ex = self._ask(messages)
-            try:
-                source, summary = parse_debug(reply.text, reply.finish_reason, ctx.node_source)
-            except AgentError as e:
-                raise self._fail(e, ex, exchanges) from None
-            exchanges.append(ex)
+            (source, summary), reply, messages = self._ask_until_usable(
+                messages, ctx, lambda r: parse_debug(r.text, r.finish_reason, ctx.node_source), exchanges)
             if turn == SEEN_RETRIES or not _repeats(ctx, lambda: source):
                 break
             messages = self._again(messages, reply)

@@ -1,29 +1,54 @@
 """The chat client: one OpenAI-compatible endpoint, shared by the team.
 
-* timeouts per request; retries with exponential backoff on 429, 5xx,
-  timeouts and dropped connections, honouring ``Retry-After``;
-* a semaphore limiting the requests in flight across all agents;
-* token accounting from ``usage`` and optional cost from per-model prices;
-* the API key is used only to build the ``openai`` client: it is not kept in
-  reprs, and every error message is passed through a redactor.
+* Timeouts: ``connect_timeout_s`` to open the connection, ``read_timeout_s``
+  for the answer (the whole answer: requests are not streamed).
+* Retries with exponential backoff and jitter on 408, 409, 429, 5xx and
+  dropped connections (up to ``max_retries``), and on timeouts (up to
+  ``timeout_retries``: a hung endpoint costs at most that many read timeouts),
+  honouring ``Retry-After`` (capped at 120 s).
+* An endpoint that cannot serve the team raises ``AgentsUnavailable``, and
+  the search stops at once: connection refused / unknown host and timeouts
+  before any call succeeded, 401 and 403 (the key), 404 (unknown model or a
+  wrong URL), any call failing before one succeeded, or three calls in a row
+  failing after that.
+* Cancellation: ``chat(..., cancel=event)`` gives up within ``POLL_S`` of
+  ``cancel.is_set()`` (or ``close()``), closing the request's connection: each
+  request runs on its own ``AsyncOpenAI`` client in a short event loop whose
+  task is cancelled. Waits between retries are cancelled too.
+* ``max_tokens`` caps each answer (sent as ``max_completion_tokens`` to an
+  endpoint that refuses ``max_tokens``; a model that only takes its default
+  temperature gets none).
+* A semaphore shared by the team limits the requests in flight; token
+  accounting from ``usage``; optional cost from per-model prices.
+* The API key goes to the ``openai`` client only: it is not in reprs, it is
+  registered with ``secrets`` so that every stored or shown text is redacted,
+  and every error message and answer passes the redactor. Answers are made
+  valid Unicode (``safe_text.scrub``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import openai
 
-from stark_lsp.agents.base import AgentError, Usage
+from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
 from stark_lsp.agents.llm.pricing import Price, price_of
-from stark_lsp.agents.llm.secrets import Redactor, key_from_env
+from stark_lsp.agents.llm.secrets import Redactor, key_from_env, redact, register_secret
+from stark_lsp.safe_text import scrub
 
 RETRY_STATUSES = {408, 409, 429}
+FATAL_STATUSES = {401, 403, 404}
 MAX_RETRY_AFTER_S = 120.0
+POLL_S = 0.05  # how often a waiting call looks at its cancel event
+FAILURE_STREAK = 3  # calls failing in a row (after their retries) that stop the search
+
+from stark_lsp.agents.llm.defaults import DEFAULTS  # noqa: E402  (kept importable without openai)
 
 
 @dataclass
@@ -34,56 +59,203 @@ class ChatReply:
     model: str
 
 
+class _Stopped(Exception):
+    """The caller's cancel event (or close()) fired."""
+
+
 class ChatClient:
     def __init__(
         self,
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
+        timeout_s: float | None = None,  # the read timeout (older name)
+        connect_timeout_s: float = DEFAULTS["connect_timeout_s"],
+        read_timeout_s: float = DEFAULTS["read_timeout_s"],
+        max_retries: int = DEFAULTS["max_retries"],
+        timeout_retries: int = DEFAULTS["timeout_retries"],
+        max_tokens: int | None = DEFAULTS["max_tokens"],
         max_concurrency: int = 4,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         prices: dict[str, Price] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ):
         key = api_key or key_from_env()
         if not key:
-            raise AgentError("no API key: set STARK_API_KEY or OPENAI_API_KEY, or pass one in")
-        self.redact = Redactor(key)
+            raise AgentError("no API key: set STARK_API_KEY (or OPENAI_API_KEY), or pass one in")
+        register_secret(key)
+        own = Redactor(key)
+        self.redact: Callable[[str], str] = lambda text: redact(own(text))  # this key, any other known one
+        self._key = key
         self.base_url = base_url
-        self.max_retries = max_retries
+        read = float(timeout_s if timeout_s is not None else read_timeout_s)
+        if read <= 0 or connect_timeout_s <= 0:
+            raise AgentError("timeouts must be positive")
+        self.read_timeout_s = read
+        self.connect_timeout_s = float(connect_timeout_s)
+        self.max_retries = max(0, int(max_retries))
+        self.timeout_retries = max(0, int(timeout_retries))
+        self.max_tokens = int(max_tokens) if max_tokens else None
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.prices = prices
         self._sleep = sleep
         self._slots = threading.BoundedSemaphore(max(1, max_concurrency))
-        self._openai = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._timeout = openai.Timeout(read, connect=self.connect_timeout_s)
         self._rng = random.Random(0)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._succeeded = False  # any call answered
+        self._streak = 0  # calls failed in a row, after their retries
+        self._tokens_param = "max_tokens"
+        self._send_temperature = True
 
     def __repr__(self) -> str:
-        return f"ChatClient(base_url={self.base_url!r}, max_retries={self.max_retries})"
+        return (f"ChatClient(base_url={self.base_url!r}, max_retries={self.max_retries}, "
+                f"read_timeout_s={self.read_timeout_s}, max_tokens={self.max_tokens})")
 
-    # -- one chat ------------------------------------------------------------------
-    def chat(self, model: str, messages: list[dict[str, str]], temperature: float) -> ChatReply:
-        attempt = 0
+    def close(self) -> None:
+        """Cancel every call in flight and refuse new ones."""
+        self._closed.set()
+
+    # -- one chat ----------------------------------------------------------------------
+    def chat(self, model: str, messages: list[dict[str, str]], temperature: float, *, cancel: Any = None) -> ChatReply:
+        attempt = timeouts = 0
+        adapted: set[str] = set()
         while True:
             try:
-                with self._slots:
-                    resp = self._openai.chat.completions.create(model=model, messages=messages, temperature=temperature)
-                return self._reply(model, resp)
-            except (openai.APIConnectionError, openai.APITimeoutError, openai.APIStatusError) as e:
-                retryable = not isinstance(e, openai.APIStatusError) or e.status_code in RETRY_STATUSES or e.status_code >= 500
+                self._check(cancel)
+                with self._slot(cancel):
+                    resp = self._request(model, messages, temperature, cancel)
+                reply = self._reply(model, resp)
+            except _Stopped:
+                raise AgentCancelled("cancelled: the search was stopped while waiting for the endpoint",
+                                     usage=Usage(calls=attempt + 1)) from None
+            except (openai.APIConnectionError, openai.APIStatusError) as e:  # APITimeoutError is a connection error
+                status = e.status_code if isinstance(e, openai.APIStatusError) else None
+                if status == 400 and self._adapt(e, adapted):
+                    continue
+                timed_out = isinstance(e, openai.APITimeoutError)
+                timeouts += timed_out
+                retryable = status is None or status in RETRY_STATUSES or status >= 500
+                if timed_out:
+                    retryable = timeouts <= self.timeout_retries
+                if status in FATAL_STATUSES or (_refused(e) and not self._succeeded):
+                    raise self._unavailable(e, model, attempt) from None
                 if not retryable or attempt >= self.max_retries:
-                    tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise AgentError(self.redact(f"the endpoint failed{tries}: {_describe(e)}"), usage=Usage(calls=attempt + 1)) from None
-                self._sleep(self._delay(e, attempt))
+                    raise self._failed(e, attempt) from None
+                try:
+                    self._pause(self._delay(e, attempt), cancel)
+                except _Stopped:
+                    raise AgentCancelled("cancelled: the search was stopped while waiting to retry",
+                                         usage=Usage(calls=attempt + 1)) from None
                 attempt += 1
-            except AgentError:
-                raise
+                continue
+            except AgentError as e:
+                raise self._count_failure(e) from None
             except Exception as e:  # noqa: BLE001  a body that is not a chat completion, ...
-                raise AgentError(self.redact(f"the endpoint gave an unusable answer: {type(e).__name__}: {e}"), usage=Usage(calls=attempt + 1)) from None
+                err = AgentError(self.redact(scrub(f"the endpoint gave an unusable answer: {type(e).__name__}: {e}"))[:500],
+                                 usage=Usage(calls=attempt + 1))
+                raise self._count_failure(err) from None
+            with self._lock:
+                self._succeeded = True
+                self._streak = 0
+            return reply
+
+    # -- failures --------------------------------------------------------------------------
+    def _failed(self, e: Exception, attempt: int) -> AgentError:
+        tries = f" after {attempt + 1} attempts" if attempt else ""
+        err = AgentError(self.redact(f"the endpoint failed{tries}: {_describe(e)}"), usage=Usage(calls=attempt + 1))
+        return self._count_failure(err)
+
+    def _count_failure(self, err: AgentError) -> AgentError:
+        """An attempt-level failure; the search-level one when the endpoint
+        has never answered, or has failed FAILURE_STREAK calls in a row."""
+        with self._lock:
+            self._streak += 1
+            streak, ok = self._streak, self._succeeded
+        if not ok:
+            return AgentsUnavailable(f"the endpoint {self._where()} failed its first call: {err}", usage=err.usage, raw=err.raw)
+        if streak >= FAILURE_STREAK:
+            return AgentsUnavailable(f"the endpoint {self._where()} failed {streak} calls in a row; the last: {err}",
+                                     usage=err.usage, raw=err.raw)
+        return err
+
+    def _unavailable(self, e: Exception, model: str, attempt: int) -> AgentsUnavailable:
+        status = e.status_code if isinstance(e, openai.APIStatusError) else None
+        what = _describe(e)
+        if status in (401, 403):
+            msg = (f"the endpoint {self._where()} refused the API key ({what}): check STARK_API_KEY or "
+                   f"OPENAI_API_KEY and --base-url")
+        elif status == 404:
+            msg = (f"the endpoint {self._where()} does not know model {model!r}, or the URL is wrong ({what}): "
+                   f"check --model and --base-url (it usually ends in /v1)")
+        else:
+            msg = f"cannot connect to {self._where()} ({what}): is the server running? check --base-url"
+        return AgentsUnavailable(self.redact(msg), usage=Usage(calls=attempt + 1))
+
+    def _where(self) -> str:
+        return self.base_url or "api.openai.com"
+
+    def _adapt(self, e: Exception, adapted: set[str]) -> bool:
+        """A 400 naming a parameter this endpoint does not take: change how it
+        is sent (once each) and say to retry."""
+        text = str(getattr(e, "message", "") or e).lower()
+        refused = any(w in text for w in ("unsupported", "not supported", "does not support", "only the default"))
+        if "max_tokens" in text and "max_completion_tokens" in text and "max_tokens" not in adapted \
+                and self._tokens_param == "max_tokens":
+            adapted.add("max_tokens")
+            self._tokens_param = "max_completion_tokens"
+            return True
+        if "temperature" in text and refused and "temperature" not in adapted and self._send_temperature:
+            adapted.add("temperature")
+            self._send_temperature = False
+            return True
+        return False
+
+    # -- the request ---------------------------------------------------------------------------
+    def _check(self, cancel: Any) -> None:
+        if self._closed.is_set() or (cancel is not None and cancel.is_set()):
+            raise _Stopped
+
+    def _slot(self, cancel: Any) -> "_Slot":
+        while not self._slots.acquire(timeout=POLL_S):
+            self._check(cancel)
+        return _Slot(self._slots)
+
+    def _pause(self, seconds: float, cancel: Any) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+            self._check(cancel)
+            return
+        end = time.monotonic() + seconds
+        while True:
+            self._check(cancel)
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self._closed.wait(min(POLL_S, left))
+
+    def _request(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any) -> Any:
+        # no key leaves in a prompt (a task file or an earlier answer may hold one)
+        sent = [dict(m, content=self.redact(scrub(m.get("content") or ""))) for m in messages]
+        kwargs: dict[str, Any] = {"model": model, "messages": sent}
+        if self._send_temperature:
+            kwargs["temperature"] = temperature
+        if self.max_tokens:
+            kwargs[self._tokens_param] = self.max_tokens
+        return run_cancellable(lambda: self._create(kwargs), lambda: self._check(cancel))
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self._timeout, max_retries=0)
+        try:
+            return await client.chat.completions.create(**kwargs)
+        finally:
+            try:
+                await client.close()
+            except Exception:  # noqa: BLE001  closing a half-open connection
+                pass
 
     def _delay(self, e: Exception, attempt: int) -> float:
         response = getattr(e, "response", None)
@@ -95,12 +267,14 @@ class ChatClient:
                 except ValueError:
                     pass
         base = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
-        return base * (0.5 + 0.5 * self._rng.random())
+        with self._lock:
+            return base * (0.5 + 0.5 * self._rng.random())
 
-    def _reply(self, model: str, resp) -> ChatReply:
+    def _reply(self, model: str, resp: Any) -> ChatReply:
         choices = getattr(resp, "choices", None) or []
         if not choices:
-            raise AgentError("the endpoint answered without choices", usage=Usage(calls=1), raw=self.redact(str(resp)[:2000]))
+            raise AgentError("the endpoint answered without choices", usage=Usage(calls=1),
+                             raw=self.redact(scrub(str(resp)[:2000])))
         choice = choices[0]
         text = (choice.message.content if choice.message else None) or ""
         u = getattr(resp, "usage", None)
@@ -108,10 +282,87 @@ class ChatClient:
         ct = int(getattr(u, "completion_tokens", 0) or 0)
         price = price_of(self.prices, model)
         usage = Usage(pt, ct, price.cost(pt, ct) if price else 0.0, 1)
-        return ChatReply(self.redact(text), choice.finish_reason or "", usage, getattr(resp, "model", model) or model)
+        return ChatReply(self.redact(scrub(text)), choice.finish_reason or "", usage,
+                         getattr(resp, "model", model) or model)
+
+
+class _Slot:
+    def __init__(self, sem: threading.BoundedSemaphore):
+        self._sem = sem
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        self._sem.release()
+
+
+def run_cancellable(make: Callable[[], Any], check: Callable[[], None]) -> Any:
+    """Run the coroutine ``make()`` on a fresh event loop in this thread;
+    ``check()`` is called every POLL_S and its exception (``_Stopped``)
+    cancels the coroutine, closing its connection, and is raised here."""
+
+    async def main() -> Any:
+        task = asyncio.ensure_future(make())
+        try:
+            while True:
+                done, _ = await asyncio.wait([task], timeout=POLL_S)
+                if done:
+                    return task.result()
+                check()
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                try:
+                    await task
+                except BaseException:  # noqa: BLE001  the cancellation itself
+                    pass
+            raise
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    # called on a thread that runs an event loop: use a helper thread
+    box: dict[str, Any] = {}
+
+    def helper() -> None:
+        try:
+            box["value"] = asyncio.run(main())
+        except BaseException as e:  # noqa: BLE001  handed back below
+            box["error"] = e
+
+    t = threading.Thread(target=helper, name="stark-llm-call", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _refused(e: Exception) -> bool:
+    """Nothing listens there (connection refused, unknown host): not a dropped
+    connection or a timeout."""
+    if not isinstance(e, openai.APIConnectionError) or isinstance(e, openai.APITimeoutError):
+        return False
+    cause = e.__cause__ or e.__context__
+    seen = 0
+    while cause is not None and seen < 6:
+        name = type(cause).__name__
+        if name in ("ConnectError", "ConnectionRefusedError", "gaierror"):
+            return True
+        if name in ("RemoteProtocolError", "ReadError", "WriteError"):
+            return False
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return False
 
 
 def _describe(e: Exception) -> str:
     if isinstance(e, openai.APIStatusError):
-        return f"HTTP {e.status_code}: {e.message}"
-    return f"{type(e).__name__}: {e}"
+        return scrub(f"HTTP {e.status_code}: {e.message}")[:400]
+    if isinstance(e, openai.APITimeoutError):
+        return "no answer within the read timeout"
+    cause = e.__cause__ or e.__context__
+    detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+    return scrub(f"{type(e).__name__}: {e}{detail}")[:400]

@@ -1,43 +1,78 @@
-"""The prompts of the three LLM agents and the output formats they ask for."""
+"""The prompts of the three LLM agents and the answer formats they ask for.
+
+Every user message has the same frame: the task card, the hardware card, the
+agent's window of the search tree (fitted to what is left of the context
+budget), then the agent's own part, in which the selected source appears
+once:
+
+* Plan: this attempt (number, the other attempts in flight, an exploration
+  hint), the selected node, and its source with line numbers. The answer is
+  ``MARKER <id> <where>: <instruction>`` lines and a SUMMARY line; the
+  engine places the markers (``markers.anchors``).
+* Code: the plan, the parent (the selected node) and the marked source. The
+  answer is one ``replace <id>`` block per marker.
+* Debug: the failing node, its error (once), the diff from its parent, and
+  the failing source. The answer is the repaired file and a SUMMARY line.
+"""
 
 from __future__ import annotations
 
 from stark_lsp.agents.base import AgentContext
+from stark_lsp.search.excerpts import estimate_tokens
+from stark_lsp.search.windows import fit_window
 
-FENCE = "```"
+DEFAULT_CONTEXT_TOKENS = 12000
 
 COMMON = (
-    "You are part of STARK, a team of agents that makes GPU kernels faster. A trusted evaluator "
-    "compiles each candidate, checks it against the reference on several random inputs and times it. "
-    "Candidates must stay correct, must not cache results, skip work, use other streams or fall back "
-    "to PyTorch for the work of the kernel."
+    "You are part of STARK, a team of agents that makes GPU kernels faster. A trusted evaluator compiles each "
+    "candidate, checks it against the reference on fresh random inputs within the tolerance, times it (median "
+    "per call) and refuses cheats: results cached between calls, skipped work, writes to the inputs, other "
+    "streams, or PyTorch calls doing the work the kernel must do. The task card says what to compute and how "
+    "it is judged; the hardware card says what it runs on."
 )
 
 PLAN_SYSTEM = COMMON + """
-You are the Plan agent. Propose ONE concrete optimization of the selected kernel and ground it in the code
-with markers. A marker is a begin comment line and an end comment line around the lines to change:
-  C/CUDA:  // @stark begin <id>: <instruction>   ...lines...   // @stark end <id>
-  Python:  # @stark begin <id>: <instruction>    ...lines...   # @stark end <id>
-Ids use letters, digits, _ . -; each instruction is one precise line for the Code agent. A marker may wrap no
-lines (begin directly followed by end) to ask for new code at that place. Markers may not nest.
-Rules: copy the source EXACTLY and only add marker lines; do not change any other line.
-Answer with the full marked source in ONE fenced code block, then one line:
-SUMMARY: <one line saying what the plan does>"""
+
+You are the Plan agent. Choose ONE concrete optimization of the selected candidate that should make it faster
+on this hardware, and say exactly where the Code agent must change the code. Do not write the code and do not
+copy the file. Answer with one line per place to change, then one summary line:
+
+MARKER <id> lines <first>-<last>: <instruction>
+SUMMARY: <what the plan does and why it should be faster>
+
+* Line numbers are those of the numbered listing of the selected source (the numbers are not part of the file).
+* Instead of numbers you may quote one line of the source exactly, without its number, as an anchor:
+  MARKER <id> at `<text of the line>`: <instruction>
+  MARKER <id> from `<text of the first line>` to `<text of the last line>`: <instruction>
+* To add code without replacing any: MARKER <id> after line <n>: <instruction> (or: before line <n>).
+* <id>: letters, digits, _ . - and unique. Markers must not overlap. Mark every line that must change (a
+  constant, a launch, a signature) and no more. Each instruction is one precise line the Code agent can carry
+  out alone: names, values, what to compute.
+
+Example:
+MARKER blk lines 12-12: set BLOCK_SIZE to 1024 (was 128) so one program covers a whole row
+MARKER body lines 20-31: replace the three passes over the row with one online-softmax pass (running max, rescaled sum)
+SUMMARY: one-pass online softmax with 1024-wide blocks: each row is read once instead of three times"""
 
 CODE_SYSTEM = COMMON + """
-You are the Code agent. Implement each marker's instruction by rewriting ONLY the lines inside that marker.
-Answer with one fenced block per marker, the block's info string being `replace <id>`, for example:
+
+You are the Code agent. Implement the plan: rewrite ONLY the lines inside each marker, following its
+instruction; every line outside the markers stays as it is. Answer with one fenced block per marker whose info
+string is `replace <id>`, holding the new lines of that span, without the `@stark` marker comment lines:
+
 ```replace blk
-<the new lines that replace the span of marker blk, without the marker comments>
+<the new lines that replace the span of marker blk>
 ```
-Give a block for every marker. Do not repeat code outside the markers."""
+
+Give a block for every marker (repeat a span unchanged if it needs no change). The result must compile, stay
+correct within the tolerance and keep the calling convention of the task card."""
 
 DEBUG_SYSTEM = COMMON + """
-You are the Debug agent. The selected candidate failed; the diagnostics say why. Repair it with the smallest
-change that keeps the optimization when possible. Answer with the full repaired source in ONE fenced code
-block, then one line:
-SUMMARY: <one line saying what was wrong and what you changed>"""
 
+You are the Debug agent. The selected candidate failed: the error says why, and the diff shows how it differs
+from its parent. Repair it with the smallest change that keeps its optimization where possible. Answer with the
+full repaired source in ONE fenced code block, then one line:
+SUMMARY: <what was wrong and what you changed>"""
 
 ALREADY_IN_TREE = (
     "That answer gives a source identical to a candidate the evaluator has already judged in this search, "
@@ -45,49 +80,113 @@ ALREADY_IN_TREE = (
     "tiling, vector width, loop structure or launch configuration) and answer in the same format."
 )
 
-
-def _header(ctx: AgentContext) -> str:
-    lang = "CUDA C++" if ctx.task.language == "cuda" else "Python (Triton or PyTorch)"
-    return (
-        f"Task: {ctx.task.name} ({ctx.task.kind}; candidates are {lang} files)\n"
-        f"Hardware: {ctx.hardware or 'unknown'}\n"
-    )
+FORMATS = {
+    "plan": "MARKER <id> lines <first>-<last>: <instruction> lines (or anchors in backticks), then SUMMARY: <one line>",
+    "code": "one ```replace <id> block per marker, holding only the new lines of that span",
+    "debug": "the full repaired source in ONE fenced code block, then SUMMARY: <one line>",
+}
 
 
-def _context(ctx: AgentContext) -> str:
-    return f"\n## Context\n{ctx.rendered.strip()}\n" if ctx.rendered.strip() else ""
+def fix_request(agent: str, error: str) -> str:
+    """The follow-up turn after an answer that could not be used."""
+    return (f"Your answer could not be used: {error}\n"
+            f"Answer again, the whole answer, in the required format: {FORMATS[agent]}.")
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any run of backticks in ``text``."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def numbered(source: str) -> str:
+    lines = source.split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line.rstrip(chr(13))}" for i, line in enumerate(lines, 1))
+
+
+def _lang(ctx: AgentContext) -> str:
+    return "cuda" if ctx.task.language == "cuda" else "python"
+
+
+def _cards(ctx: AgentContext) -> str:
+    task = ctx.task_card or f"## Task card\nTask: {ctx.task.name} ({ctx.task.kind})\n"
+    hw = ctx.hardware_card or f"## Hardware card\n{ctx.hardware or 'unknown'}\n"
+    return task.rstrip() + "\n\n" + hw.rstrip() + "\n"
+
+
+def _assemble(agent: str, system: str, ctx: AgentContext, head: str, tail: str) -> list[dict[str, str]]:
+    """System and user message, the window fitted to what the rest leaves of the budget."""
+    budget = ctx.context_tokens or DEFAULT_CONTEXT_TOKENS
+    fixed = estimate_tokens(system) + estimate_tokens(head) + estimate_tokens(tail) + 40
+    room = max(0, budget - fixed)
+    window = fit_window(agent, list(ctx.window_entries), room) if ctx.window_entries else ""
+    if window:
+        middle = f"\n## Search so far\n{window}"
+    else:
+        middle = f"\n## Search so far\nNothing else in the tree is relevant yet (context budget of {budget} tokens).\n"
+    if room == 0 and ctx.window_entries:
+        middle = "\n## Search so far\n(Left out: the task card and the source alone fill the context budget.)\n"
+    user = head + middle + tail
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def plan_messages(ctx: AgentContext) -> list[dict[str, str]]:
-    user = (
-        _header(ctx)
-        + _context(ctx)
-        + f"\n## Selected node #{ctx.node_id}: {ctx.node_summary}\n{FENCE}\n{ctx.node_source}\n{FENCE}\n"
-        + "\nMark the lines to change and write the instructions."
-    )
-    return [{"role": "system", "content": PLAN_SYSTEM}, {"role": "user", "content": user}]
+    src = ctx.node_source
+    listing = numbered(src)
+    fence = fence_for(listing)
+    others = "; ".join(ctx.in_flight) if ctx.in_flight else "none"
+    attempt = [f"\n## This attempt\nAttempt {ctx.attempt or 1}. Other attempts in flight now (propose something "
+               f"different from them): {others}."]
+    if ctx.hint:
+        attempt.append(f"Exploration hint for this attempt (follow it only if nothing better fits): {ctx.hint}.")
+    node = ctx.node_line or f"#{ctx.node_id}: {ctx.node_summary}"
+    prof = f"\nProfile: {ctx.node_profile}" if ctx.node_profile else ""
+    tail = ("\n".join(attempt) + "\n"
+            + f"\n## Selected node\n{node}{prof}\n"
+            + f"Source of #{ctx.node_id}, numbered (the numbers are not part of the file):\n"
+            + f"{fence}{_lang(ctx)}\n{listing}\n{fence}\n"
+            + "\nPropose one optimization: MARKER lines, then SUMMARY.")
+    return _assemble("plan", PLAN_SYSTEM, ctx, _cards(ctx), tail)
 
 
 def code_messages(ctx: AgentContext, marked_source: str) -> list[dict[str, str]]:
-    user = (
-        _header(ctx)
-        + _context(ctx)
-        + f"\n## Marked source of node #{ctx.node_id}\n{FENCE}\n{marked_source}\n{FENCE}\n"
-        + "\nImplement every marker."
-    )
-    return [{"role": "system", "content": CODE_SYSTEM}, {"role": "user", "content": user}]
+    from stark_lsp.markers.syntax import MarkerError, parse_markers
+
+    try:
+        ids = [m.id for m in parse_markers(marked_source)]
+    except MarkerError:
+        ids = []
+    fence = fence_for(marked_source)
+    plan = ctx.plan_summary or "; ".join(ids)
+    parent = ctx.node_line or f"#{ctx.node_id}: {ctx.node_summary}"
+    prof = f"\nProfile: {ctx.node_profile}" if ctx.node_profile else ""
+    tail = (f"\n## The plan\n{plan}\n"
+            + f"Parent of your candidate: {parent}{prof}\n"
+            + f"\n## Marked source of #{ctx.node_id}\n{fence}{_lang(ctx)}\n{marked_source.rstrip()}\n{fence}\n"
+            + f"\nWrite one `replace <id>` block for each marker: {', '.join(ids) or 'every marker'}.")
+    return _assemble("code", CODE_SYSTEM, ctx, _cards(ctx), tail)
 
 
 def debug_messages(ctx: AgentContext) -> list[dict[str, str]]:
-    user = (
-        _header(ctx)
-        + _context(ctx)
-        + f"\n## Failed node #{ctx.node_id}: {ctx.node_summary}\n"
-        + f"Diagnostics:\n{ctx.node_diagnostics.strip() or '(none)'}\n"
-        + f"{FENCE}\n{ctx.node_source}\n{FENCE}\n"
-        + "\nRepair it."
-    )
-    return [{"role": "system", "content": DEBUG_SYSTEM}, {"role": "user", "content": user}]
+    src = ctx.node_source
+    fence = fence_for(src)
+    node = ctx.node_line or f"#{ctx.node_id}: {ctx.node_summary}"
+    parts = [f"\n## The failure\n{node}", f"Error:\n{ctx.node_diagnostics.strip() or '(the evaluator gave no message)'}"]
+    if ctx.parent_line:
+        parts.append(f"Parent: {ctx.parent_line}")
+        if ctx.parent_diff.strip():
+            dfence = fence_for(ctx.parent_diff)
+            parts.append(f"How the failing source differs from its parent:\n{dfence}diff\n{ctx.parent_diff.rstrip()}\n{dfence}")
+    tail = ("\n".join(parts) + "\n"
+            + f"\n## Failing source of #{ctx.node_id}\n{fence}{_lang(ctx)}\n{src.rstrip()}\n{fence}\n"
+            + "\nRepair it: the full source in one fenced block, then SUMMARY.")
+    return _assemble("debug", DEBUG_SYSTEM, ctx, _cards(ctx), tail)
 
 
 def render_messages(messages: list[dict[str, str]]) -> str:

@@ -61,10 +61,15 @@ class TreeView:
         return [n for n in sorted(self.nodes.values(), key=lambda n: n.id)
                 if n.evaluated and n.duplicate_of is None]
 
+    def full(self, node: Node, cap: int) -> bool:
+        """``cap`` children or more, in-flight ones included (abandoned ones not)."""
+        return len(self.children(node.id)) >= cap
+
     def pruned(self, node: Node, n_child: int) -> bool:
-        """More than ``n_child`` children and every one of them failed."""
+        """At least ``n_child`` finished children, every one of them failed: a
+        dead end, left out of the fallbacks too."""
         kids = [k for k in self.children(node.id) if not k.in_flight]
-        return len(kids) > n_child and all(k.unsuccessful for k in kids)
+        return len(kids) >= max(1, n_child) and all(k.unsuccessful for k in kids)
 
     def exhausted(self, node: Node) -> bool:
         """An agent said it has nothing new to try from this node (every move
@@ -77,7 +82,7 @@ class TreeView:
         return [n for n in self.candidates() if not self.exhausted(n)]
 
     def root_full(self, n_root: int) -> bool:
-        return self.root is not None and len(self.children(self.root.id)) >= n_root
+        return self.root is not None and self.full(self.root, n_root)
 
 
 def best_correct(nodes: Iterable[Node]) -> Node | None:

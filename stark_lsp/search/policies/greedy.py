@@ -23,5 +23,5 @@ class GreedyPolicy:
             return None
         best = best_correct(cands)
         if best is not None:
-            return select_node(best, f"greedy: the best node ({best.speedup:.2f}x)")
+            return select_node(best, f"greedy: the best node, #{best.id}: {best.eager_text()}")
         return select_node(newest(cands), "greedy: nothing correct yet; the newest node")

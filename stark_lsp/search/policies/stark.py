@@ -1,7 +1,9 @@
 """``stark``: the adapted epsilon-greedy of the STARK paper.
 
-* The root may have at most ``n_root`` children.
-* A node with more than ``n_child`` children, all failed, is pruned.
+* The root may have at most ``n_root`` children, any other node ``n_child``
+  (in-flight ones count): a full node is not expanded again.
+* A node with ``n_child`` finished children, all failed, is pruned: not
+  expanded, and left out of the fallbacks while another node remains.
 * With probability ``epsilon``: explore, uniformly among expandable leaves.
 * Otherwise: exploit, the best expandable node by speedup.
 * A node an agent found exhausted (``NOTHING_NEW``) is never chosen again.
@@ -28,7 +30,8 @@ class StarkPolicy:
     def expandable(self, view: TreeView, node: Node) -> bool:
         if not node.evaluated or node.duplicate_of is not None:
             return False
-        if node is view.root and view.root_full(self.n_root):
+        cap = self.n_root if node is view.root else self.n_child
+        if view.full(node, cap):
             return False
         return not view.pruned(node, self.n_child) and not view.exhausted(node)
 
@@ -38,24 +41,27 @@ class StarkPolicy:
             return None
         cands = [n for n in view.candidates() if self.expandable(view, n)]
         if not cands:
-            return fallback(view)
+            return fallback(view, self.n_child)
         if rng.random() < self.epsilon:
             leaves = [n for n in cands if view.is_leaf(n.id)]
             if leaves:
                 return select_node(rng.choice(leaves), "explore: a random expandable leaf")
         best = best_correct(cands)
         if best is not None:
-            return select_node(best, f"exploit: the best expandable node ({best.speedup:.2f}x)")
+            return select_node(best, f"exploit: the best expandable node, #{best.id}: {best.eager_text()}")
         untimed = [n for n in cands if not n.failed]
         if untimed:
             return select_node(newest(untimed), "exploit: no timed node yet; the newest untimed one")
         return select_node(newest(cands), "exploit: nothing correct yet; debug the newest failure")
 
 
-def fallback(view: TreeView) -> Selection | None:
-    """Every node is pruned or full: the best correct node, else the root;
-    exhausted nodes never (None when every node is exhausted)."""
-    best = best_correct(view.fresh())
+def fallback(view: TreeView, n_child: int | None = None) -> Selection | None:
+    """Every node is pruned or full: the best correct node (one that is not
+    pruned, while there is one), else the root; exhausted nodes never (None
+    when every node is exhausted)."""
+    fresh = view.fresh()
+    alive = [n for n in fresh if n_child is None or not view.pruned(n, n_child)]
+    best = best_correct(alive) or best_correct(fresh)
     if best is not None:
         return select_node(best, "every node is pruned or full: falling back to the best node", True)
     if view.root is not None and view.root.evaluated and not view.exhausted(view.root):

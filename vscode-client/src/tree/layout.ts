@@ -3,7 +3,11 @@
  * consecutive columns in depth-first order (children by id) and a parent sits
  * centred over its children. Pure.
  */
-import type { TreeNode } from './types';
+/** Anything with an id and a parent: a server node, or a cluster of "nothing new" leaves (negative id). */
+export interface LayoutNode {
+  id: number;
+  parent: number | null;
+}
 
 export interface PlacedNode {
   id: number;
@@ -23,11 +27,14 @@ export interface TreeLayout {
   depth: number; // deepest row
 }
 
-export function layoutTree(nodes: readonly TreeNode[]): TreeLayout {
+/** Children in id order; clusters (negative ids) after the real children. */
+const order = (a: number, b: number) => (a < 0 ? Infinity : a) - (b < 0 ? Infinity : b) || b - a;
+
+export function layoutTree(nodes: readonly LayoutNode[]): TreeLayout {
   const ids = new Set(nodes.map((n) => n.id));
   const children = new Map<number, number[]>();
   const roots: number[] = [];
-  for (const n of [...nodes].sort((a, b) => a.id - b.id)) {
+  for (const n of [...nodes].sort((a, b) => order(a.id, b.id))) {
     // A node whose parent is unknown is drawn as another root rather than dropped.
     if (n.parent === null || !ids.has(n.parent) || n.parent === n.id) roots.push(n.id);
     else children.set(n.parent, [...(children.get(n.parent) ?? []), n.id]);

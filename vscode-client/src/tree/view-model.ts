@@ -1,49 +1,131 @@
 /**
- * Turns a `stark/tree` answer into what the webview shows. Pure.
+ * Turns the server's tree into what the webview draws, and a `stark/node`
+ * reply into the detail panel. Pure.
+ *
+ * A node's "nothing new to try" children (an agent had no new move from it:
+ * no candidate, one attempt of the budget) are drawn as one small cluster
+ * ("3× nothing new"), not as failed candidates: in a long search they can be
+ * half of the tree.
  */
-import { bestSpeedupSeries } from './chart';
-import { diffLines, formatDiff } from './diff';
+import { bestGainSeries } from './chart';
 import { layoutTree } from './layout';
 import type { NodeDetail, ToWebview } from './messages';
-import { baselineSpeedup, bestCandidate, formatSpeedup, isMeasured, isRunning } from './outcome';
+import { bestCandidate, isAttempt, isRunning, pathToRoot } from './outcome';
 import { renderChartSvg, renderTreeSvg } from './svg';
-import type { SearchTree } from './types';
+import type { NodeDetailReply, Outcome, SearchTree, TreeNode } from './types';
+
+export interface ViewNode {
+  id: number; // a cluster's id is -(its parent's id) - 1
+  parent: number | null;
+  outcome: Outcome;
+  label: string; // inside the circle
+  title: string; // the tooltip
+  best: boolean; // the best node
+  onPath: boolean; // on the path from the root to the best node
+  count?: number; // a cluster: how many attempts it stands for
+}
+
+export const clusterId = (parent: number) => -parent - 1;
+
+function title(n: TreeNode): string {
+  const what = n.parent === null ? 'your kernel (the baseline)' : n.outcome.replace('_', ' ');
+  const fig = n.label && n.label !== 'baseline' ? ` · ${n.label}` : '';
+  return `#${n.id} ${n.kind.replace('_', ' + ')} · ${what}${fig}${n.summary ? `\n${n.summary}` : ''}`;
+}
+
+export function viewNodes(tree: SearchTree): ViewNode[] {
+  const best = bestCandidate(tree.nodes, tree.best);
+  const path = new Set(best ? pathToRoot(tree.nodes, best.id) : []);
+  const nothingNew = new Map<number, TreeNode[]>();
+  for (const n of tree.nodes) {
+    if (n.outcome === 'nothing_new' && n.parent !== null) nothingNew.set(n.parent, [...(nothingNew.get(n.parent) ?? []), n]);
+  }
+  const out: ViewNode[] = [];
+  for (const n of tree.nodes) {
+    const group = n.parent !== null ? nothingNew.get(n.parent) : undefined;
+    if (n.outcome === 'nothing_new' && group && group.length > 1) continue; // drawn as its parent's cluster
+    out.push({
+      id: n.id,
+      parent: n.parent,
+      outcome: n.outcome,
+      label: n.parent === null ? 'base' : n.outcome === 'nothing_new' ? '·' : n.label || '',
+      title: title(n),
+      best: n.id === best?.id,
+      onPath: path.has(n.id),
+    });
+  }
+  for (const [parent, group] of nothingNew) {
+    if (group.length < 2) continue;
+    out.push({
+      id: clusterId(parent),
+      parent,
+      outcome: 'nothing_new',
+      label: `${group.length}×`,
+      title: `${group.length} attempts from #${parent} found nothing new to try (no candidate was made): #${group.map((g) => g.id).join(', #')}`,
+      best: false,
+      onPath: false,
+      count: group.length,
+    });
+  }
+  return out;
+}
 
 export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
-  const best = bestCandidate(tree.nodes, tree.best);
-  const root = tree.nodes.find((n) => n.parent === null);
-  const yours = root && isMeasured(root) ? ` · your kernel ${formatSpeedup(baselineSpeedup(tree.nodes))}` : '';
-  const attempts = tree.nodes.filter((n) => n.parent !== null && !isRunning(n) && n.status !== 'abandoned').length;
+  const attempts = tree.attempts ?? tree.nodes.filter(isAttempt).length;
   const running = tree.running ?? tree.nodes.some(isRunning);
   const baselineMs = tree.baseline_ms ?? tree.nodes.find((n) => n.parent === null)?.runtime_ms;
-  const baseline = typeof baselineMs === 'number' ? `baseline ${baselineMs.toFixed(3)} ms · ` : '';
-  const subtitle =
-    `${baseline}${attempts} attempt${attempts === 1 ? '' : 's'} · ` +
-    (best ? `best ${formatSpeedup(best.speedup)} (#${best.id})` : 'nothing faster yet') +
-    yours +
-    (running ? ` · running${tree.progress ? `: ${tree.progress}` : ''}` : '');
+  const parts = [
+    typeof baselineMs === 'number' ? `${tree.baseline ?? 'your kernel'}: ${baselineMs.toPrecision(4)} ms` : '',
+    `${attempts} attempt${attempts === 1 ? '' : 's'}${typeof tree.correct === 'number' ? `, ${tree.correct} correct` : ''}`,
+    tree.best_text ?? '',
+    running ? `running: ${tree.progress ?? ''}` : '',
+    tree.cpu ? 'CPU interpreter timings, not GPU timings' : '',
+  ].filter(Boolean);
+  const nodes = viewNodes(tree);
+  const spent = !running && tree.nodes.length > 0 && typeof tree.budget === 'number' && attempts >= tree.budget;
   return {
     type: 'tree',
     title: `${tree.kernel} — ${fileLabel}`,
-    subtitle,
-    treeSvg: renderTreeSvg(tree.nodes, layoutTree(tree.nodes), tree.best),
-    chartSvg: renderChartSvg(bestSpeedupSeries(tree.nodes)),
+    subtitle: parts.join(' · '),
+    treeSvg: renderTreeSvg(nodes, layoutTree(nodes)),
+    chartSvg: renderChartSvg(bestGainSeries(tree.nodes), tree.baseline ?? 'your kernel'),
     empty: tree.nodes.length === 0,
     error: tree.error,
+    running,
+    continueBy: spent ? tree.budget : undefined,
+    nodeCount: tree.nodes.length,
   };
 }
 
-export function nodeDetail(tree: SearchTree, id: number): NodeDetail | undefined {
-  const n = tree.nodes.find((x) => x.id === id);
-  if (!n) return undefined;
-  const parent = n.parent === null ? undefined : tree.nodes.find((x) => x.id === n.parent);
-  const runtime = typeof n.runtime_ms === 'number' ? ` · ${n.runtime_ms.toFixed(3)} ms` : '';
+/** The detail panel for a node (from `stark/node`), or for a cluster of "nothing new" attempts. */
+export function nodeDetail(reply: NodeDetailReply): NodeDetail {
+  const runtime = typeof reply.runtime_ms === 'number' ? ` · ${reply.runtime_ms.toPrecision(4)} ms` : '';
+  const figure = reply.parent === null ? 'the baseline' : reply.gain_text || reply.outcome.replace('_', ' ');
   return {
-    id: n.id,
-    title: `#${n.id} ${n.kind} · ${n.status} · ${formatSpeedup(n.speedup)}${runtime}`,
-    summary: [n.summary, n.error, n.profile].filter((x) => x).join('\n'),
-    source: n.source,
-    diff: parent ? formatDiff(diffLines(parent.source, n.source)) || '(same source as the parent)' : '(root: the original kernel)',
-    canApply: n.parent !== null && isMeasured(n),
+    id: reply.id,
+    title: `#${reply.id} ${reply.kind.replace('_', ' + ')} · ${figure}${runtime}`,
+    summary: [reply.summary, reply.eager_text ? `against the reference: ${reply.eager_text}` : '', reply.error, reply.profile]
+      .filter((x) => x)
+      .join('\n'),
+    source: reply.source,
+    diff: reply.diff,
+    canApply: reply.can_apply,
+    whyNot: reply.why_not,
+  };
+}
+
+export function clusterDetail(tree: SearchTree, id: number): NodeDetail | undefined {
+  const parent = -id - 1;
+  const group = tree.nodes.filter((n) => n.parent === parent && n.outcome === 'nothing_new');
+  if (group.length === 0) return undefined;
+  return {
+    id,
+    title: `${group.length} attempts from #${parent}: nothing new to try`,
+    summary: `The agents had no move from #${parent} that the tree did not already hold, so no candidate was made ` +
+      `(attempts #${group.map((g) => g.id).join(', #')}). The search then expands other nodes.`,
+    source: '',
+    diff: '(no candidate: nothing to compare)',
+    canApply: false,
+    whyNot: 'no candidate was made',
   };
 }

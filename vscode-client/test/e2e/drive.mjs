@@ -1,8 +1,13 @@
-// Drives the end-to-end test: opens code-server in headless chromium (so the
-// workbench and the extension host run), follows the extension's self-test
-// report (src/e2e.ts), takes the screenshots, then checks what was seen.
+// Drives the end-to-end test as a user would: code-server in headless chromium,
+// real keystrokes (the command palette, Quick Open, Go to Line, Ctrl+. quick
+// fixes, F2 and Delete in the Explorer, typing and saving) and real clicks (the
+// progress notification's Cancel, the tree view's nodes and buttons). It reads
+// what a user sees (notifications, hovers, the Problems panel, the status bar,
+// the tree view) and the files on disk, takes screenshots, and writes
+// report.json; check-report.mjs says what must hold.
 //
-// Usage: node drive.mjs --url URL --report FILE --out DIR [--chromium PATH] [--timeout-s N]
+// Usage: node drive.mjs --url URL --workspace DIR --report FILE --out DIR [--chromium PATH]
+//                       [--timeout-s N] [--only a,b]
 import { chromium } from 'playwright-core';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -11,117 +16,422 @@ import { checkReport } from './check-report.mjs';
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 );
-const url = args.url;
-const reportPath = args.report;
-const out = args.out;
-const timeoutMs = Number(args['timeout-s'] ?? 1200) * 1000;
+const WS = args.workspace;
+const OUT = args.out;
+const SEARCH_MS = Number(args['timeout-s'] ?? 1800) * 1000 / 4;
+const ONLY = (args.only && !args.only.startsWith('--') ? args.only : '').split(',').filter(Boolean);
 const log = (m) => process.stderr.write(`[drive] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const report = { scenarios: {} };
 
-function readReport() {
-  try {
-    return JSON.parse(fs.readFileSync(reportPath, 'utf8'));
-  } catch {
-    return undefined;
-  }
+// -- what the user sees ------------------------------------------------------------------
+
+/** Every notification text seen since the driver started (toasts come and go). */
+const seenToasts = [];
+async function pollToasts(page) {
+  const texts = await page
+    .$$eval('.notifications-toasts .notification-toast', (els) => els.map((e) => e.innerText.replace(/\s+/g, ' ').trim()))
+    .catch(() => []);
+  for (const t of texts) if (!seenToasts.some((s) => s.text === t)) seenToasts.push({ text: t, at: Date.now() });
+  return texts;
 }
 
-async function waitForStage(stages, ms) {
+async function waitFor(what, ms, probe, every = 300) {
   const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    const r = readReport();
-    if (r && r.stage !== last) {
-      last = r.stage;
-      log(`extension stage: ${r.stage}`);
-    }
-    if (r && stages.includes(r.stage)) return r;
-    await sleep(1000);
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${Math.round(ms / 1000)} s waiting for ${what}`);
+    await sleep(every);
   }
-  throw new Error(`timed out waiting for ${stages.join('/')} (last stage: ${last ?? 'no report'})`);
 }
 
-// The webview is an iframe inside an iframe; find the frame with the tree, click
-// the best candidate and read the detail pane (source and diff) it shows.
-async function clickBestNode(page) {
-  const end = Date.now() + 30_000;
-  while (Date.now() < end) {
-    for (const frame of page.frames()) {
-      const node = await frame.$('#tree .node.best-node:not(.root)').catch(() => null);
-      if (!node) continue;
-      const id = await node.getAttribute('data-id');
-      await node.click();
-      await frame.waitForSelector('#detail:not(.hidden)', { timeout: 10_000 });
-      await frame.waitForFunction(() => document.getElementById('detail-title')?.textContent?.startsWith('#'));
-      return {
-        id,
-        title: await frame.textContent('#detail-title'),
-        diff: await frame.textContent('#detail-diff'),
-        applyEnabled: !(await frame.$eval('#apply', (b) => b.disabled)),
-      };
-    }
-    await sleep(500);
-  }
-  throw new Error('no tree view frame with a best candidate');
+/** A notification matching `re` that appeared after `since`. */
+async function waitToast(page, re, ms, since = 0) {
+  return waitFor(`a notification ${re}`, ms, async () => {
+    await pollToasts(page);
+    return seenToasts.find((s) => s.at >= since && re.test(s.text))?.text;
+  });
 }
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(OUT, name) });
+  log(`screenshot ${name}`);
+}
+
+async function statusBarText(page) {
+  return page.$$eval('.statusbar-item', (els) => els.map((e) => e.innerText).find((t) => t.includes('STARK')) ?? '').catch(() => '');
+}
+
+async function problems(page) {
+  await page.keyboard.press('Control+Shift+M');
+  await sleep(800);
+  return page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') || e.innerText)).catch(() => []);
+}
+
+// -- what the user does ------------------------------------------------------------------
+
+async function quickInput(page, opener, text) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press(opener);
+  await page.waitForSelector('.quick-input-widget:not([style*="display: none"]) input', { timeout: 15_000 });
+  await page.keyboard.type(text, { delay: 15 });
+  await sleep(600);
+}
+
+async function palette(page, command) {
+  await quickInput(page, 'F1', command);
+  await page.waitForFunction(
+    (c) => [...document.querySelectorAll('.quick-input-list .monaco-list-row')].some((r) => r.innerText.includes(c.replace(/^.*?: /, ''))),
+    command,
+    { timeout: 15_000 },
+  );
+  await page.keyboard.press('Enter');
+  log(`palette: ${command}`);
+}
+
+async function openFile(page, name) {
+  await quickInput(page, 'Control+P', name);
+  // Enter only once Quick Open lists the file itself first
+  await page.waitForFunction(
+    (n) => document.querySelector('.quick-input-list .monaco-list-row')?.getAttribute('aria-label')?.startsWith(n),
+    name,
+    { timeout: 20_000 },
+  );
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(
+    (n) => document.querySelector('.editor-group-container.active .tab.active')?.getAttribute('aria-label')?.startsWith(n),
+    name,
+    { timeout: 20_000 },
+  );
+  await sleep(500);
+  log(`opened ${name}`);
+}
+
+/** Go to `line` (1-based) and `column` of the active editor. */
+async function goTo(page, line, column = 1) {
+  await quickInput(page, 'Control+G', `${line}:${column}`);
+  await page.keyboard.press('Enter');
+  await sleep(300);
+}
+
+function lineOf(file, needle) {
+  const lines = fs.readFileSync(path.join(WS, file), 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.includes(needle));
+  if (i < 0) throw new Error(`${needle} not in ${file}`);
+  return { line: i + 1, column: lines[i].indexOf(needle) + 1 };
+}
+
+async function cursorOn(page, file, needle) {
+  const at = lineOf(file, needle);
+  await goTo(page, at.line, at.column + 4);
+}
+
+/** Test setup, not a user step: the workspace's budget (VS Code reads the file and tells the server). */
+async function setBudget(budget) {
+  const file = path.join(WS, '.vscode', 'settings.json');
+  const settings = JSON.parse(fs.readFileSync(file, 'utf8'));
+  settings['stark.budget'] = budget;
+  fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+  await sleep(2000);
+}
+
+async function closePanel(page) {
+  if (await page.$('.part.panel:not(.hidden) .markers-panel')) await page.keyboard.press('Control+J');
+  await sleep(300);
+}
+
+async function clearNotifications(page) {
+  await palette(page, 'Notifications: Clear All Notifications');
+  await sleep(300);
+}
+
+async function explorerRow(page, name) {
+  await page.keyboard.press('Control+Shift+E');
+  const row = await page.waitForSelector(`.explorer-folders-view .monaco-list-row[aria-label^="${name}"]`, { timeout: 15_000 });
+  await row.click();
+  await sleep(300);
+  return row;
+}
+
+async function renameInExplorer(page, from, to) {
+  await explorerRow(page, from);
+  await page.keyboard.press('F2');
+  await page.waitForSelector('.explorer-folders-view .monaco-inputbox input', { timeout: 10_000 });
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(to, { delay: 15 });
+  await page.keyboard.press('Enter');
+  await waitFor(`${to} on disk`, 15_000, () => fs.existsSync(path.join(WS, to)));
+  log(`renamed ${from} -> ${to}`);
+}
+
+/** The frame of the search tree's webview. */
+async function treeFrame(page) {
+  return waitFor('the tree view', 60_000, async () => {
+    for (const f of page.frames()) if (await f.$('#tree-pane').catch(() => null)) return f;
+    return undefined;
+  }, 500);
+}
+
+async function optimizeAtCursor(page, kernel) {
+  const since = Date.now();
+  await palette(page, 'STARK: Optimize kernel at cursor');
+  return { since, progress: await waitToast(page, new RegExp(`STARK: Optimizing ${kernel}`), 120_000, since) };
+}
+
+// -- the scenarios -------------------------------------------------------------------------
+
+const scenarios = {
+  /** Optimize, the progress notification, the hover, the tree, apply the best, the diagnostic after it. */
+  async main(page, r) {
+    await openFile(page, 'row_softmax.py');
+    await cursorOn(page, 'row_softmax.py', 'row_softmax_kernel(');
+    const { since, progress } = await optimizeAtCursor(page, 'row_softmax_kernel');
+    r.progress = progress;
+    await shot(page, 'main-progress.png');
+    r.statusBarRunning = await statusBarText(page);
+    r.done = await waitToast(page, /row_softmax_kernel: done: \d+ attempts/, SEARCH_MS, since);
+    r.progressMessages = seenToasts.filter((s) => s.at >= since && /Optimizing row_softmax/.test(s.text)).map((s) => s.text);
+    await cursorOn(page, 'row_softmax.py', 'row_softmax_kernel(');
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    // the hover shows the diagnostic first; the server's part follows when its answer arrives
+    r.hover = await waitFor('the hover with the candidates', 20_000, async () => {
+      const text = await page
+        .$$eval('.monaco-hover:not(.hidden)', (els) => els.map((e) => e.innerText).join('\n'))
+        .catch(() => '');
+      return /× yours/.test(text) ? text : undefined;
+    });
+    await shot(page, 'main-hover.png');
+    await page.keyboard.press('Escape');
+    await closePanel(page);
+    await palette(page, 'STARK: Show search tree');
+    const frame = await treeFrame(page);
+    await frame.waitForSelector('#tree .node', { timeout: 60_000 });
+    const best = await frame.$('#tree .node.best-node');
+    r.bestInTree = best ? Number(await best.getAttribute('data-id')) : null;
+    if (!best) return;
+    await best.click();
+    await frame.waitForFunction(() => document.getElementById('detail-title')?.textContent?.startsWith('#'), null, { timeout: 20_000 });
+    r.detail = {
+      title: await frame.textContent('#detail-title'),
+      diff: await frame.textContent('#detail-diff'),
+      applyEnabled: !(await frame.$eval('#apply', (b) => b.disabled)),
+    };
+    const source = await frame.$eval('#detail-source', (e) => e.textContent);
+    await shot(page, 'main-tree.png');
+    await frame.click('#apply');
+    await sleep(2000);
+    await openFile(page, 'row_softmax.py');
+    await page.keyboard.press('Control+S');
+    await waitFor('the file saved', 15_000, () => fs.readFileSync(path.join(WS, 'row_softmax.py'), 'utf8') === source);
+    r.fileIsBest = true;
+    r.problemsAfterApply = await waitFor('the diagnostic after Apply', 20_000, async () => {
+      const rows = await problems(page);
+      return rows.some((t) => /is in this file/.test(t)) ? rows : undefined;
+    });
+    await shot(page, 'main-after-apply.png');
+  },
+
+  /** Cancel from the progress notification. */
+  async cancel(page, r) {
+    await clearNotifications(page);
+    await openFile(page, 'cancel_me.py');
+    await cursorOn(page, 'cancel_me.py', 'swish_add_kernel(');
+    const { since } = await optimizeAtCursor(page, 'swish_add_kernel');
+    const cancelButton = await waitFor('the Cancel button of the progress notification', 30_000, async () => {
+      for (const toast of await page.$$('.notifications-toasts .notification-toast')) {
+        if (!/Optimizing swish_add_kernel/.test(await toast.innerText())) continue;
+        for (const b of await toast.$$('.monaco-button')) if ((await b.innerText()).trim() === 'Cancel') return b;
+      }
+      return undefined;
+    });
+    await shot(page, 'cancel-progress.png');
+    await cancelButton.click();
+    r.cancelled = await waitToast(page, /swish_add_kernel: cancelled/, 120_000, since);
+    r.statusBarAfter = await waitFor('the status bar to say nothing runs', 30_000, async () => {
+      const t = await statusBarText(page);
+      return t && !/optimizing|stopping/.test(t) ? t : undefined;
+    });
+    await shot(page, 'cancel-done.png');
+  },
+
+  /** A CUDA kernel on a machine without a GPU: a message at once, no search. */
+  async gpuless(page, r) {
+    await clearNotifications(page);
+    await openFile(page, 'softmax_rows.cu');
+    await cursorOn(page, 'softmax_rows.cu', 'softmax_rows_kernel(');
+    const since = Date.now();
+    await palette(page, 'STARK: Optimize kernel at cursor');
+    r.refusal = await waitToast(page, /needs an NVIDIA GPU/, 120_000, since);
+    r.seconds = (Date.now() - since) / 1000;
+    r.searchStarted = seenToasts.some((s) => s.at >= since && /STARK: Optimizing softmax_rows/.test(s.text));
+    await sleep(1500); // the check's progress notification closes
+    await shot(page, 'gpu-refusal.png');
+  },
+
+  /** Rename the kernel and its harness mid-search: the search moves; Stop reaches it under the new name. */
+  async rename(page, r) {
+    await clearNotifications(page);
+    await setBudget(30); // long enough to still run when Stop comes
+    await openFile(page, 'moving.py');
+    await cursorOn(page, 'moving.py', 'swish_add_kernel(');
+    const { since } = await optimizeAtCursor(page, 'swish_add_kernel');
+    await renameInExplorer(page, 'moving.py', 'moved.py');
+    await renameInExplorer(page, 'moving.harness.py', 'moved.harness.py');
+    r.moved = await waitToast(page, /moved to moved\.py and goes on/, 120_000, since);
+    r.statusBar = await waitFor('the status bar to show the moved search', 30_000, async () => {
+      const t = await statusBarText(page);
+      return /optimizing/.test(t) ? t : undefined;
+    });
+    await shot(page, 'rename-moved.png');
+    const stopAt = Date.now();
+    await palette(page, 'STARK: Stop search');
+    r.stopped = await waitToast(page, /swish_add_kernel: cancelled/, 120_000, stopAt);
+    await shot(page, 'rename-stopped.png');
+    await setBudget(Number(process.env.STARK_E2E_BUDGET ?? 3));
+  },
+
+  /** Delete the kernel mid-search: its search stops. */
+  async delete(page, r) {
+    await clearNotifications(page);
+    await openFile(page, 'doomed.py');
+    await cursorOn(page, 'doomed.py', 'swish_add_kernel(');
+    const { since } = await optimizeAtCursor(page, 'swish_add_kernel');
+    await explorerRow(page, 'doomed.py');
+    await page.keyboard.press('Delete');
+    await waitFor('doomed.py to be gone', 15_000, () => !fs.existsSync(path.join(WS, 'doomed.py')));
+    r.deleted = await waitToast(page, /doomed\.py (was deleted|is gone)/, 60_000, since);
+    await shot(page, 'delete-stopped.png');
+  },
+
+  /** The harness quick fix opens the new harness; until reference() is written, no search; then optimize. */
+  async harness(page, r) {
+    await clearNotifications(page);
+    await openFile(page, 'fill_me.py');
+    await cursorOn(page, 'fill_me.py', 'swish_add_kernel(');
+    await page.keyboard.press('Control+.');
+    const row = await page.waitForSelector('.action-widget .monaco-list-row:has-text("Create fill_me.harness.py")', { timeout: 30_000 });
+    r.quickFix = (await row.innerText()).trim();
+    await row.click();
+    await page.waitForFunction(
+      () => document.querySelector('.editor-group-container.active .tab.active')?.getAttribute('aria-label')?.startsWith('fill_me.harness.py'),
+      null,
+      { timeout: 30_000 },
+    );
+    r.harnessOpened = true;
+    r.problemsBefore = await waitFor('"fill in reference()"', 30_000, async () => {
+      const rows = await problems(page);
+      return rows.some((t) => /fill in reference\(\)/.test(t)) ? rows : undefined;
+    });
+    await shot(page, 'harness-created.png');
+    // the editor's cursor is on the raise line: replace it with the reference
+    await page.click('.editor-group-container.active .view-lines');
+    const at = lineOf('fill_me.harness.py', 'raise NotImplementedError');
+    await goTo(page, at.line, 1);
+    await page.keyboard.press('End');
+    await page.keyboard.press('Shift+Home');
+    await page.keyboard.type('return x * torch.sigmoid(x) + y', { delay: 10 });
+    await page.keyboard.press('Control+S');
+    await waitFor('the harness saved', 15_000, () => /return x \* torch\.sigmoid\(x\) \+ y/.test(fs.readFileSync(path.join(WS, 'fill_me.harness.py'), 'utf8')));
+    r.problemsAfter = await waitFor('"fill in reference()" to clear', 30_000, async () => {
+      const rows = await problems(page);
+      return rows.some((t) => /fill in reference\(\)/.test(t)) ? undefined : rows.length ? rows : ['(none)'];
+    });
+    await openFile(page, 'fill_me.py');
+    await cursorOn(page, 'fill_me.py', 'swish_add_kernel(');
+    const { since } = await optimizeAtCursor(page, 'swish_add_kernel');
+    r.done = await waitToast(page, /swish_add_kernel: done: \d+ attempts/, SEARCH_MS, since);
+    await shot(page, 'harness-optimized.png');
+  },
+
+  /** A tree of 100+ nodes: drawn compactly, fits, zooms, a node opens its detail beside it. */
+  async bigtree(page, r) {
+    await closePanel(page);
+    await openFile(page, 'big_tree.py');
+    await cursorOn(page, 'big_tree.py', 'swish_add_kernel(');
+    await palette(page, 'STARK: Show search tree');
+    const frame = await treeFrame(page);
+    await frame.waitForFunction(() => /big_tree/.test(document.getElementById('title')?.textContent ?? ''), null, { timeout: 30_000 });
+    await frame.waitForFunction(() => document.querySelectorAll('#tree .node').length > 50, null, { timeout: 30_000 });
+    r.nodes = await frame.$$eval('#tree .node', (els) => els.length);
+    r.subtitle = await frame.textContent('#subtitle');
+    const box = () => frame.$eval('#tree svg', (s) => s.getAttribute('viewBox'));
+    r.fitViewBox = await box();
+    await shot(page, 'tree-100-fit.png');
+    for (let i = 0; i < 3; i++) await frame.click('#zoom-in');
+    r.zoomedViewBox = await box();
+    const nodes = await frame.$$('#tree .node.faster');
+    await nodes[Math.floor(nodes.length / 2)].click();
+    await frame.waitForFunction(() => document.getElementById('detail-title')?.textContent?.startsWith('#'), null, { timeout: 20_000 });
+    r.detailTitle = await frame.textContent('#detail-title');
+    r.detailVisible = await frame.$eval('#detail', (d) => {
+      const b = d.getBoundingClientRect();
+      return b.top >= 0 && b.top < window.innerHeight && b.height > 40;
+    });
+    const pane = await frame.$('#tree-pane');
+    const pb = await pane.boundingBox();
+    await page.mouse.move(pb.x + pb.width / 2, pb.y + pb.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(pb.x + pb.width / 2 - 120, pb.y + pb.height / 2 - 40, { steps: 8 });
+    await page.mouse.up();
+    r.pannedViewBox = await box();
+    await shot(page, 'tree-100-zoomed.png');
+  },
+};
+
+// -- run -------------------------------------------------------------------------------------
 
 const userDataDir = fs.mkdtempSync(path.join(args.tmp ?? '/tmp', 'stark-chromium-'));
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath: args.chromium ?? '/usr/bin/chromium',
   headless: true,
   viewport: { width: 1600, height: 1000 },
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 let code = 1;
 const page = context.pages()[0] ?? (await context.newPage());
 page.on('pageerror', (e) => log(`page error: ${e.message}`));
+const poller = setInterval(() => void pollToasts(page), 300);
 try {
-  log(`opening ${url}`);
-  await page.goto(url, { waitUntil: 'domcontentloaded' });
-  await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+  log(`opening ${args.url}`);
+  await page.goto(args.url, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('.monaco-workbench', { timeout: 180_000 });
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 120_000 });
   log('workbench loaded');
-
-  const atShot = await waitForStage(['ready-for-screenshot', 'failed', 'done'], timeoutMs);
-  let treeClick;
-  if (atShot.stage === 'ready-for-screenshot') {
-    await sleep(3000); // let the webview, the squiggle and the hover paint
-    await page.screenshot({ path: path.join(out, 'editor-hover.png') });
-    await page.keyboard.press('Escape');
-    treeClick = await clickBestNode(page).catch((e) => ({ error: String(e) }));
-    log(`tree view click: ${JSON.stringify(treeClick).slice(0, 300)}`);
-    await sleep(1000);
+  for (const [name, run] of Object.entries(scenarios)) {
+    if (ONLY.length && !ONLY.includes(name)) continue;
+    const r = (report.scenarios[name] = { ok: false });
+    const t0 = Date.now();
+    log(`== ${name}`);
+    try {
+      await palette(page, 'View: Close All Editors'); // each scenario starts from one editor group
+      await closePanel(page);
+      await run(page, r);
+      r.ok = true;
+    } catch (e) {
+      r.error = e instanceof Error ? e.message : String(e);
+      log(`${name} FAILED: ${r.error}`);
+      await shot(page, `failure-${name}.png`).catch(() => undefined);
+      await page.keyboard.press('Escape').catch(() => undefined);
+    }
+    r.seconds = Math.round((Date.now() - t0) / 1000);
+    report.toasts = seenToasts.map((s) => s.text);
+    fs.writeFileSync(args.report, JSON.stringify(report, null, 2));
   }
-  await page.screenshot({ path: path.join(out, 'editor-diagnostic-tree.png') });
-  log(`screenshot: ${path.join(out, 'editor-diagnostic-tree.png')}`);
-  fs.writeFileSync(reportPath + '.continue', 'go\n');
-
-  const final = atShot.stage === 'ready-for-screenshot' ? await waitForStage(['failed', 'done'], 300_000) : atShot;
-  await sleep(1500);
-  await page.screenshot({ path: path.join(out, 'after-apply.png') });
-  const problems = checkReport(final);
-  if (treeClick && !(treeClick.title && /^@@/m.test(treeClick.diff ?? ''))) {
-    problems.push(`clicking the best node in the tree view showed no diff: ${JSON.stringify(treeClick)}`);
-  }
-  if (treeClick && final.searchFinished && Number(treeClick.id) !== final.searchFinished.best) {
-    problems.push(`the tree view marks #${treeClick.id} as best, the server says #${final.searchFinished.best}`);
-  }
-  if (problems.length) {
-    log('FAILED:\n  ' + problems.join('\n  '));
-  } else {
-    log(`PASSED: ${final.diagnostic.message} | hover: ${String(final.hover?.[0] ?? '').split('\n')[0]} | applied, file changed`);
+  const problemsFound = checkReport(report, ONLY);
+  if (problemsFound.length) log('FAILED:\n  ' + problemsFound.join('\n  '));
+  else {
+    log(`PASSED: ${Object.keys(report.scenarios).join(', ')}`);
     code = 0;
   }
 } catch (e) {
   log(`FAILED: ${e instanceof Error ? e.message : e}`);
-  await page.screenshot({ path: path.join(out, 'failure.png') }).catch(() => undefined);
+  await page.screenshot({ path: path.join(OUT, 'failure.png') }).catch(() => undefined);
 } finally {
+  clearInterval(poller);
+  report.toasts = seenToasts.map((s) => s.text);
+  fs.writeFileSync(args.report, JSON.stringify(report, null, 2));
   await context.close();
   fs.rmSync(userDataDir, { recursive: true, force: true });
 }

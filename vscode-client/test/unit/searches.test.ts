@@ -1,56 +1,43 @@
 import { strict as assert } from 'assert';
 import { Searches, statusText } from '../../src/searches';
-import { node, sampleTree } from './tree/fixtures';
+import { sampleTree } from './tree/fixtures';
 
-const U = 'file:///w/k.py';
+const run = (uri: string, kernel: string, progress = 'attempt 1/30') => ({ uri, kernel, task_id: 't', progress, best: null, stopping: false });
 
-describe('search tracking', () => {
-  it('is idle with no searches', () => {
-    const t = statusText(new Searches());
-    assert.equal(t.text, '$(rocket) STARK');
-    assert.match(t.tooltip, /No searches yet/);
+describe('searches', () => {
+  it('follows what the server says runs, under its current uri', () => {
+    const s = new Searches();
+    s.setRunning([run('file:///a.py', 'a')]);
+    assert.equal(s.isRunning('file:///a.py'), true);
+    s.setRunning([run('file:///moved.py', 'a')]); // renamed: the server names it by its new uri
+    assert.equal(s.isRunning('file:///a.py'), false);
+    assert.equal(s.isRunning('file:///moved.py'), true);
+    s.setRunning([]);
+    assert.deepEqual(s.running(), []);
   });
 
-  it('counts a started search as running until its tree shows none running', () => {
+  it("keeps each file's best, labelled by the server", () => {
     const s = new Searches();
-    s.started(U, 'add_kernel');
-    s.treeUpdated(U, { ...sampleTree(), nodes: [node(0, null, 1)] });
-    assert.equal(s.runningCount(), 1, 'start request still in flight');
-    s.requestFinished(U, 'add_kernel', sampleTree());
-    assert.equal(s.runningCount(), 1, 'node 5 is running');
-    const done = sampleTree();
-    done.nodes = done.nodes.filter((n) => n.id !== 5);
-    s.treeUpdated(U, done);
-    assert.equal(s.runningCount(), 0);
-    assert.equal(s.get(U, 'add_kernel')?.best, 2.5);
-    assert.equal(s.get(U, 'add_kernel')?.bestNodeId, 4);
-  });
-
-  it('shows the running count and the best speedup over all searches', () => {
-    const s = new Searches();
-    s.started(U, 'add_kernel');
-    s.treeUpdated(U, sampleTree());
-    s.treeUpdated('file:///w/other.py', { ...sampleTree(), kernel: 'mul', nodes: [node(0, null, 1), node(1, 0, 1.5)] });
-    const t = statusText(s);
-    assert.equal(t.text, '$(sync~spin) STARK: 1 running · best 2.50×');
-    assert.match(t.tooltip, /add_kernel: running, best 2\.50×/);
-    assert.match(t.tooltip, /mul: idle, best 1\.50×/);
-  });
-
-  it('stops counting a stopped search', () => {
-    const s = new Searches();
-    s.started(U, 'k');
-    s.stopped(U, 'k');
-    assert.equal(s.runningCount(), 0);
+    s.treeUpdated('file:///k.py', sampleTree());
+    assert.equal(s.bestOverall()?.bestText, 'best 2.50× your kernel (#4)');
+    assert.equal(s.bestOverall()?.bestGain, 2.5);
+    const rootBest = { ...sampleTree(), best: 0, best_text: 'nothing beats your kernel yet' };
+    s.treeUpdated('file:///k.py', rootBest);
+    assert.equal(s.bestOverall(), undefined);
   });
 });
 
-describe('search tracking with the server running flag', () => {
-  it("trusts the tree's running flag over node statuses", () => {
+describe('status text', () => {
+  it('says what runs, then the best result', () => {
     const s = new Searches();
-    s.treeUpdated(U, { ...sampleTree(), running: false });
-    assert.equal(s.runningCount(), 0, 'node 5 says running, the server says the job ended');
-    s.treeUpdated(U, { ...sampleTree(), nodes: [node(0, null, 1)], running: true });
-    assert.equal(s.runningCount(), 1);
+    assert.equal(statusText(s).text, '$(rocket) STARK');
+    s.setRunning([run('file:///k.py', 'add_kernel', 'attempt 3/30 · best 1.20× your kernel (#1)')]);
+    assert.equal(statusText(s).text, '$(sync~spin) STARK: optimizing add_kernel');
+    assert.match(statusText(s).tooltip, /add_kernel: attempt 3\/30/);
+    s.setRunning([run('file:///k.py', 'add_kernel'), run('file:///b.py', 'b')]);
+    assert.equal(statusText(s).text, '$(sync~spin) STARK: 2 searches');
+    s.setRunning([]);
+    s.treeUpdated('file:///k.py', sampleTree());
+    assert.equal(statusText(s).text, '$(rocket) STARK · best 2.50× your kernel');
   });
 });

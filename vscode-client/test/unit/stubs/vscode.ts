@@ -53,6 +53,26 @@ export class Uri {
 }
 
 export const StatusBarAlignment = { Left: 1, Right: 2 };
+export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 };
+
+export class MarkdownString {
+  isTrusted: unknown;
+  constructor(public value = '') {}
+}
+
+export class Hover {
+  constructor(
+    public contents: unknown[],
+    public range?: unknown,
+  ) {}
+}
+
+export interface FakeProgress {
+  options: { location: number; title?: string; cancellable?: boolean };
+  reports: { message?: string; increment?: number }[];
+  cancel(): void;
+  done: boolean;
+}
 export const ViewColumn = { One: 1, Beside: -2 };
 
 export interface FakeStatusBarItem {
@@ -76,7 +96,9 @@ export const fake = {
   secrets: new Map<string, string>(),
   secretsChanged: new EventEmitter<{ key: string }>(),
   extensions: {} as Record<string, unknown>,
+  progresses: [] as FakeProgress[],
   reset(): void {
+    this.progresses = [];
     this.config = {};
     this.executeCommand = async () => undefined;
     this.inputBox = async () => undefined;
@@ -116,6 +138,17 @@ export const window = {
     return item;
   },
   showInputBox: () => fake.inputBox(),
+  withProgress(
+    options: FakeProgress['options'],
+    task: (p: { report(v: { message?: string; increment?: number }): void }, token: { onCancellationRequested(l: () => void): void }) => Promise<void>,
+  ): Promise<void> {
+    const cancelListeners: (() => void)[] = [];
+    const p: FakeProgress = { options, reports: [], done: false, cancel: () => cancelListeners.forEach((l) => l()) };
+    fake.progresses.push(p);
+    return task({ report: (v) => p.reports.push(v) }, { onCancellationRequested: (l) => cancelListeners.push(l) }).then(() => {
+      p.done = true;
+    });
+  },
   showQuickPick: (items: unknown[]) => fake.quickPick(items),
   showErrorMessage: showMessage('error'),
   showWarningMessage: showMessage('warning'),

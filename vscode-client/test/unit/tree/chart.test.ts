@@ -1,29 +1,22 @@
 import { strict as assert } from 'assert';
-import { bestSpeedupSeries } from '../../../src/tree/chart';
-import { sampleTree } from './fixtures';
+import { bestGainSeries, ticks } from '../../../src/tree/chart';
+import { node, sampleTree } from './fixtures';
 
-describe('speedup chart data', () => {
-  it('counts finished attempts in id order and keeps the best so far', () => {
-    assert.deepEqual(
-      bestSpeedupSeries(sampleTree().nodes).map((p) => [p.attempt, p.best]),
-      [
-        [0, 1],
-        [1, 1.2],
-        [2, 1.2], // failed attempt: counted, does not raise the curve
-        [3, 1.2],
-        [4, 2.5],
-      ],
-    );
+describe('best-so-far chart data', () => {
+  it('starts at your kernel (1×) and steps up at each better attempt', () => {
+    const pts = bestGainSeries(sampleTree().nodes);
+    assert.deepEqual(pts.map((p) => [p.attempt, p.best]), [[0, 1], [1, 1.2], [2, 1.2], [3, 1.2], [4, 2.5]]);
   });
 
-  it("starts at the user kernel's speedup", () => {
-    const nodes = sampleTree().nodes.slice(0, 2);
-    nodes[0].speedup = 0.01;
-    nodes[1].speedup = 0.04;
-    assert.deepEqual(bestSpeedupSeries(nodes).map((p) => p.best), [0.01, 0.04]);
+  it('counts a "nothing new" attempt without raising the curve', () => {
+    const pts = bestGainSeries([node(0, null, 1, 'root'), node(1, 0, null, 'nothing_new'), node(2, 0, 1.5)]);
+    assert.deepEqual(pts.map((p) => p.best), [1, 1, 1.5]);
   });
 
-  it('starts at 1x with no tree', () => {
-    assert.deepEqual(bestSpeedupSeries([]), [{ attempt: 0, best: 1, nodeId: null }]);
+  it('keeps tick labels apart, and the baseline always', () => {
+    const t = ticks(0, 1.65, 140, 14, [1, 1.02]);
+    assert.ok(t.includes(1) && !t.includes(1.02), String(t)); // 1.02 would sit on top of 1
+    const px = t.map((v) => (v / 1.65) * 140).sort((a, b) => a - b);
+    px.slice(1).forEach((p, i) => assert.ok(p - px[i] >= 14, String(t)));
   });
 });

@@ -1,7 +1,11 @@
-import type { SearchTree, TreeNode } from '../../../src/tree/types';
+import type { Outcome, SearchTree, TreeNode } from '../../../src/tree/types';
 
-export function node(id: number, parent: number | null, speedup: number | null, status = 'success', extra: Partial<TreeNode> = {}): TreeNode {
-  return { id, parent, kind: parent === null ? 'root' : 'code', status, speedup, runtime_ms: speedup ? 1 / speedup : null, summary: `node ${id}`, source: `v${id}\n`, ...extra };
+export function node(id: number, parent: number | null, gain: number | null, outcome: Outcome = 'faster', extra: Partial<TreeNode> = {}): TreeNode {
+  const label = parent === null ? 'baseline' : gain === null ? '' : `${gain.toFixed(2)}×`;
+  return {
+    id, parent, kind: parent === null ? 'root' : 'plan_code', status: outcome === 'failed' ? 'compile_error' : 'ok', outcome,
+    speedup: gain, gain, label, runtime_ms: gain ? 1 / gain : null, summary: `node ${id}`, ...extra,
+  };
 }
 
 /**
@@ -18,13 +22,29 @@ export function sampleTree(): SearchTree {
     kernel: 'add_kernel',
     task_id: 't1',
     baseline_ms: 1,
+    baseline: 'your kernel',
+    best: 4,
+    best_text: 'best 2.50× your kernel (#4)',
+    attempts: 3,
+    correct: 2,
+    budget: 30,
     nodes: [
-      node(0, null, 1),
+      node(0, null, 1, 'root'),
       node(1, 0, 1.2),
-      node(2, 0, null, 'compile_error'),
-      node(3, 1, 0.9),
+      node(2, 0, null, 'failed'),
+      node(3, 1, 0.9, 'slower'),
       node(4, 1, 2.5),
       node(5, 4, null, 'running'),
     ],
   };
+}
+
+/** A search of many attempts, half of them "nothing new to try" under a few nodes. */
+export function bigTree(count = 200): SearchTree {
+  const nodes = [node(0, null, 1, 'root')];
+  for (let i = 1; i < count; i++) {
+    const parent = i < 10 ? 0 : 1 + (i % 9);
+    nodes.push(i % 2 ? node(i, parent, null, 'nothing_new') : node(i, parent, 1 + i / 1000, 'faster'));
+  }
+  return { kernel: 'k', best: count - 2, nodes, attempts: count - 1, budget: count - 1 };
 }

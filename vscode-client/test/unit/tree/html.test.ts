@@ -24,3 +24,25 @@ describe('tree page html', () => {
     assert.notEqual(makeNonce(), makeNonce());
   });
 });
+
+describe('tree page layout', () => {
+  const html = treePageHtml({ cspSource: 'c', nonce: 'n', scriptUri: 's', title: 't' });
+  it('puts the detail panel beside the tree, above the chart (no scrolling to reach it)', () => {
+    const tree = html.indexOf('id="tree-pane"');
+    const detail = html.indexOf('id="detail"');
+    const chart = html.indexOf('<details id="chart-box" open>');
+    assert.ok(tree < detail && detail < chart);
+    assert.match(html, /html, body \{ height: 100%; margin: 0; \}/);
+    assert.match(html, /#detail \{ flex: 1; min-height: 0; overflow: auto;/);
+  });
+
+  it('makes a disabled button look disabled and says why', () => {
+    assert.match(html, /button:disabled, button\[aria-disabled="true"\] \{ opacity: \.4; cursor: not-allowed;/);
+    assert.match(html, /id="why-not"/);
+  });
+
+  it('has pan and zoom controls and a legend entry for "nothing new to try"', () => {
+    for (const id of ['fit', 'zoom-in', 'zoom-out', 'stop', 'continue']) assert.match(html, new RegExp(`id="${id}"`));
+    assert.match(html, /<i class="nothing-new"><\/i>nothing new to try/);
+  });
+});

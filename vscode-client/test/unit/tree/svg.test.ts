@@ -1,13 +1,18 @@
 import { strict as assert } from 'assert';
-import { bestSpeedupSeries } from '../../../src/tree/chart';
+import { bestGainSeries } from '../../../src/tree/chart';
 import { layoutTree } from '../../../src/tree/layout';
-import { escapeXml, renderChartSvg, renderTreeSvg } from '../../../src/tree/svg';
-import { node, sampleTree } from './fixtures';
+import { COMPACT_AT, escapeXml, renderChartSvg, renderTreeSvg } from '../../../src/tree/svg';
+import { viewNodes } from '../../../src/tree/view-model';
+import { bigTree, node, sampleTree } from './fixtures';
+
+function draw(t = sampleTree()) {
+  const nodes = viewNodes(t);
+  return renderTreeSvg(nodes, layoutTree(nodes));
+}
 
 describe('svg rendering', () => {
   it('draws one group per node, coloured by outcome, best path marked', () => {
-    const nodes = sampleTree().nodes;
-    const svg = renderTreeSvg(nodes, layoutTree(nodes));
+    const svg = draw();
     assert.equal((svg.match(/<g class="node/g) ?? []).length, 6);
     assert.match(svg, /<g class="node faster best best-node" data-id="4"/);
     assert.equal((svg.match(/best-node/g) ?? []).length, 1);
@@ -15,19 +20,37 @@ describe('svg rendering', () => {
     assert.match(svg, /<g class="node root best" data-id="0"/);
     assert.equal((svg.match(/class="edge best"/g) ?? []).length, 2); // 0-1 and 1-4
     assert.match(svg, />2\.50×</);
+    assert.match(svg, /viewBox="0 0 \d+ \d+"/); // the webview pans and zooms it
   });
 
   it('escapes text from the server', () => {
-    const nodes = [node(0, null, 1), node(1, 0, 2, 'success', { summary: '<script>alert(1)</script>' })];
-    const svg = renderTreeSvg(nodes, layoutTree(nodes));
+    const t = sampleTree();
+    t.nodes = [node(0, null, 1, 'root'), node(1, 0, 2, 'faster', { summary: '<script>alert(1)</script>' })];
+    const svg = draw(t);
     assert.equal(svg.includes('<script>'), false);
     assert.match(svg, /&lt;script&gt;/);
     assert.equal(escapeXml(`a"b'c&`), 'a&quot;b&#39;c&amp;');
   });
 
-  it('draws the chart as a step line ending at the best', () => {
-    const svg = renderChartSvg(bestSpeedupSeries(sampleTree().nodes));
+  it('draws a 200-node tree compactly: small nodes, nothing-new attempts clustered', () => {
+    const t = bigTree(200);
+    const nodes = viewNodes(t);
+    assert.ok(nodes.length < 120 && nodes.length > COMPACT_AT, String(nodes.length)); // 100 nothing-new leaves in 10 clusters
+    const svg = draw(t);
+    assert.match(svg, /class="tree compact"/);
+    const [, w] = svg.match(/viewBox="0 0 (\d+) (\d+)"/) ?? [];
+    assert.ok(Number(w) < 4000, w); // fits a few screens wide before any zoom
+    assert.equal((svg.match(/class="node nothing-new cluster"/g) ?? []).length, 10); // the root and nodes 1-9
+    assert.match(svg, /<title>\d+ attempts from #1 found nothing new to try/);
+  });
+
+  it('draws the chart as a step line with labelled, separate ticks', () => {
+    const svg = renderChartSvg(bestGainSeries(sampleTree().nodes), 'your kernel');
     assert.match(svg, /<path class="curve" d="M[^"]*H[^"]*V/);
-    assert.match(svg, /4 attempts/);
+    assert.match(svg, /attempts · best so far, × your kernel/);
+    assert.match(svg, />1\.00×</);
+    assert.match(svg, />2\.50×</);
+    const ys = [...svg.matchAll(/<text class="tick" x="\d+" y="([\d.]+)" text-anchor="end">/g)].map((m) => Number(m[1]));
+    ys.sort((a, b) => a - b).slice(1).forEach((y, i) => assert.ok(y - ys[i] >= 12, `overlapping labels at ${ys}`));
   });
 });

@@ -1,56 +1,69 @@
 import { strict as assert } from 'assert';
 import { isFromWebview } from '../../../src/tree/messages';
-import { nodeDetail, treeMessage } from '../../../src/tree/view-model';
-import { sampleTree } from './fixtures';
+import type { NodeDetailReply } from '../../../src/tree/types';
+import { clusterDetail, clusterId, nodeDetail, treeMessage, viewNodes } from '../../../src/tree/view-model';
+import { node, sampleTree } from './fixtures';
+
+function reply(extra: Partial<NodeDetailReply> = {}): NodeDetailReply {
+  return {
+    ...node(4, 1, 2.5), source: 'v4\n', diff: '@@ -1 +1 @@\n-v1\n+v4', can_apply: true, why_not: '',
+    gain_text: '2.50× your kernel', eager_text: '3.10× eager', error: '', profile: '', ...extra,
+  };
+}
 
 describe('tree view model', () => {
-  it('summarises the search in the header', () => {
-    const m = treeMessage(sampleTree(), 'k.py');
+  it("summarises the search in the header with the server's labelled figures", () => {
+    const m = treeMessage({ ...sampleTree(), running: true, progress: 'attempt 3/30 · best 2.50× your kernel (#4)' }, 'k.py');
     assert.equal(m.type, 'tree');
     if (m.type !== 'tree') return;
     assert.equal(m.title, 'add_kernel — k.py');
-    assert.equal(m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00× · running');
-    assert.equal(m.empty, false);
+    assert.equal(m.subtitle, 'your kernel: 1.000 ms · 3 attempts, 2 correct · best 2.50× your kernel (#4) · running: attempt 3/30 · best 2.50× your kernel (#4)');
+    assert.equal(m.running, true);
+    assert.equal(m.continueBy, undefined);
   });
 
-  it('gives a node its diff against the parent and lets only measured candidates be applied', () => {
+  it('offers to continue when the budget is spent and nothing runs', () => {
+    const m = treeMessage({ ...sampleTree(), running: false, budget: 3 }, 'k.py');
+    assert.equal(m.type === 'tree' && m.continueBy, 3);
+  });
+
+  it('says CPU timings are not GPU timings', () => {
+    const m = treeMessage({ ...sampleTree(), cpu: true }, 'k.py');
+    assert.match(m.type === 'tree' ? m.subtitle : '', /CPU interpreter timings, not GPU timings/);
+  });
+
+  it('draws "nothing new" attempts as one cluster per parent, not as failed candidates', () => {
     const t = sampleTree();
-    const d4 = nodeDetail(t, 4);
-    assert.equal(d4?.diff, '@@ line 1 @@\n-v1\n+v4');
-    assert.equal(d4?.canApply, true);
-    assert.equal(nodeDetail(t, 2)?.canApply, false); // failed
-    assert.equal(nodeDetail(t, 0)?.canApply, false); // root
-    assert.equal(nodeDetail(t, 5)?.canApply, false); // running
-    assert.equal(nodeDetail(t, 99), undefined);
+    t.nodes.push(node(6, 1, null, 'nothing_new'), node(7, 1, null, 'nothing_new'), node(8, 3, null, 'nothing_new'));
+    const v = viewNodes(t);
+    const cluster = v.find((n) => n.id === clusterId(1));
+    assert.equal(cluster?.count, 2);
+    assert.equal(cluster?.outcome, 'nothing_new');
+    assert.equal(v.find((n) => n.id === 8)?.outcome, 'nothing_new'); // alone: drawn as itself, small
+    assert.equal(v.some((n) => n.id === 6 || n.id === 7), false);
+    const d = clusterDetail(t, clusterId(1));
+    assert.equal(d?.canApply, false);
+    assert.match(d?.summary ?? '', /#6, #7/);
+  });
+
+  it("builds the detail from stark/node, with why Apply is disabled", () => {
+    const d = nodeDetail(reply());
+    assert.equal(d.title, '#4 plan + code · 2.50× your kernel · 0.4000 ms');
+    assert.equal(d.summary, 'node 4\nagainst the reference: 3.10× eager');
+    assert.equal(d.canApply, true);
+    const failed = nodeDetail(reply({ ...node(2, 0, null, 'failed'), can_apply: false, why_not: 'only verified candidates can be applied', error: 'line 3: undefined' }));
+    assert.equal(failed.canApply, false);
+    assert.equal(failed.whyNot, 'only verified candidates can be applied');
+    assert.match(failed.summary, /line 3: undefined/);
   });
 
   it('accepts only well-formed messages from the webview', () => {
     assert.equal(isFromWebview({ type: 'apply', id: 3 }), true);
     assert.equal(isFromWebview({ type: 'ready' }), true);
+    assert.equal(isFromWebview({ type: 'stop' }), true);
+    assert.equal(isFromWebview({ type: 'select', id: -2 }), true); // a cluster
     assert.equal(isFromWebview({ type: 'apply', id: '3' }), false);
     assert.equal(isFromWebview({ type: 'run', id: 3 }), false);
     assert.equal(isFromWebview(null), false);
-  });
-});
-
-describe('tree view model with the server extras', () => {
-  it("uses the server's running flag and progress line, and the root's runtime as the baseline", () => {
-    const t = sampleTree();
-    delete t.baseline_ms;
-    t.nodes = t.nodes.filter((n) => n.id !== 5);
-    t.nodes[0].runtime_ms = 0.5;
-    const m = treeMessage({ ...t, running: true, progress: '3/8 attempts' }, 'k.py');
-    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 0.500 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00× · running: 3/8 attempts');
-  });
-
-  it('leaves abandoned nodes out of the attempts and shows a failed node its error', () => {
-    const t = sampleTree();
-    t.nodes.push({ ...t.nodes[3], id: 6, status: 'abandoned' });
-    t.nodes[2].error = 'line 3: undefined name';
-    const m = treeMessage({ ...t, running: false }, 'k.py');
-    assert.equal(m.type === 'tree' && m.subtitle, 'baseline 1.000 ms · 4 attempts · best 2.50× (#4) · your kernel 1.00×');
-    assert.equal(nodeDetail(t, 2)?.summary, 'node 2\nline 3: undefined name');
-    t.nodes[4].profile = 'ncu: dram 81% of peak, sm 12%';
-    assert.equal(nodeDetail(t, 4)?.summary, `${t.nodes[4].summary}\nncu: dram 81% of peak, sm 12%`);
   });
 });

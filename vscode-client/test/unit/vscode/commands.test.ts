@@ -6,11 +6,12 @@ import { Searches } from '../../../src/searches';
 import { ServerManager } from '../../../src/server';
 import { StatusBar } from '../../../src/statusBar';
 import type { TreePanel } from '../../../src/treePanel';
-import { LanguageClient } from '../stubs/languageclient';
-import { makeSecretStorage } from '../stubs/vscode';
+import { created, LanguageClient } from '../stubs/languageclient';
+import { fake, makeSecretStorage } from '../stubs/vscode';
 
 const output = { appendLine() {}, show() {} } as unknown as vscode.OutputChannel;
 const T = { uri: 'file:///w/k.py', kernel: 'k' };
+const running = (uri: string, kernel: string) => ({ uri, kernel, task_id: 't', progress: 'attempt 1/3', best: null, stopping: false });
 
 function setup() {
   const apiKeys = new ApiKeyStore(makeSecretStorage() as unknown as vscode.SecretStorage);
@@ -18,23 +19,43 @@ function setup() {
   const searches = new Searches();
   const status = new StatusBar(searches);
   const commands = new Commands({ server, searches, status, panel: () => ({}) as TreePanel, apiKeys, output });
-  return { commands, searches };
+  return { commands, searches, server };
 }
 
-describe('optimize command', () => {
-  it('marks the search as running while the server runs it', async () => {
-    LanguageClient.answer = (method) =>
-      method === 'workspace/executeCommand' ? { started: true } : { kernel: 'k', nodes: [], running: true };
-    const { commands, searches } = setup();
+const commandsSent = () => created[0].sent.filter((s) => s.method === 'workspace/executeCommand').map((s) => s.params);
+
+describe('optimize and stop commands', () => {
+  it('asks the server to optimize the kernel', async () => {
+    LanguageClient.answer = () => ({ started: true });
+    const { commands } = setup();
     await commands.optimize(T);
-    assert.equal(searches.get(T.uri, T.kernel)?.running, true);
+    assert.deepEqual(commandsSent(), [{ command: 'stark.optimize', arguments: [T.uri, 'k'] }]);
   });
 
-  it('does not count a search the server refused', async () => {
-    LanguageClient.answer = (method) => (method === 'workspace/executeCommand' ? { error: 'no harness' } : null);
+  it('stops the search the server says runs, even under a new name after a rename', async () => {
     const { commands, searches } = setup();
-    await commands.optimize(T);
-    assert.equal(searches.get(T.uri, T.kernel)?.running, false);
+    searches.setRunning([running('file:///w/moved.py', 'k')]);
+    await commands.stop(T); // the old name: the only search is stopped under its current one
+    assert.deepEqual(commandsSent(), [{ command: 'stark.stop', arguments: ['file:///w/moved.py', 'k'] }]);
+  });
+
+  it('asks which search to stop when several run, and stops everything when it knows of none', async () => {
+    const { commands, searches } = setup();
+    searches.setRunning([running('file:///a.py', 'a'), running('file:///b.py', 'b')]);
+    fake.quickPick = async (items: unknown[]) => items[1];
+    await commands.stop();
+    searches.setRunning([]);
+    await commands.stop();
+    assert.deepEqual(commandsSent(), [
+      { command: 'stark.stop', arguments: ['file:///b.py', 'b'] },
+      { command: 'stark.stop', arguments: [] },
+    ]);
+  });
+
+  it('continues a search with more attempts', async () => {
+    const { commands } = setup();
+    await commands.continueSearch(T, 30);
+    assert.deepEqual(commandsSent(), [{ command: 'stark.continueSearch', arguments: [T.uri, 'k', 30] }]);
   });
 
   it('recognises refusals', () => {

@@ -83,3 +83,36 @@ describe('server manager', () => {
     assert.deepEqual(created[0].sent, [{ method: 'workspace/executeCommand', params: { command: 'stark.setApiKey', arguments: ['sk-2'] } }]);
   });
 });
+
+describe('server manager: progress, searches, hovers', () => {
+  it('shows a search as a progress notification whose Cancel cancels the work-done progress', async () => {
+    const m = manager();
+    await m.start();
+    const c = created[0];
+    await c.requestHandlers.get('window/workDoneProgress/create')?.({ token: 'tok' });
+    const send = c.progressHandlers.get('tok');
+    send?.({ kind: 'begin', title: 'Optimizing k', cancellable: true, message: 'starting the evaluation worker', percentage: 0 });
+    await new Promise((r) => setImmediate(r));
+    const [p] = fake.progresses;
+    assert.equal(p.options.location, 15 /* Notification */);
+    assert.equal(p.options.title, 'STARK: Optimizing k');
+    assert.equal(p.options.cancellable, true);
+    send?.({ kind: 'report', message: 'attempt 3/30 · best 1.20× your kernel (#2)', percentage: 10 });
+    assert.deepEqual(p.reports[1], { message: 'attempt 3/30 · best 1.20× your kernel (#2)', increment: 10 });
+    p.cancel();
+    assert.deepEqual(c.sent.at(-1), { method: 'window/workDoneProgress/cancel', params: { token: 'tok' } });
+    send?.({ kind: 'end', message: 'cancelled: 3 attempts' });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(p.done, true);
+  });
+
+  it('forwards stark/searches and says nothing runs once stopped', async () => {
+    const m = manager();
+    const seen: unknown[] = [];
+    m.onSearches((s) => seen.push(s));
+    await m.start();
+    created[0].notificationHandlers.get('stark/searches')?.({ searches: [{ uri: 'u', kernel: 'k' }] });
+    await m.stop();
+    assert.deepEqual(seen, [[{ uri: 'u', kernel: 'k' }], []]);
+  });
+});

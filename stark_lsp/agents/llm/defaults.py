@@ -1,0 +1,9 @@
+"""The LLM client's defaults, importable without the ``openai`` package (the CLI's help reads them)."""
+
+DEFAULTS = {
+    "connect_timeout_s": 10.0,
+    "read_timeout_s": 300.0,
+    "max_retries": 3,
+    "timeout_retries": 1,
+    "max_tokens": 8192,
+}

@@ -1,0 +1,106 @@
+"""The LLM-team options of ``stark optimize`` (and ``stark bench``), and the
+``make_team`` keyword arguments they give.
+
+    --max-tokens N           most tokens in one answer (default 8192)
+    --connect-timeout SEC    to open the connection (default 10)
+    --read-timeout SEC       to wait for one whole answer (default 300)
+    --retries N              retries on 429/5xx/dropped connections (default 3)
+    --timeout-retries N      retries after a read timeout (default 1)
+    --temperature T | plan=T,code=T,debug=T   (default plan 0.8, code 0.1, debug 0.1)
+    --context-tokens N       the token budget of one prompt (default 12000)
+
+The key is never an option: ``STARK_API_KEY``, else ``OPENAI_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+AGENTS = ("plan", "code", "debug")
+
+
+def add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    from stark_lsp.agents.llm.defaults import DEFAULTS
+
+    g = p.add_argument_group("LLM team (--llm openai; the key comes from STARK_API_KEY, else OPENAI_API_KEY)")
+    g.add_argument("--max-tokens", type=_positive_int, metavar="N",
+                   help=f"most tokens in one answer (default {DEFAULTS['max_tokens']})")
+    g.add_argument("--connect-timeout", type=_positive_float, metavar="SEC",
+                   help=f"seconds to open a connection (default {DEFAULTS['connect_timeout_s']:g})")
+    g.add_argument("--read-timeout", type=_positive_float, metavar="SEC",
+                   help=f"seconds to wait for one whole answer (default {DEFAULTS['read_timeout_s']:g})")
+    g.add_argument("--retries", type=_count, metavar="N",
+                   help=f"retries of a call on 429, 5xx or a dropped connection (default {DEFAULTS['max_retries']})")
+    g.add_argument("--timeout-retries", type=_count, metavar="N",
+                   help=f"retries of a call after a read timeout (default {DEFAULTS['timeout_retries']})")
+    g.add_argument("--temperature", type=parse_temperatures, metavar="T|plan=T,code=T,debug=T",
+                   help="sampling temperature of every agent, or per agent (default plan 0.8, code 0.1, debug 0.1)")
+    g.add_argument("--context-tokens", type=_positive_int, metavar="N",
+                   help="the token budget of one prompt, estimated as characters / 4 (default 12000)")
+
+
+def team_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``make_team`` keyword arguments for the options that were given."""
+    got = {
+        "max_tokens": getattr(args, "max_tokens", None),
+        "connect_timeout_s": getattr(args, "connect_timeout", None),
+        "read_timeout_s": getattr(args, "read_timeout", None),
+        "max_retries": getattr(args, "retries", None),
+        "timeout_retries": getattr(args, "timeout_retries", None),
+        "temperatures": getattr(args, "temperature", None),
+    }
+    return {k: v for k, v in got.items() if v is not None}
+
+
+def parse_temperatures(text: str) -> dict[str, float]:
+    """``0.5`` (every agent) or ``plan=0.9,code=0.2``."""
+    text = text.strip()
+    try:
+        if "=" not in text:
+            t = float(text)
+            out = {a: t for a in AGENTS}
+        else:
+            out = {}
+            for part in text.split(","):
+                name, _, value = part.partition("=")
+                name = name.strip().lower()
+                if name not in AGENTS:
+                    raise argparse.ArgumentTypeError(f"unknown agent {name!r}: use plan, code, debug")
+                out[name] = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a temperature: {text!r} (e.g. 0.7 or plan=0.8,code=0.1)") from None
+    bad = [f"{a}={t:g}" for a, t in out.items() if not 0.0 <= t <= 2.0]
+    if bad:
+        raise argparse.ArgumentTypeError(f"temperatures are between 0 and 2, not {', '.join(bad)}")
+    return out
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {v}")
+    return v
+
+
+def _count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return v

@@ -1,0 +1,107 @@
+"""Refusing bad input before anything runs: one line naming the problem and the fix.
+
+A command raises :class:`Refusal`; ``cli.py`` prints ``stark COMMAND: MESSAGE``
+and exits ``exit_codes.USAGE`` (no traceback). The checks here are cheap and
+import neither torch nor the evaluator's workers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+GPU_NEEDED = "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here"
+SMALL_HINT = ("on the CPU, full-size shapes run slowly under the Triton interpreter and eager PyTorch: "
+              "set STARK_SMALL=1 (harnesses that support it pick small shapes) or raise --timeout")
+
+
+class Refusal(Exception):
+    """Bad input, or a request this machine cannot serve: nothing was run (exit USAGE)."""
+
+
+def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
+    """``tasks.spec.load_task``, with every reason it refuses as a :class:`Refusal`."""
+    from stark_lsp.tasks.spec import TaskError, load_task as load
+
+    try:
+        return load(path, harness)
+    except TaskError as e:
+        raise Refusal(str(e)) from None
+
+
+def read_candidate(path: str) -> str:
+    from stark_lsp.tasks.spec import TaskError, read_source
+
+    try:
+        return read_source(path, "candidate")
+    except TaskError as e:
+        raise Refusal(str(e)) from None
+
+
+def output_file(path: str, option: str = "-o") -> Path:
+    """A file we may write: its folder exists and it is not a folder itself."""
+    p = Path(path)
+    if p.is_dir():
+        raise Refusal(f"{option} {path} is a directory: give a file name, e.g. {Path(path) / 'best.py'}")
+    parent = p.parent
+    if not parent.is_dir():
+        raise Refusal(f"{option} {path}: the folder {parent} does not exist: create it first (mkdir -p {parent})")
+    if not os.access(parent, os.W_OK):
+        raise Refusal(f"{option} {path}: the folder {parent} is not writable")
+    return p
+
+
+def write_file(path: Path, text: str, option: str = "-o") -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise Refusal(f"{option} {path}: cannot write it: {e.strerror or e}") from None
+
+
+def missing_python_modules(task: Any | None = None) -> list[str]:
+    """The modules the evaluator needs that this interpreter lacks (torch; triton for Triton tasks)."""
+    needed = ["torch"]
+    if task is not None and getattr(task, "kind", "") == "triton":
+        needed.append("triton")
+    return [m for m in needed if importlib.util.find_spec(m) is None]
+
+
+def require_evaluator_modules(task: Any | None = None) -> None:
+    missing = missing_python_modules(task)
+    if missing:
+        names = " and ".join(missing)
+        raise Refusal(f"{names} {'is' if len(missing) == 1 else 'are'} not installed, and the evaluator needs "
+                      f"{'it' if len(missing) == 1 else 'them'}: install with '{sys.executable} -m pip install "
+                      f"{' '.join(missing)}' (or run scripts/setup.sh)")
+
+
+def gpu_here() -> bool:
+    from stark_lsp.evaluate.evaluator import gpu_present
+
+    return gpu_present()
+
+
+def require_gpu_for_device(device: str) -> None:
+    """``--device cuda`` on a machine without an NVIDIA GPU."""
+    if device == "cuda" and not gpu_here():
+        raise Refusal("--device cuda: this machine has no NVIDIA GPU: use --device cpu (or auto), "
+                      "or run on a GPU machine")
+
+
+def needs_gpu(task: Any) -> bool:
+    """Whether nothing of the task can run without a GPU: CUDA sources, and a
+    KernelBench file whose own ModelNew builds CUDA with load_inline."""
+    if task.kind == "cuda":
+        return True
+    if task.kind == "kernelbench":
+        import re
+
+        return re.search(r"\b(load_inline|cpp_extension\.load)\b", task.root_source()) is not None
+    return False
+
+
+def runs_on_cpu(device: str) -> bool:
+    return device == "cpu" or (device == "auto" and not gpu_here())

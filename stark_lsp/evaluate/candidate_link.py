@@ -1,0 +1,270 @@
+"""The judge's handles on the sandbox: the zygote, and one candidate process at a time.
+
+``SandboxedZygote`` starts the zygote (``zygote.py``) inside the sandbox
+(``sandbox.py``) and asks it for candidate processes. For each one the judge
+makes the three things that process may touch of the outside world: a socket
+pair for its channel, a sealed shared buffer for its outputs, and a pipe for
+what it prints; it keeps one end of each and sends the others along. Nothing
+else connects the candidate to the judge.
+
+``CandidateLink`` is one such process seen from the judge: requests with
+deadlines, its output tail (drained by a thread so it can never block on a
+full pipe), its buffer, and ``kill``. One process is started ahead, so the
+next evaluation finds a process whose CUDA context already exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from stark_lsp.evaluate.candidate_errors import clean_text
+from stark_lsp.evaluate.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
+from stark_lsp.evaluate.sandbox import Layout, Sandbox, scrubbed_env
+
+READY_TIMEOUT_S = 240.0
+OUTPUT_KEEP = 64 << 10
+
+
+class SandboxError(RuntimeError):
+    """The sandbox or its zygote could not be started or stopped answering."""
+
+
+class _OutputTail(threading.Thread):
+    """Drains a candidate's stdout/stderr pipe, keeping the last bytes."""
+
+    def __init__(self, fd: int):
+        super().__init__(daemon=True, name="stark-candidate-output")
+        self.fd = fd
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        try:
+            while True:
+                data = os.read(self.fd, 1 << 16)
+                if not data:
+                    break
+                with self.lock:
+                    self.chunks.append(data)
+                    self.size += len(data)
+                    self.total += len(data)
+                    while self.size > OUTPUT_KEEP and len(self.chunks) > 1:
+                        self.size -= len(self.chunks.popleft())
+        except OSError:
+            pass
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def text(self, limit: int = 4000) -> str:
+        with self.lock:
+            data = b"".join(self.chunks)
+        return clean_text(data.decode("utf-8", "replace"), limit)
+
+
+class CandidateLink:
+    def __init__(self, zygote: "SandboxedZygote", chan: Channel, buffer_fd: int, output: _OutputTail, pid: int):
+        self.zygote = zygote
+        self.chan = chan
+        self.buffer_fd = buffer_fd
+        self.buffer = map_buffer(buffer_fd)
+        self.capacity = len(self.buffer)
+        self.output = output
+        self.pid = pid  # as the sandbox numbers it
+        self.ready = False
+        self.dead = False
+        self.last_limit_s = 0.0  # the limit the last request ran under (for the message when it passed)
+
+    def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
+        if self.ready:
+            return
+        msg = self.request(None, limit_s, cancel_fd=cancel_fd)
+        if msg.get("ready") is not True:
+            raise ChannelError(f"the candidate process did not start: {clean_text(msg.get('error'), 300)}")
+        self.ready = True
+
+    def request(self, msg: dict[str, Any] | None, limit_s: float, *, launched_limit_s: float | None = None,
+                cancel_fd: int | None = None) -> dict[str, Any]:
+        """Send ``msg`` (if any) and return the reply. ``launched_limit_s``: once the process
+        says its call returned (``{"launched": true}``), the reply must come within this."""
+        if msg is not None:
+            self.chan.send(msg)
+        deadline = time.monotonic() + limit_s
+        self.last_limit_s = limit_s
+        watch = (cancel_fd,) if cancel_fd is not None else ()
+        while True:
+            reply = self.chan.recv(deadline, watch)
+            if reply.get("launched") is True and len(reply) == 1:
+                if launched_limit_s is not None and time.monotonic() + launched_limit_s < deadline:
+                    deadline = time.monotonic() + launched_limit_s
+                    self.last_limit_s = launched_limit_s
+                continue
+            return reply
+
+    def read_bytes(self, offset: int, nbytes: int) -> bytes:
+        return bytes(self.buffer[offset: offset + nbytes])  # a snapshot: the process may keep writing
+
+    def output_tail(self, limit: int = 4000) -> str:
+        return self.output.text(limit)
+
+    def close(self) -> None:
+        """Forget this process; the zygote kills it (and all it started) before the next one."""
+        if self.dead:
+            return
+        self.dead = True
+        try:
+            self.chan.sock.close()
+        except OSError:
+            pass
+        try:
+            self.buffer.close()
+        except (BufferError, ValueError):
+            pass
+        try:
+            os.close(self.buffer_fd)
+        except OSError:
+            pass
+
+
+class SandboxedZygote:
+    """The zygote process (in the sandbox, or plainly when ``sandbox`` is None)."""
+
+    def __init__(self, sandbox: Sandbox | None, layout: Layout, device: str, env: dict[str, str],
+                 buffer_bytes: int = 64 << 20):
+        self.sandbox = sandbox
+        self.layout = layout
+        self.device = device
+        self.buffer_bytes = buffer_bytes
+        self._next: CandidateLink | None = None
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.ctrl = parent
+        argv = [sys.executable, "-m", "stark_lsp.evaluate.zygote", "--fd", str(child.fileno()), "--device", device]
+        if sandbox is not None:
+            argv += ["--sandboxed", "--wipe", *layout.hidden]
+            argv = sandbox.wrap(argv, layout)
+        self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), env=scrubbed_env(env),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        child.close()
+        self._stderr = _OutputTail(self.proc.stderr.fileno())  # type: ignore[union-attr]
+        self._stderr.start()
+        hello = self._recv(READY_TIMEOUT_S)
+        if hello.get("ready") is not True:
+            self.close()
+            raise SandboxError(f"the sandbox did not start: {hello.get('error') or self._why()}")
+        self.info = hello
+
+    def _why(self) -> str:
+        time.sleep(0.1)
+        tail = self._stderr.text(600).strip().splitlines()
+        return tail[-1] if tail else f"exit code {self.proc.poll()}"
+
+    def _recv(self, timeout: float) -> dict[str, Any]:
+        r, _, _ = select.select([self.ctrl], [], [], timeout)
+        if not r:
+            raise SandboxError(f"the zygote did not answer within {timeout:.0f} s")
+        try:
+            data = self.ctrl.recv(1 << 16)
+        except OSError as e:
+            raise SandboxError(f"the zygote is gone ({e}): {self._why()}") from None
+        if not data:
+            raise SandboxError(f"the zygote is gone: {self._why()}")
+        return json.loads(data)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def covers(self, paths: list[str]) -> bool:
+        return all(self.layout.covers(p) for p in paths)
+
+    def _spawn(self) -> CandidateLink:
+        judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        buffer_fd = create_buffer(self.buffer_bytes)
+        out_r, out_w = os.pipe()
+        try:
+            socket.send_fds(self.ctrl, [json.dumps({"op": "spawn"}).encode()], [cand_end.fileno(), buffer_fd, out_w])
+            reply = self._recv(60.0)
+        except OSError as e:
+            raise SandboxError(f"the zygote is gone ({e}): {self._why()}") from None
+        finally:
+            cand_end.close()
+            os.close(out_w)
+        if "spawned" not in reply:
+            os.close(out_r)
+            raise SandboxError(f"the zygote could not start a candidate process: {reply.get('error')}")
+        tail = _OutputTail(out_r)
+        tail.start()
+        return CandidateLink(self, Channel(judge_end), buffer_fd, tail, int(reply["spawned"]))
+
+    def take(self, buffer_bytes: int) -> CandidateLink:
+        """A fresh candidate process whose buffer holds ``buffer_bytes``; the next one starts at once."""
+        link = self._next
+        self._next = None
+        if link is None or link.capacity < buffer_bytes:
+            if link is not None:
+                link.close()
+            self.buffer_bytes = max(self.buffer_bytes, buffer_bytes)
+            link = self._spawn()
+        return link
+
+    def prepare_next(self) -> None:
+        """Kill whatever ran, clean up, and start the next candidate process now (it creates
+        its CUDA context while the caller does other work)."""
+        if self._next is None:
+            self._next = self._spawn()
+
+    def how_it_ended(self, link: "CandidateLink") -> str:
+        """" (SIGSEGV)", " (exit code 3)", or "" when the zygote cannot tell."""
+        try:
+            socket.send_fds(self.ctrl, [json.dumps({"op": "wait", "pid": link.pid}).encode()], [])
+            msg = self._recv(10.0)
+        except (OSError, SandboxError, ValueError):
+            return ""
+        if "signal" in msg:
+            return f" ({msg['signal']})"
+        if "exit" in msg:
+            return f" (exit code {msg['exit']})"
+        return ""
+
+    def kill_all(self) -> None:
+        if self._next is not None:
+            self._next.close()
+            self._next = None
+        socket.send_fds(self.ctrl, [json.dumps({"op": "kill"}).encode()], [])
+        self._recv(120.0)
+
+    def close(self) -> None:
+        if self._next is not None:
+            self._next.close()
+            self._next = None
+        try:
+            self.ctrl.send(json.dumps({"op": "exit"}).encode())
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait(timeout=10)
+        self.ctrl.close()
+
+
+__all__ = ["CandidateLink", "SandboxedZygote", "SandboxError", "Deadline", "PeerClosed", "ChannelError"]

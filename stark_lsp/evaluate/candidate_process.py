@@ -1,0 +1,258 @@
+"""The candidate process: one fresh process per candidate, forked by the zygote.
+
+It is the only place candidate code runs, and it decides nothing. It loads
+the candidate (or, for the judge's own baselines, the reference), then
+answers the judge's requests one at a time on its private channel
+(``channel.py``):
+
+    load       import the candidate / load its library; build the callable
+    trial      draw the inputs of a seed, call once, write the outputs to the
+               shared buffer (sends {"launched": true} once the call returned,
+               before it waits for the device)
+    warm       call n times on the inputs of a seed
+    rep        one timed call: fresh inputs from a seed, L2 flushed, timed
+               (CUDA events, or the host clock on the CPU), answered with the
+               time and a digest of the output (``digest.py``)
+    launches   which kernels ran (Triton launch counter; the profiler on a GPU)
+    resources  registers / shared memory / spills of its own Triton kernels
+
+Everything it sends is a claim: the judge verifies the outputs, cross-checks
+the times with its own clock, and computes every verdict (``judge.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from stark_lsp.evaluate import timing as T
+from stark_lsp.evaluate.candidate_errors import call_failure, error_reply, first_line, load_diagnostics
+from stark_lsp.evaluate.channel import Channel, PeerClosed, aligned, map_buffer
+from stark_lsp.evaluate.compare import as_outputs, same_tensors
+from stark_lsp.evaluate.digest import digest
+from stark_lsp.evaluate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names
+from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, clone_inputs, load_candidate, load_reference
+from stark_lsp.tasks.spec import TaskSpec
+
+_perf = time.perf_counter
+
+
+def describe(values: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append({"shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", "")})
+        else:
+            out.append({"value": repr(v)[:200]})
+    return out
+
+
+class CandidateProcess:
+    def __init__(self, chan: Channel, buffer_fd: int, device: str):
+        self.chan = chan
+        self.buf = map_buffer(buffer_fd)
+        self.capacity = len(self.buf)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.is_gpu = self.device.type == "cuda"
+        if self.is_gpu:
+            torch.cuda.init()
+            torch.ones(1, device=self.device).add_(1)  # the context, now, not in the first trial
+        self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
+        self.launches = LaunchCounter()
+        self.launches.install()  # before any candidate code is imported
+        self.ref = None
+        self.fn: Callable[..., Any] | None = None
+        self.cand_file: Path | None = None
+        self.source = ""
+        self.calls = 0
+
+    # ------------------------------------------------------------------
+    def serve(self) -> None:
+        self.chan.send({"ready": True, "pid": os.getpid()})
+        while True:
+            try:
+                msg = self.chan.recv()
+            except PeerClosed:
+                return
+            op = msg.get("op")
+            if op == "exit":
+                return
+            handler = getattr(self, f"op_{op}", None)
+            try:
+                reply = handler(msg) if handler else error_reply("runtime_error", f"unknown request {op!r}")
+            except Exception as e:  # noqa: BLE001 - every failure is an answer
+                reply = self._failure(e, first=self.calls == 0)
+            self.chan.send(reply)
+
+    def _failure(self, e: BaseException, first: bool) -> dict[str, Any]:
+        if isinstance(e, HarnessError):
+            return error_reply("task_error", f"task error: {e}")
+        reply = call_failure(e, self.cand_file, self.source, first)
+        if self.fn is None:
+            reply["error"]["log"] = traceback.format_exc()[-4000:]
+        return reply
+
+    def _sync(self) -> None:
+        if self.is_gpu:
+            torch.cuda.synchronize()  # the whole device: side streams included
+
+    # ------------------------------------------------------------------
+    def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        spec = TaskSpec.from_dict(msg["task"])
+        self.ref = load_reference(spec, self.device)
+        role, seed = msg.get("role", "candidate"), int(msg["param_seed"])
+        if role == "candidate":
+            self.cand_file = Path(msg["candidate_file"])
+            self.source = self.cand_file.read_text()
+            try:
+                self.fn = load_candidate(self.ref, self.cand_file, msg.get("library"), seed)
+            except CandidateLoadError as e:
+                cause = e.__cause__ or e
+                diags = load_diagnostics(cause, self.cand_file, self.source)
+                return error_reply("compile_error", first_line(str(e)), diags, log=str(e))
+        elif role in ("reference", "compiled"):
+            fn = self.ref.reference_fn(seed)
+            self.fn = torch.compile(fn) if role == "compiled" else fn
+        else:
+            return error_reply("runtime_error", f"unknown role {role!r}")
+        return {"loaded": True}
+
+    def _call(self, inputs: list[Any]) -> list[Any]:
+        assert self.fn is not None
+        with torch.no_grad():
+            out = self.fn(*inputs)
+        self.calls += 1
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+
+    def op_trial(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.ref is not None
+        inputs = self.ref.inputs(int(msg["seed"]))
+        pristine = clone_inputs(inputs)
+        if self.is_gpu:
+            poison_cached_memory(self.device)  # an output that is never written reads as NaN
+        first = self.calls == 0
+        try:
+            out = self._call(inputs)
+            self.chan.send({"launched": True})
+            self._sync()
+        except Exception as e:  # noqa: BLE001
+            return self._failure(e, first)
+        return {"outputs": self._store(out), "inputs_changed": same_tensors(pristine, inputs),
+                "inputs": describe(inputs)}
+
+    def _store(self, outputs: list[Any]) -> list[dict[str, Any]]:
+        headers, offset = [], 0
+        for o in outputs:
+            if not isinstance(o, torch.Tensor):
+                v = o if isinstance(o, (bool, int)) else float(o) if isinstance(o, float) else None
+                if isinstance(v, float) and v != v:
+                    v = "nan"
+                elif isinstance(v, float) and v in (float("inf"), float("-inf")):
+                    v = "inf" if v > 0 else "-inf"
+                headers.append({"kind": "scalar", "value": v if v is not None else repr(o)[:100]})
+                continue
+            t = o.contiguous()
+            nbytes = t.numel() * t.element_size()
+            h = {"kind": "tensor", "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
+                 "nbytes": nbytes, "stored": False}
+            if offset + nbytes <= self.capacity:
+                if nbytes:
+                    dst = torch.frombuffer(self.buf, dtype=torch.uint8, count=nbytes, offset=offset)
+                    dst.copy_(t.reshape(-1).view(torch.uint8))
+                h.update(stored=True, offset=offset)
+                offset = aligned(offset + nbytes)
+            headers.append(h)
+        return headers
+
+    def op_warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.ref is not None
+        inputs = self.ref.inputs(int(msg["seed"]))
+        t0 = _perf()
+        for _ in range(max(1, int(msg.get("calls", 1)))):
+            self._call(inputs)
+        self._sync()
+        return {"ms": (_perf() - t0) * 1e3}
+
+    def op_rep(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.ref is not None
+        inputs = self.ref.inputs(int(msg["seed"]))
+        if self.is_gpu:
+            if self.flusher is not None and msg.get("flush", True):
+                self.flusher()
+            self._sync()
+            start, end = T.new_events()
+            T.record(start)
+            out = self._call(inputs)
+            T.record(end)
+            self._sync()
+            ms = T.elapsed(start, end)
+        else:
+            t0 = _perf()
+            out = self._call(inputs)
+            ms = (_perf() - t0) * 1e3
+        return {"ms": ms, "digest": digest(out, int(msg["proj"]))}
+
+    def op_launches(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.ref is not None
+        profiled: list[str] = []
+        if self.is_gpu and msg.get("profile", True):
+            profiled = profiled_kernel_names(self.fn, self.ref.inputs(int(msg["seed"])))
+        return {"triton": sorted(self.launches.launches), "profiled": profiled[:200]}
+
+    def op_resources(self, msg: dict[str, Any]) -> dict[str, Any]:
+        wanted = set(msg.get("kernels") or [])
+        return {"resources": triton_resources(wanted) if self.is_gpu else []}
+
+
+def triton_resources(wanted: set[str]) -> list[dict[str, Any]]:
+    """Registers, shared memory and spills of this process's Triton kernels named in ``wanted``."""
+    out: list[dict[str, Any]] = []
+    for modname, mod in list(sys.modules.items()):
+        if not modname.startswith("stark_candidate_"):
+            continue
+        for obj in list(vars(mod).values()):
+            cache = getattr(obj, "device_caches", None) or getattr(obj, "cache", None)
+            if not isinstance(cache, dict):
+                continue
+            for dev_cache in cache.values():
+                kernels = dev_cache[0] if isinstance(dev_cache, tuple) else dev_cache
+                if not isinstance(kernels, dict):
+                    continue
+                for k in kernels.values():
+                    md = getattr(k, "metadata", None)
+                    name = getattr(md, "name", None) or getattr(getattr(obj, "fn", None), "__name__", "?")
+                    if name in wanted:
+                        out.append({"kernel": name, "registers": getattr(k, "n_regs", None),
+                                    "spill_stores": getattr(k, "n_spills", None), "shared_bytes": getattr(md, "shared", None)})
+    return out[-16:]
+
+
+def child_main(sock_fd: int, buffer_fd: int, output_fd: int, device: str) -> int:
+    """Entry in a freshly forked child of the zygote: never returns to the zygote's code."""
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    if output_fd > 2:
+        os.close(output_fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False, errors="replace")
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False, errors="replace")
+    chan = Channel(socket.socket(fileno=sock_fd))
+    try:
+        proc = CandidateProcess(chan, buffer_fd, device)
+    except Exception as e:  # noqa: BLE001 - the judge hears why, then the process ends
+        try:
+            chan.send({"ready": False, "error": f"{type(e).__name__}: {first_line(str(e))}"})
+        except PeerClosed:
+            pass
+        return 1
+    proc.serve()
+    return 0
+

@@ -1,0 +1,141 @@
+"""The judge process: long-lived, warm, trusted; started by ``pool.py``.
+
+    python -m stark_lsp.evaluate.judge_process --fd-in N --fd-out M --device D --log FILE
+
+It imports torch and creates its CUDA context once, starts the sandbox's
+zygote, and then judges one evaluation at a time (``judge.py``). It never
+imports or runs candidate code. It talks JSON lines over two inherited pipe
+descriptors; its own stdout/stderr go to a log file.
+
+Messages in:  {"op": "evaluate", "job": {...}} | {"op": "cancel"} | {"op": "exit"}
+Messages out: {"ready": true, "hardware": {...}} once, then per job
+              {"started": true, "waited_s": s} when it holds the GPU (gpu_lock.py)
+              and {"result": EvalResult-dict, "recycle": bool} or {"unavailable": reason}.
+A "cancel" that arrives while a job runs stops it (the candidate is killed);
+the job is answered as stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import sys
+import traceback
+from contextlib import nullcontext
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+
+
+class _Lines:
+    """Reads JSON lines from a descriptor without buffering past what it returns, so the
+    same descriptor can be watched for a cancel request while a job runs."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = b""
+
+    def next(self) -> dict | None:
+        while b"\n" not in self.buf:
+            data = os.read(self.fd, 1 << 16)
+            if not data:
+                return None
+            self.buf += data
+        line, _, self.buf = self.buf.partition(b"\n")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return {}
+        return msg if isinstance(msg, dict) else {}
+
+    def pending(self) -> bool:
+        return b"\n" in self.buf or bool(select.select([self.fd], [], [], 0)[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fd-in", type=int, required=True)
+    ap.add_argument("--fd-out", type=int, required=True)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--memory-fraction", type=float, default=0.0)
+    args = ap.parse_args(argv)
+
+    from stark_lsp.evaluate.sandbox import apply_limits
+
+    apply_limits()
+    _redirect_output(args.log)
+    rx = _Lines(args.fd_in)
+    tx = os.fdopen(args.fd_out, "w", buffering=1)
+
+    def send(msg: dict) -> None:
+        tx.write(json.dumps(msg) + "\n")
+        tx.flush()
+
+    try:
+        import torch
+
+        from stark_lsp.evaluate.gpu_lock import GpuLock, gpu_key
+        from stark_lsp.evaluate.judge import Judge, SandboxUnavailable
+        from stark_lsp.evaluate.result import EvalResult, Status
+
+        judge = Judge(args.device, env={k: v for k, v in os.environ.items()})
+        if judge.is_gpu and args.memory_fraction:
+            torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
+        lock_key = os.environ.get("STARK_EVAL_LOCK_NAME") or (gpu_key(torch, judge.device) if judge.is_gpu else "")
+        send({"ready": True, "hardware": judge.hardware(), "pid": os.getpid()})
+    except Exception as e:  # the judge cannot start: say why, then exit
+        send({"ready": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]})
+        return 1
+
+    try:
+        while True:
+            msg = rx.next()
+            if msg is None or msg.get("op") == "exit":
+                break
+            if msg.get("op") != "evaluate":
+                continue  # a cancel for a job that already ended
+            job = msg.get("job", {})
+            recycle = False
+            if b"\n" in rx.buf:  # a cancel that was sent before this job was read
+                pending = rx.next()
+                if pending and pending.get("op") == "cancel":
+                    send({"result": EvalResult(Status.TIMEOUT, "stopped before it started: the run's wall-time limit "
+                                                               "passed").to_dict(), "recycle": False})
+                    continue
+                if pending is None or pending.get("op") == "exit":
+                    break
+            try:
+                with GpuLock(lock_key) if lock_key else nullcontext() as lock:  # one evaluation per GPU, machine-wide
+                    send({"started": True, "waited_s": getattr(lock, "waited_s", 0.0)})
+                    result = judge.evaluate(job, cancel_fd=args.fd_in)
+                while rx.pending():  # a cancel that came in as the job ended
+                    extra = rx.next()
+                    if extra is None or extra.get("op") == "exit":
+                        send({"result": result.to_dict(), "recycle": True})
+                        return 0
+            except SandboxUnavailable as e:
+                send({"unavailable": str(e)})
+                continue
+            except Exception as e:  # a bug in the evaluator itself: report, and start afresh
+                result = EvalResult(Status.RUNTIME_ERROR, f"evaluator error: {type(e).__name__}: {e}")
+                result.output = traceback.format_exc()[-4000:]
+                recycle = True
+            send({"result": result.to_dict(), "recycle": recycle})
+            if recycle:
+                break
+    finally:
+        judge.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

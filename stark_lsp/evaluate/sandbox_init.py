@@ -1,0 +1,243 @@
+"""The first program inside a new sandbox: make its mounts, drop privileges, exec.
+
+    unshare --mount --pid --net ... -- python -m stark_lsp.evaluate.sandbox_init LAYOUT_JSON -- CMD...
+
+Started by ``unshare`` (or ``bwrap``) in fresh namespaces (see ``sandbox.py``).
+Trusted and small: it never imports torch or candidate code. In order:
+
+1. keep a handle on every path the layout binds back (before it is covered);
+2. make every mount read-only, recursively (``mount_setattr``; a remount per
+   mount where the kernel lacks it), except the sandbox's own ``/proc``, which
+   CUDA writes to (its machine-wide knobs under ``/proc/sys`` and the like stay
+   read-only);
+3. give the sandbox its own ``/dev``: a tmpfs holding only the ordinary
+   character devices and the NVIDIA ones, bound from the real ``/dev``
+   writable (CUDA maps the device files shared and writable, which a
+   read-only mount refuses), so nothing can be created in the machine's /dev;
+   then cover each hidden directory with an empty tmpfs;
+4. bind the exposed paths back read-only, and the writable ones read-write;
+5. as real root, become ``nobody`` when the layout says so (every path it
+   needs is readable by others); in every case drop all capabilities, for
+   good (bounding set, securebits), so nothing can undo the mounts;
+6. set ``no_new_privs`` and ``exec`` the command.
+
+Under bwrap, which has already made the mounts, steps 1-4 are skipped.
+Any failure prints one line and exits 126: the caller reports it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from pathlib import Path
+
+from stark_lsp.evaluate.sandbox import Layout
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+ST_TO_MS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME,
+            4096: MS_RELATIME}
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+SYS_MOUNT_SETATTR = 442  # the same number on x86-64 and aarch64
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP, PR_SET_SECUREBITS = 24, 28
+SECBITS_LOCKED_NOROOT = 0x3F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED (and their locks)
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable tmpfs (sticky); other hidden dirs 0755
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+class SetupError(RuntimeError):
+    pass
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(err)}")
+
+
+def mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _kept_flags(path: str) -> int:
+    """The per-mount flags a remount must keep (locked ones in a user namespace)."""
+    f = os.statvfs(path).f_flag
+    return sum(ms for st, ms in ST_TO_MS.items() if f & st and ms != MS_RDONLY)
+
+
+def make_readonly(root: str = "/") -> None:
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    _libc.syscall.restype = ctypes.c_long
+    rc = _libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), root.encode(),
+                       ctypes.c_uint(AT_RECURSIVE), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
+    if rc == 0:
+        return
+    # older kernels: remount each mount point, deepest last, keeping its locked flags
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
+    for p in sorted(set(points), key=len):
+        if p == root or p.startswith(root.rstrip("/") + "/"):
+            try:
+                mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(p))
+            except (SetupError, OSError):
+                if p == root:
+                    raise
+
+
+def _mountpoint(path: str, is_dir: bool) -> None:
+    if is_dir:
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not os.path.exists(path):
+            open(path, "w").close()
+
+
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def device_nodes() -> list[str]:
+    """The device files a candidate may use: the ordinary ones and the NVIDIA driver's."""
+    nodes = [f"/dev/{d}" for d in DEVICES if os.path.exists(f"/dev/{d}")]
+    nodes += sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    return nodes
+
+
+PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def writable_proc() -> None:
+    """The sandbox's own /proc writable again (CUDA writes there: a read-only /proc fails
+    cudaGetDeviceCount with error 304), except the machine-wide knobs, as container runtimes do."""
+    mount(None, "/proc", None, MS_REMOUNT | MS_BIND | _kept_flags("/proc"))
+    for p in PROC_READONLY:
+        if os.path.exists(p):
+            mount(p, p, None, MS_BIND | MS_REC)
+            mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(p))
+
+
+def own_dev(handles: dict[str, tuple[int, bool]]) -> None:
+    """A fresh /dev with the given nodes bound in (writable: the devices themselves decide)."""
+    mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755")
+    for p, (fd, is_dir) in sorted(handles.items()):
+        _mountpoint(p, is_dir)
+        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | (MS_REC if is_dir else 0))
+        mount(None, p, None, MS_REMOUNT | MS_BIND | _kept_flags(p))  # writable (the bind kept the read-only flag)
+        os.close(fd)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"/dev/{name}")
+
+
+def prepare_mounts(layout: Layout) -> None:
+    under_hidden = lambda p: any(p == h or p.startswith(h.rstrip("/") + "/") for h in layout.hidden)  # noqa: E731
+    handles: dict[str, tuple[int, bool]] = {}
+    for p in (*layout.expose, *layout.writable):
+        if os.path.exists(p):
+            handles[p] = (os.open(p, os.O_PATH), os.path.isdir(p))
+    devices = {p: (os.open(p, os.O_PATH), os.path.isdir(p)) for p in device_nodes()}
+    make_readonly("/")
+    writable_proc()
+    own_dev(devices)
+    for h in layout.hidden:
+        os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
+        mode = "1777" if h in SCRATCH else "0755"
+        mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+    for p in sorted(handles, key=len):
+        fd, is_dir = handles[p]
+        if under_hidden(p):
+            _mountpoint(p, is_dir)
+        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND)  # not recursive: that would bring the cover back
+        ro = MS_RDONLY if p not in layout.writable else 0
+        mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
+        os.close(fd)
+
+
+def in_user_namespace() -> bool:
+    try:
+        with open("/proc/self/uid_map") as f:
+            first = f.read().split()
+    except OSError:
+        return False
+    return first[:3] != ["0", "0", "4294967295"]
+
+
+def drop_privileges(layout: Layout) -> None:
+    if layout.drop_to is None or os.getuid() != 0 or in_user_namespace():
+        return
+    os.setgroups([])
+    os.setresgid(layout.drop_to, layout.drop_to, layout.drop_to)
+    os.setresuid(layout.drop_to, layout.drop_to, layout.drop_to)
+    if os.getuid() != layout.drop_to or os.geteuid() != layout.drop_to:
+        raise SetupError("could not drop root privileges")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def limit_capabilities() -> None:
+    """While still privileged: no capability can come back, through exec or uid 0."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() not in (22,):  # EINVAL: no such cap
+            raise SetupError(f"prctl(CAPBSET_DROP, {cap}): {os.strerror(ctypes.get_errno())}")
+    if os.geteuid() == 0:
+        _check(_libc.prctl(PR_SET_SECUREBITS, SECBITS_LOCKED_NOROOT, 0, 0, 0), "prctl(SET_SECUREBITS)")
+
+
+def drop_capabilities() -> None:
+    """No capability left now."""
+    hdr = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(hdr), data), "capset")
+
+
+def no_new_privs() -> None:
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(no_new_privs)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3 or args[1] != "--":
+        sys.stderr.write("sandbox_init: usage: LAYOUT_JSON -- CMD...\n")
+        return 126
+    try:
+        layout = Layout.from_json(args[0])
+        if os.environ.pop("STARK_SANDBOX_PREPARED", None) is None:
+            prepare_mounts(layout)
+        limit_capabilities()
+        drop_privileges(layout)
+        drop_capabilities()
+        no_new_privs()
+        os.chdir(layout.cwd)
+    except (SetupError, OSError, ValueError, KeyError) as e:
+        sys.stderr.write(f"sandbox setup failed: {e}\n")
+        return 126
+    cmd = args[2:]
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as e:
+        sys.stderr.write(f"sandbox: cannot run {cmd[0]}: {e}\n")
+        return 127
+    return 127  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

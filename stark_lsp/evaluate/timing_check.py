@@ -1,0 +1,75 @@
+"""The judge's checks on a candidate's timings: pure arithmetic, no torch, no GPU.
+
+For every timed call the judge holds two figures: ``e``, what the candidate
+process says the call took (CUDA events, or its host clock on the CPU), and
+``w``, the judge's own clock from sending the request to reading the answer.
+``w - e`` is the protocol's overhead (drawing the inputs, the L2 flush, the
+digest, the round trip), the same for the reference's trusted process and for
+the candidate's, because both run the same code on the same sizes. Work the
+candidate hides from ``e`` (on another stream, deferred into the digest, or a
+patched timer) shows up as extra overhead. More than the noise allows is a
+cheat.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+SLOW_FACTOR = 10.0  # a candidate slower than this many times the reference is cut short
+SLOW_REPS = 3
+
+
+@dataclass(frozen=True)
+class UntimedWork:
+    hidden_ms: float  # median overhead above the reference's
+    margin_ms: float  # what noise allows
+    overhead_ms: float  # the candidate's median overhead
+    reference_overhead_ms: float
+
+    @property
+    def cheat(self) -> bool:
+        return self.hidden_ms > self.margin_ms
+
+    def message(self) -> str:
+        return (f"{self.hidden_ms:.3f} ms per call ran outside the timed region (another stream, work deferred "
+                f"past the call, or a patched timer): the judge's clock saw {self.overhead_ms:.3f} ms of overhead per "
+                f"call, the reference's process {self.reference_overhead_ms:.3f} ms (noise allows {self.margin_ms:.3f} ms)")
+
+
+def _mad_sigma(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    med = statistics.median(xs)
+    return 1.4826 * statistics.median(abs(x - med) for x in xs)
+
+
+def untimed_work(cand_e: list[float], cand_w: list[float], ref_e: list[float], ref_w: list[float],
+                 is_gpu: bool) -> UntimedWork:
+    over_c = [w - e for w, e in zip(cand_w, cand_e)]
+    over_r = [w - e for w, e in zip(ref_w, ref_e)]
+    oc, orf = statistics.median(over_c), statistics.median(over_r)
+    se = 1.25 * math.sqrt(_mad_sigma(over_c) ** 2 / max(1, len(over_c)) + _mad_sigma(over_r) ** 2 / max(1, len(over_r)))
+    median_e = statistics.median(cand_e)
+    if is_gpu:
+        margin = max(0.05, 0.2 * median_e, 6.0 * se)
+    else:  # host clocks on a shared CPU: generous
+        margin = max(5.0, 1.0 * median_e, 10.0 * se)
+    return UntimedWork(hidden_ms=oc - orf, margin_ms=margin, overhead_ms=oc, reference_overhead_ms=orf)
+
+
+def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
+    """Slower than SLOW_FACTOR x the reference (by more than launch noise)."""
+    return candidate_call_ms > SLOW_FACTOR * reference_call_ms and candidate_call_ms - reference_call_ms > 1.0
+
+
+def reps_for(per_call_ms: float, reps: int, budget_s: float) -> int:
+    """``reps`` repetitions, fewer (at least 10) when they would overrun the budget."""
+    fit = int(budget_s * 1000.0 / max(per_call_ms, 1e-3))
+    return max(10, min(reps, fit))
+
+
+def phase_limit_s(reference_call_ms: float, calls: int, floor_s: float = 2.0, factor: float = 20.0) -> float:
+    """How long ``calls`` calls may take: max(2 s, 20 x the reference's time x calls)."""
+    return max(floor_s, factor * reference_call_ms * max(1, calls) / 1000.0)

@@ -1,0 +1,301 @@
+"""The zygote: a warm process inside the sandbox that forks one fresh candidate process per request.
+
+    python -m stark_lsp.evaluate.zygote --fd N --device cuda|cpu [--sandboxed] [--wipe DIR ...]
+
+Started by the judge (through ``sandbox.py``), it imports torch and Triton
+once but never touches CUDA (a process that has initialised CUDA must not
+fork), and never runs candidate code. For each ``spawn`` request it first
+clears away everything the previous candidate left: it kills every other
+process in the sandbox (it is PID 1 of the sandbox's PID namespace, so no
+candidate can kill it, and ``kill(-1)`` reaches all of them), wipes the
+writable scratch directories and SysV IPC objects, and only then forks. The
+child gets the descriptors the judge sent with the request (its channel, the
+shared output buffer, the write end of its output pipe), a private work
+directory, and a fresh Triton cache holding only the launcher stubs the
+zygote compiled before any candidate existed. So no module, global, file,
+cache or monkeypatch reaches the next candidate.
+
+The zygote is not dumpable: a candidate (same uid, no capabilities) can
+neither ptrace it nor read its memory. Control messages are JSON with file
+descriptors attached (SCM_RIGHTS) on a SOCK_SEQPACKET socket from the judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+RUN_DIR = "/tmp/stark-run"  # inside the sandbox: each candidate's private work directory
+REAP_WAIT_S = 60.0
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> None:
+    _libc.prctl(option, value, 0, 0, 0)
+
+
+def warm_triton_files(device: str) -> dict[str, bytes]:
+    """Triton's driver stubs (``cuda_utils``), compiled once here, as bytes.
+
+    They are written into each candidate's own cache, so no candidate compiles
+    them again and none can change the copy the next one gets.
+    """
+    if device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
+        return {}
+    cache = tempfile.mkdtemp(prefix="stark-zygote-triton-")
+    old = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = cache
+    files: dict[str, bytes] = {}
+    try:
+        from triton.backends.nvidia.driver import CudaUtils
+
+        CudaUtils()
+        for p in Path(cache).rglob("*"):
+            if p.is_file():
+                files[str(p.relative_to(cache))] = p.read_bytes()
+    except Exception as e:  # noqa: BLE001 - a missing stub only costs each candidate a compile
+        sys.stderr.write(f"zygote: no warm Triton stubs ({type(e).__name__}: {e})\n")
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = old
+        shutil.rmtree(cache, ignore_errors=True)
+    return files
+
+
+def wipe(root: str) -> None:
+    """Remove everything under ``root`` except mount points (the read-only binds)."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        path = e.path
+        try:
+            if os.path.ismount(path):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                os.chmod(path, 0o700)
+                wipe(path)
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass  # a directory holding a mount point, or not ours
+
+
+class Zygote:
+    def __init__(self, ctrl: socket.socket, device: str, sandboxed: bool, wipe_dirs: list[str]):
+        self.ctrl = ctrl
+        self.device = device
+        self.sandboxed = sandboxed and os.getpid() == 1
+        self.wipe_dirs = wipe_dirs
+        self.children: set[int] = set()
+        self.private_dirs: list[str] = []
+        self.warm: dict[str, bytes] = {}
+
+    def send(self, msg: dict) -> None:
+        self.ctrl.send(json.dumps(msg).encode())
+
+    def run(self) -> int:
+        import torch  # noqa: F401  (the slow imports, once; no CUDA)
+
+        from stark_lsp.evaluate import candidate_process  # noqa: F401
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
+        self.warm = warm_triton_files(self.device)
+        self.send({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "pid1": os.getpid() == 1,
+                   "warm_files": len(self.warm)})
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 8)
+            except OSError:
+                return 0
+            if not data:
+                self.clean()
+                return 0  # the judge is gone
+            try:
+                msg = json.loads(data)
+            except ValueError:
+                msg = {}
+            op = msg.get("op")
+            if op == "spawn" and len(fds) == 3:
+                self.clean()
+                pid = self.spawn(*fds)
+                self.send({"spawned": pid})
+            elif op == "wait":
+                self.send(self.wait(int(msg.get("pid", 0))))
+            elif op == "kill":
+                for fd in fds:
+                    os.close(fd)
+                self.clean()
+                self.send({"killed": True})
+            elif op == "exit":
+                self.clean()
+                return 0
+            else:
+                for fd in fds:
+                    os.close(fd)
+                self.send({"error": f"bad request {op!r}"})
+
+    def wait(self, pid: int, timeout: float = 5.0) -> dict:
+        """How a candidate process ended: {"exit": code} or {"signal": name}; {} if it has not."""
+        if pid not in self.children:
+            return {}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return {}
+            if got == pid:
+                self.children.discard(pid)
+                if os.WIFSIGNALED(status):
+                    try:
+                        return {"signal": signal.Signals(os.WTERMSIG(status)).name}
+                    except ValueError:
+                        return {"signal": f"signal {os.WTERMSIG(status)}"}
+                return {"exit": os.WEXITSTATUS(status)}
+            time.sleep(0.01)
+        return {}
+
+    # ------------------------------------------------------------------
+    def clean(self) -> None:
+        """Kill every candidate process and whatever it started; wipe what it wrote."""
+        if self.sandboxed:
+            try:
+                os.kill(-1, signal.SIGKILL)  # as PID 1: every other process of the sandbox
+            except ProcessLookupError:
+                pass
+        else:
+            for pid in self.children:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        deadline = time.monotonic() + REAP_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                if not self.sandboxed and not self._children_alive():
+                    break
+                time.sleep(0.005)
+                continue
+            self.children.discard(pid)
+        self.children.clear()
+        if self.sandboxed:
+            for d in self.wipe_dirs:
+                wipe(d)
+            if shutil.which("ipcrm"):
+                subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        for d in self.private_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        self.private_dirs.clear()
+
+    def _children_alive(self) -> bool:
+        for pid in list(self.children):
+            try:
+                os.kill(pid, 0)
+                return True
+            except ProcessLookupError:
+                self.children.discard(pid)
+            except PermissionError:
+                return True
+        return False
+
+    def spawn(self, sock_fd: int, buffer_fd: int, output_fd: int) -> int:
+        if self.sandboxed:
+            workdir = RUN_DIR
+        else:
+            workdir = tempfile.mkdtemp(prefix="stark-run-")
+            self.private_dirs.append(workdir)
+        pid = os.fork()
+        if pid == 0:  # the candidate process
+            code = 1
+            try:
+                self._become_candidate(workdir, (sock_fd, buffer_fd, output_fd))
+                from stark_lsp.evaluate.candidate_process import child_main
+
+                code = child_main(sock_fd, buffer_fd, output_fd, self.device)
+            except BaseException:  # noqa: BLE001 - never return into the zygote's loop
+                code = 1
+            finally:
+                os._exit(code)
+        for fd in (sock_fd, buffer_fd, output_fd):
+            os.close(fd)
+        self.children.add(pid)
+        return pid
+
+    def _become_candidate(self, workdir: str, keep: tuple[int, ...]) -> None:
+        os.setsid()
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        lo = 3
+        for fd in sorted(keep):
+            if fd > lo:
+                os.closerange(lo, fd)
+            lo = max(lo, fd + 1)
+        os.closerange(lo, 1 << 16)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_DUMPABLE, 1)
+        dirs = {name: os.path.join(workdir, name) for name in ("home", "tmp", "triton", "torch_extensions", "inductor")}
+        for d in dirs.values():
+            os.makedirs(d, exist_ok=True)
+        for rel, data in self.warm.items():
+            dst = Path(dirs["triton"]) / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
+        os.environ.update(HOME=dirs["home"], TMPDIR=dirs["tmp"], TRITON_CACHE_DIR=dirs["triton"],
+                          TORCH_EXTENSIONS_DIR=dirs["torch_extensions"], TORCHINDUCTOR_CACHE_DIR=dirs["inductor"],
+                          XDG_CACHE_HOME=os.path.join(dirs["home"], ".cache"))
+        tempfile.tempdir = None
+        os.chdir(workdir)
+        from stark_lsp.evaluate.sandbox import apply_limits
+
+        apply_limits()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--sandboxed", action="store_true")
+    ap.add_argument("--wipe", nargs="*", default=[])
+    args = ap.parse_args(argv)
+    _prctl(PR_SET_DUMPABLE, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the judge, which decides
+    own = tempfile.mkdtemp(prefix="stark-zygote-") if not os.access(os.environ.get("HOME", "/"), os.W_OK) else None
+    if own:
+        os.environ["HOME"] = own
+    ctrl = socket.socket(fileno=args.fd)
+    try:
+        return Zygote(ctrl, args.device, args.sandboxed, args.wipe).run()
+    except Exception as e:  # noqa: BLE001 - the judge hears why
+        try:
+            ctrl.send(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}).encode())
+        except OSError:
+            pass
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

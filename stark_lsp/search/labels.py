@@ -1,0 +1,65 @@
+"""One line per node for the agents: status, milliseconds and labelled speedups.
+
+    #7 plan_code: ok, 0.37 ms, 6.84× your kernel, 7.10× eager
+    #3 plan_code: ok, 41.2 ms, 0.98× your kernel, 0.00049× eager (CPU interpreter, not a GPU timing)
+    #9 debug: compile_error: error: identifier "THREAD" is undefined
+
+Every speedup goes through ``stark_lsp.speedups``: "× your kernel" is the
+root's time over the node's, "× eager" the evaluator's speedup over the
+reference in PyTorch. Pure.
+"""
+
+from __future__ import annotations
+
+from stark_lsp.speedups import speedup_text
+
+from .node import Node
+
+ERROR_CHARS = 200
+
+
+def cpu_timing(node: Node | None) -> bool:
+    r = node.result if node is not None else None
+    return bool(r is not None and r.runtime is not None and not r.runtime.is_gpu)
+
+
+def vs_yours(node: Node, root: Node | None) -> float | None:
+    if root is None or not node.correct or not node.runtime_ms or not root.runtime_ms or not root.correct:
+        return None
+    return root.runtime_ms / node.runtime_ms
+
+
+def timing_words(node: Node, root: Node | None) -> str:
+    """``0.37 ms, 6.84× your kernel, 7.10× eager``; '' without a timing."""
+    if not node.correct or node.runtime_ms is None:
+        return ""
+    parts = [f"{node.runtime_ms:.4g} ms"]
+    yours = vs_yours(node, root)
+    if yours is not None:
+        parts.append(speedup_text(yours, "yours"))
+    if node.speedup is not None:
+        parts.append(speedup_text(node.speedup, "eager"))
+    text = ", ".join(parts)
+    return f"{text} (CPU interpreter, not a GPU timing)" if cpu_timing(node) else text
+
+
+def first_line(text: str, limit: int = ERROR_CHARS) -> str:
+    line = next((l.strip() for l in (text or "").splitlines() if l.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def node_line(node: Node, root: Node | None, with_summary: bool = True, with_error: bool = True) -> str:
+    """The node in one line: id, kind, status, timing or error, and what it did."""
+    head = f"#{node.id} {node.kind}: {node.status}"
+    timing = timing_words(node, root if root is None or root.id != node.id else None)
+    if timing:
+        head += f", {timing}"
+    elif with_error and node.status not in ("ok",) and node.error:
+        head += f": {first_line(node.error)}"
+    if node.duplicate_of is not None:
+        head += f" (same source as #{node.duplicate_of})"
+    if with_summary:
+        what = node.summary or ("your kernel, as written" if node.parent_id is None else "")
+        if what:
+            head += f" | {first_line(what, 300)}"
+    return head

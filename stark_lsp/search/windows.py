@@ -1,0 +1,248 @@
+"""What each LLM agent sees of the tree, fitted to a token budget (STARK's
+dynamic context windows).
+
+* Plan: the leaderboard, each entry with its full settings (a diff against
+  the selected node, whose source the prompt shows in full: every line in
+  which the entry differs), your kernel against the selected node, what was
+  already tried from the selected node, and recent failures elsewhere;
+* Code: candidates that implemented similar plans (the diff each Code agent
+  made, and how it did), and what was already tried from this node;
+* Debug: failures like this one that a later attempt fixed (the error, then
+  the fix as a diff), and the other attempts from the same parent.
+
+(The node's own source, its error and its parent version are not window
+entries: the prompt shows them once, always.)
+
+Each entry has a full form (with code) and a one-line form. ``fit_window``
+keeps entries by priority, the full form while it fits, else the line, and
+says what it left out. Tokens are estimated as characters / 4. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .excerpts import diagnostics_text, diff, estimate_tokens, trim
+from .labels import first_line, node_line
+from .node import AGENT_ERROR, DEBUG, PLAN_CODE, Node
+from .policies.common import TreeView, leaderboard
+
+Profiler = Callable[[Node], str]
+
+TITLES = {
+    "leader": "Leaderboard: the best correct candidates, best first (each as a diff against the selected node, "
+              "so every setting in which it differs shows)",
+    "root": "Your kernel (the root) as a diff against the selected node",
+    "child": "Already tried from the selected node (each as a diff against it)",
+    "failure": "Recent failures elsewhere in the tree",
+    "similar": "Candidates that implemented similar plans (each as the change its Code agent made)",
+    "fixed": "Similar failures that were fixed (the error, then the repair as a diff)",
+    "sibling": "Other attempts from the same parent (each as a diff against the parent)",
+}
+ORDER = {
+    "plan": ("leader", "root", "child", "failure"),
+    "code": ("similar", "child"),
+    "debug": ("fixed", "sibling"),
+}
+RECENT_FAILURES = 5
+SIMILAR = 5
+SIMILARITY_MIN = 0.15
+_WORD = re.compile(r"[a-z_][a-z0-9_]*|\d+")
+_STOP = frozenset("a an the to of and or in on at for with by from as is are be it its this that was were "
+                  "use using set make into per each all one two instead than then so".split())
+
+
+@dataclass(frozen=True)
+class WindowEntry:
+    section: str  # a key of TITLES
+    node_id: int
+    order: int  # position in its section
+    priority: int  # kept first when lower
+    full: str  # the entry with its code
+    short: str  # one line
+
+
+# -- similarity ---------------------------------------------------------------------
+def words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall((text or "").lower()) if w not in _STOP and len(w) > 1)
+
+
+def similarity(a: str, b: str) -> float:
+    wa, wb = words(a), words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def plan_words(node: Node) -> str:
+    """A node's plan in words: its summary and the instructions of its markers."""
+    from stark_lsp.markers.syntax import MarkerError, parse_markers
+
+    text = node.summary or ""
+    if node.plan:
+        try:
+            text += " " + " ".join(m.instruction for m in parse_markers(node.plan))
+        except MarkerError:
+            pass
+    return text
+
+
+def error_words(node: Node) -> str:
+    return "\n".join(diagnostics_text(node).splitlines()[:8])
+
+
+# -- entries --------------------------------------------------------------------------
+def _code_block(text: str) -> str:
+    return f"```diff\n{text.rstrip()}\n```" if text.strip() else "(no difference in the source)"
+
+
+def _entry(section: str, n: Node, order: int, priority: int, root: Node | None, code: str,
+           extra: str = "", profiler: Profiler | None = None) -> WindowEntry:
+    line = node_line(n, root, with_error=not extra.lstrip().startswith("Error:"))
+    bits = [f"- {line}"]
+    prof = profiler(n) if profiler else ""
+    if prof:
+        bits.append(f"  Profile: {prof}")
+    if extra:
+        bits.append(extra)
+    short = "\n".join(bits)
+    full = short + ("\n" + _code_block(code) if code is not None else "")
+    return WindowEntry(section, n.id, order, priority, full, short)
+
+
+def _vs(a: Node | None, b: Node, max_chars: int) -> str:
+    """``b`` as a diff against ``a`` (``a`` None: b's source, trimmed)."""
+    if a is None or not a.source:
+        return trim(b.source or b.plan, max_chars)
+    return trim(diff(a.source, b.source or b.plan, a.id, b.id), max_chars)
+
+
+def _error_excerpt(n: Node, lines: int = 3) -> str:
+    text = diagnostics_text(n).strip()
+    if not text:
+        return ""
+    return "  Error: " + trim(text, 600, lines).replace("\n", "\n    ")
+
+
+def plan_entries(view: TreeView, node: Node, root: Node | None, leaderboard_size: int, max_chars: int,
+                 profiler: Profiler | None = None) -> list[WindowEntry]:
+    out: list[WindowEntry] = []
+    shown = {node.id}
+    for k, n in enumerate(x for x in leaderboard(view.nodes.values(), leaderboard_size) if x.id != node.id):
+        shown.add(n.id)
+        out.append(_entry("leader", n, k, 10 + k, root, _vs(node, n, max_chars), profiler=profiler))
+    if root is not None and root.id not in shown:
+        shown.add(root.id)
+        out.append(_entry("root", root, 0, 12, root, _vs(node, root, max_chars), profiler=profiler))
+    kids = [c for c in view.children(node.id) if not c.in_flight and c.id not in shown]
+    for k, c in enumerate(kids):
+        shown.add(c.id)
+        extra = _error_excerpt(c) if c.unsuccessful else ""
+        out.append(_entry("child", c, k, 20 + k, root, _vs(node, c, max_chars) if c.source else None, extra))
+    fails = [n for n in view.nodes.values()
+             if n.unsuccessful and n.id not in shown and n.parent_id is not None and not n.in_flight]
+    fails.sort(key=lambda n: -n.id)
+    for k, n in enumerate(fails[:RECENT_FAILURES]):
+        out.append(_entry("failure", n, k, 40 + k, root, None, _error_excerpt(n, 2)))
+    return out
+
+
+def code_entries(view: TreeView, node: Node, root: Node | None, plan_text: str, max_chars: int) -> list[WindowEntry]:
+    """Nodes made by a Code agent whose plans resemble ``plan_text``, most
+    similar first; then the node's other children."""
+    out: list[WindowEntry] = []
+    done = [n for n in view.nodes.values() if n.kind == PLAN_CODE and not n.in_flight and n.id != node.id
+            and (n.source or n.status == AGENT_ERROR)]
+    scored = sorted(((similarity(plan_text, plan_words(n)), n) for n in done), key=lambda sn: (-sn[0], -sn[1].id))
+    shown: set[int] = set()
+    for k, (score, n) in enumerate(s for s in scored if s[0] >= SIMILARITY_MIN):
+        if k >= SIMILAR:
+            break
+        shown.add(n.id)
+        parent = view.nodes.get(n.parent_id) if n.parent_id is not None else None
+        extra = _error_excerpt(n, 2) if n.unsuccessful else ""
+        out.append(_entry("similar", n, k, 10 + k, root, _vs(parent, n, max_chars) if n.source else None, extra))
+    kids = [c for c in view.children(node.id) if not c.in_flight and c.id not in shown]
+    for k, c in enumerate(kids):
+        extra = _error_excerpt(c, 2) if c.unsuccessful else ""
+        out.append(_entry("child", c, k, 30 + k, root, _vs(node, c, max_chars) if c.source else None, extra))
+    return out
+
+
+def debug_entries(view: TreeView, node: Node, root: Node | None, max_chars: int) -> list[WindowEntry]:
+    """Failed nodes whose error resembles this one and that a later debug
+    attempt repaired (the repair as a diff), most similar first; then the
+    node's siblings."""
+    out: list[WindowEntry] = []
+    mine = error_words(node)
+    fixed: list[tuple[float, Node, Node]] = []
+    for f in view.nodes.values():
+        if f.id == node.id or not f.failed:
+            continue
+        fix = next((c for c in view.children(f.id) if c.kind == DEBUG and c.evaluated and not c.failed), None)
+        if fix is not None:
+            fixed.append((similarity(mine, error_words(f)), f, fix))
+    fixed.sort(key=lambda t: (-t[0], -t[1].id))
+    for k, (_, f, fix) in enumerate(fixed[:SIMILAR]):
+        extra = _error_excerpt(f, 4) + f"\n  Repaired by #{fix.id}: {node_line(fix, root, with_summary=True)}"
+        out.append(_entry("fixed", f, k, 10 + k, root, _vs(f, fix, max_chars), extra))
+    if node.parent_id is not None:
+        parent = view.nodes.get(node.parent_id)
+        sibs = [s for s in view.children(node.parent_id) if s.id != node.id and not s.in_flight]
+        for k, s in enumerate(sibs):
+            extra = _error_excerpt(s, 2) if s.unsuccessful else ""
+            out.append(_entry("sibling", s, k, 30 + k, root, _vs(parent, s, max_chars) if s.source else None, extra))
+    return out
+
+
+# -- fitting ---------------------------------------------------------------------------
+def fit_window(agent: str, entries: list[WindowEntry], budget_tokens: int) -> str:
+    """The entries that fit ``budget_tokens`` as prompt text, with a closing
+    line naming what was shortened or left out ('' when there are none)."""
+    if not entries:
+        return ""
+    order = ORDER[agent]
+    full_ids: set[tuple[str, int]] = set()
+    short_ids: set[tuple[str, int]] = set()
+    used = sum(estimate_tokens(f"### {TITLES[s]}\n") for s in order if any(e.section == s for e in entries))
+    for e in sorted(entries, key=lambda e: e.priority):
+        key = (e.section, e.node_id)
+        full, short = estimate_tokens(e.full + "\n"), estimate_tokens(e.short + "\n")
+        if used + full <= budget_tokens:
+            full_ids.add(key)
+            used += full
+        elif used + short <= budget_tokens:
+            short_ids.add(key)
+            used += short
+    parts: list[str] = []
+    for s in order:
+        kept = sorted((e for e in entries if e.section == s and (e.section, e.node_id) in full_ids | short_ids),
+                      key=lambda e: e.order)
+        if kept:
+            parts.append(f"### {TITLES[s]}\n" + "\n".join(
+                e.full if (e.section, e.node_id) in full_ids else e.short for e in kept))
+    shortened = [e for e in entries if (e.section, e.node_id) in short_ids and e.full != e.short]
+    dropped = [e for e in entries if (e.section, e.node_id) not in full_ids | short_ids]
+    note = []
+    if shortened:
+        note.append("code of " + _ids(shortened))
+    if dropped:
+        note.append(_ids(dropped))
+    tail = f"(Left out to fit the context budget of {budget_tokens} tokens: {'; '.join(note)}.)" if note else \
+        f"(Everything in this window fits its budget of {budget_tokens} tokens.)"
+    return ("\n\n".join(parts) + "\n\n" if parts else "") + tail + "\n"
+
+
+def _ids(entries: list[WindowEntry]) -> str:
+    by: dict[str, list[str]] = {}
+    for e in entries:
+        by.setdefault(e.section, []).append(f"#{e.node_id}")
+    names = {"leader": "leaderboard", "root": "your kernel", "child": "children", "failure": "failures",
+             "similar": "similar plans", "fixed": "fixed failures", "sibling": "siblings"}
+    return ", ".join(f"{names[s]} {' '.join(ids)}" for s, ids in by.items())
+
+
+def first_error_line(node: Node) -> str:
+    return first_line(diagnostics_text(node))

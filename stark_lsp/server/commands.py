@@ -1,0 +1,20 @@
+"""The server's command and message names: a stable contract (docs/SERVER.md);
+the VS Code extension calls them by these names."""
+
+OPTIMIZE = "stark.optimize"  # uri, kernel
+CONTINUE = "stark.continueSearch"  # uri, kernel, extra attempts
+STOP = "stark.stop"  # uri, kernel; no arguments: every search
+APPLY_BEST = "stark.applyBest"  # uri, kernel
+APPLY_CANDIDATE = "stark.applyCandidate"  # uri, kernel, node id
+IMPLEMENT_MARKER = "stark.implementMarker"  # uri, marker id
+CREATE_HARNESS = "stark.createHarness"  # uri, kernel
+SHOW_HARNESS = "stark.showHarness"  # uri: open the harness where it needs filling in
+RENAME_HARNESS = "stark.renameHarness"  # uri: give the harness left under the old name the new one
+SET_API_KEY = "stark.setApiKey"  # key
+ALL_COMMANDS = (OPTIMIZE, CONTINUE, STOP, APPLY_BEST, APPLY_CANDIDATE, IMPLEMENT_MARKER, CREATE_HARNESS,
+                SHOW_HARNESS, RENAME_HARNESS, SET_API_KEY)
+
+TREE_REQUEST = "stark/tree"  # {uri, kernel} -> the tree, without sources
+NODE_REQUEST = "stark/node"  # {uri, kernel, id} -> one node's source and its diff against its parent
+TREE_CHANGED = "stark/treeChanged"  # sent: {uri, kernel, task_id}
+SEARCHES = "stark/searches"  # sent: {searches: [{uri, kernel, task_id, progress, stopping}]}

@@ -1,0 +1,208 @@
+"""What a newcomer meets first: every bad input gets one line naming the problem
+and the fix, a documented exit code (stark_lsp/exit_codes.py), and no traceback.
+
+Each case runs the real command, ``python -m stark_lsp ...``, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stark_lsp import cli, exit_codes
+from stark_lsp.commands import eval_cmd
+from stark_lsp.evaluate.evaluator import gpu_present
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+NO_GPU = pytest.mark.skipif(gpu_present(), reason="checks the refusal on a machine without an NVIDIA GPU")
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+def stark(*args: str, cwd: Path, env: dict | None = None, python_flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("STARK_SMALL", "STARK_DEBUG")}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
+    full.update(env or {})
+    return subprocess.run([sys.executable, *python_flags, "-m", "stark_lsp", *args], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=240)
+
+
+def refused(r: subprocess.CompletedProcess, *words: str, code: int = exit_codes.USAGE) -> str:
+    """The command exited ``code`` with one line on stderr, containing ``words``, and no traceback."""
+    out = r.stdout + r.stderr
+    assert r.returncode == code, out
+    assert "Traceback" not in out, out
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def ws(tmp_path):
+    (tmp_path / ".git").mkdir()  # the workspace root: the store would go to tmp_path/.stark
+    return tmp_path
+
+
+# --- a file that is not a kernel -------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["eval"], ["optimize"], ["show"], ["export", "--", "best"]])
+def test_a_directory_is_refused(ws, command):
+    args = [command[0], str(ws)] + command[1:]
+    line = refused(stark(*args, cwd=ws), "is a directory", "give one kernel file")
+    assert line.startswith(f"stark {command[0]}: ")
+    assert not (ws / ".stark").exists()
+
+
+def test_a_binary_cu_is_refused(ws):
+    (ws / "k.cu").write_bytes(bytes(range(256)) * 4)
+    refused(stark("eval", "k.cu", cwd=ws), "k.cu is not text", "kernel's source")
+    refused(stark("optimize", "k.cu", cwd=ws), "k.cu is not text")
+
+
+def test_a_python_file_with_a_syntax_error_says_so_and_where(ws):
+    (ws / "k.py").write_text("import torch\n\ndef forward(x:\n    return x\n")
+    refused(stark("eval", "k.py", cwd=ws), "k.py:3: syntax error", "fix it first")
+
+
+def test_a_missing_file_and_a_missing_candidate(ws):
+    refused(stark("eval", "nope.py", cwd=ws), "nope.py: no such file")
+    refused(stark("eval", str(SAMPLES / "kernelbench" / "relu.py"), "cand.py", cwd=ws), "candidate cand.py: no such file")
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+def test_export_into_a_missing_folder_is_refused_before_anything_is_read(ws):
+    refused(stark("export", str(SAMPLES / "kernelbench" / "relu.py"), "best", "-o", "no/such/dir/k.py", cwd=ws),
+            "the folder no/such/dir does not exist", "mkdir -p")
+
+
+def test_optimize_out_into_a_missing_folder_or_onto_the_task_is_refused(ws):
+    task = SAMPLES / "mistuned" / "swish_add.py"
+    refused(stark("optimize", str(task), "--out", "missing/best.py", cwd=ws), "does not exist")
+    refused(stark("optimize", str(task), "--out", str(task), cwd=ws), "the task's own file")
+
+
+@pytest.mark.parametrize("budget", ["0", "-1", "x"])
+def test_a_budget_below_one_is_an_argparse_error(ws, budget):
+    r = stark("optimize", str(SAMPLES / "mistuned" / "swish_add.py"), "--budget", budget, cwd=ws)
+    assert r.returncode == exit_codes.USAGE and "Traceback" not in r.stderr
+    assert "argument --budget" in r.stderr.splitlines()[-1]
+    assert not (ws / ".stark").exists() and not list(ws.glob("*.best.py"))
+
+
+# --- this machine cannot do it ---------------------------------------------------------------
+
+@NO_GPU
+@pytest.mark.parametrize("command", ["eval", "optimize", "bench"])
+def test_device_cuda_without_a_gpu_is_refused(ws, command):
+    extra = ["--out", str(ws / "b")] if command == "bench" else []
+    refused(stark(command, str(SAMPLES / "triton" / "softmax.py"), "--device", "cuda", *extra, cwd=ws),
+            "--device cuda: this machine has no NVIDIA GPU", "--device cpu")
+
+
+def test_missing_torch_names_torch_and_the_install_command(ws):
+    # -S: no site-packages, as after a base install without torch
+    r = stark("eval", str(SAMPLES / "mistuned" / "swish_add.py"), cwd=ws, python_flags=("-S",))
+    line = refused(r, "torch", "not installed", "-m pip install torch")
+    assert sys.executable in line
+    refused(stark("optimize", str(SAMPLES / "mistuned" / "swish_add.py"), cwd=ws, python_flags=("-S",)),
+            "-m pip install torch")
+
+
+def test_a_cpu_timeout_without_stark_small_hints_at_it(ws):
+    r = stark("eval", str(SAMPLES / "triton" / "softmax.py"), "--device", "cpu", "--timeout", "1", cwd=ws)
+    assert r.returncode == exit_codes.FAILED, r.stdout + r.stderr
+    assert "TIMEOUT" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert "set STARK_SMALL=1" in r.stderr and "raise --timeout" in r.stderr
+
+
+@NVCC
+@NO_GPU
+def test_optimize_and_bench_refuse_cuda_without_a_gpu_before_spending_budget(ws):
+    for f in ("sum_dim1.cu", "sum_dim1.harness.py"):
+        shutil.copy(SAMPLES / "cuda" / f, ws / f)
+    refused(stark("optimize", "sum_dim1.cu", "--budget", "30", cwd=ws),
+            "sum_dim1.cu needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here")
+    assert not (ws / ".stark").exists() and not (ws / "sum_dim1.best.cu").exists()
+    r = stark("bench", "sum_dim1.cu", "--out", str(ws / "b"), cwd=ws)
+    assert r.returncode == exit_codes.USAGE and "Traceback" not in r.stderr
+    assert "needs an NVIDIA GPU: nothing can be run or timed here" in r.stderr.splitlines()[-1]
+    assert not (ws / "b").exists()
+
+
+@NVCC
+@NO_GPU
+def test_eval_of_cuda_without_a_gpu_compiles_but_never_reports_success(ws):
+    for f in ("sum_dim1.cu", "sum_dim1.harness.py"):
+        shutil.copy(SAMPLES / "cuda" / f, ws / f)
+    r = stark("eval", "sum_dim1.cu", cwd=ws)
+    assert r.returncode == exit_codes.FAILED and "NOT_RUN" in r.stdout and "compile:     ok" in r.stdout
+    assert "not run: sum_dim1.cu needs an NVIDIA GPU" in r.stderr and "--compile-only" in r.stderr
+    r = stark("eval", "sum_dim1.cu", "--compile-only", cwd=ws)
+    assert r.returncode == exit_codes.OK and "compile:     ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_harness_calling_a_missing_launcher_fails(ws):
+    for f in ("sum_dim1.cu", "sum_dim1.harness.py"):
+        shutil.copy(SAMPLES / "cuda" / f, ws / f)
+    h = ws / "sum_dim1.harness.py"
+    h.write_text(re.sub(r"\blib\.(\w+)\(", "lib.sum_dim1_launch_missing(", h.read_text(), count=1))
+    refused(stark("eval", "sum_dim1.cu", cwd=ws), "calls lib.sum_dim1_launch_missing",
+            'sum_dim1.cu has no extern "C" sum_dim1_launch_missing')
+
+
+def test_a_compile_error_names_the_users_file_not_a_hashed_one(ws):
+    for f in ("softmax.py", "softmax.harness.py"):
+        shutil.copy(SAMPLES / "triton" / f, ws / f)
+    cand = ws / "mine.py"
+    cand.write_text(re.sub(r"^(def \w+\(.*\):)$", r"\1\n    y = )", (ws / "softmax.py").read_text(), count=1,
+                           flags=re.M))
+    r = stark("eval", "softmax.py", "mine.py", cwd=ws, env={"STARK_SMALL": "1"})
+    assert r.returncode == exit_codes.FAILED and "COMPILE_ERROR" in r.stdout, r.stdout + r.stderr
+    assert "mine.py" in r.stdout.split("\n", 1)[1]  # in the messages, not only the header
+    assert not re.search(r"c[0-9a-f]{20}\.py", r.stdout), r.stdout
+    r = stark("eval", "softmax.py", "mine.py", "--json", cwd=ws, env={"STARK_SMALL": "1"})
+    assert not re.search(r"c[0-9a-f]{20}\.py", r.stdout)
+
+
+# --- the guard -------------------------------------------------------------------------------
+
+def test_an_unexpected_error_is_one_line_and_exit_internal(monkeypatch, capsys, tmp_path):
+    def broken(args):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(eval_cmd, "run", broken)
+    assert cli.main(["eval", str(tmp_path)]) == exit_codes.INTERNAL
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "internal error: KeyError: 'boom'" in err and "run again with --debug" in err
+    for argv in (["--debug", "eval", str(tmp_path)], ["eval", str(tmp_path), "--debug"]):
+        assert cli.main(argv) == exit_codes.INTERNAL
+        assert "Traceback" in capsys.readouterr().err
+
+
+def test_the_evaluator_failing_to_start_is_exit_5(monkeypatch, capsys, tmp_path):
+    from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
+
+    def no_workers(args):
+        raise EvaluatorUnavailable("evaluation worker unavailable: evaluation workers could not start")
+
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", no_workers)
+    code = cli.main(["eval", str(SAMPLES / "mistuned" / "swish_add.py")])
+    assert code == exit_codes.EVALUATOR_UNAVAILABLE
+    assert "could not start" in capsys.readouterr().err
+
+
+def test_no_command_prints_help_and_exit_usage(capsys):
+    assert cli.main([]) == exit_codes.USAGE
+    assert "optimize" in capsys.readouterr().out

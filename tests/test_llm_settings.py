@@ -1,0 +1,39 @@
+"""The LLM client's settings: CLI options and editor settings to make_team keywords."""
+
+import argparse
+
+import pytest
+
+from stark_lsp.commands.llm_args import add_llm_arguments, parse_temperatures, team_options
+from stark_lsp.server.settings import parse_settings
+
+
+def test_cli_options_give_make_team_keywords():
+    p = argparse.ArgumentParser()
+    add_llm_arguments(p)
+    args = p.parse_args(["--max-tokens", "4096", "--connect-timeout", "5", "--read-timeout", "90", "--retries", "0",
+                         "--timeout-retries", "2", "--temperature", "plan=0.9,debug=0.2", "--context-tokens", "20000"])
+    assert team_options(args) == {"max_tokens": 4096, "connect_timeout_s": 5.0, "read_timeout_s": 90.0,
+                                  "max_retries": 0, "timeout_retries": 2, "temperatures": {"plan": 0.9, "debug": 0.2}}
+    assert args.context_tokens == 20000
+    assert team_options(p.parse_args([])) == {}  # the client's defaults
+    assert parse_temperatures("0.5") == {"plan": 0.5, "code": 0.5, "debug": 0.5}
+    for bad in ("hot", "plan=2.5", "review=0.1", "plan=x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_temperatures(bad)
+    for flags in (["--max-tokens", "0"], ["--read-timeout", "-1"], ["--retries", "-2"]):
+        with pytest.raises(SystemExit):
+            p.parse_args(flags)
+
+
+def test_editor_settings_give_make_team_keywords_and_name_their_problems():
+    s, problems = parse_settings({"maxTokens": 2048, "connectTimeout": 3, "readTimeout": 120.5, "retries": 1,
+                                  "timeoutRetries": 0, "temperatures": {"plan": 0.7, "code": 0.05},
+                                  "contextTokens": 16000})
+    assert problems == []
+    assert s.team_options() == {"max_tokens": 2048, "connect_timeout_s": 3.0, "read_timeout_s": 120.5,
+                                "max_retries": 1, "timeout_retries": 0, "temperatures": {"plan": 0.7, "code": 0.05}}
+    assert s.context_tokens == 16000
+    assert parse_settings({})[0].team_options() == {}
+    s, problems = parse_settings({"maxTokens": 0, "readTimeout": "soon", "temperatures": {"plan": 5, "review": 0.1}})
+    assert len(problems) == 4 and s.max_tokens is None and s.read_timeout_s is None and s.temperatures == {}
