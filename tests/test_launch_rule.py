@@ -1,0 +1,47 @@
+"""The judge's launch rule (pure logic): at least one of the candidate's own
+kernels, by exact name, must have run."""
+
+import pytest
+
+pytest.importorskip("torch")
+
+from stark_lsp.evaluate.guards import missing_launches  # noqa: E402
+
+DISPATCH = """
+if inner == 1:
+    rows_kernel[(outer,)](x, y, R)
+else:
+    strided_kernel[grid](x, y, R, inner)
+"""
+
+FALLBACK = """
+try:
+    elementwise[grid](x, y, n)
+except Exception:
+    y = torch.relu(x)
+"""
+
+
+def test_a_kernel_chosen_by_shape_leaves_the_other_unlaunched():
+    assert missing_launches(DISPATCH, ["rows_kernel", "strided_kernel"], {"rows_kernel"}) == []
+    assert missing_launches(DISPATCH, ["rows_kernel", "strided_kernel"], {"strided_kernel"}) == []
+
+
+def test_none_of_the_launched_kernels_ran():
+    assert missing_launches(DISPATCH, ["rows_kernel", "strided_kernel"], set()) == ["rows_kernel", "strided_kernel"]
+
+
+def test_names_match_exactly_not_by_substring():
+    ran = {"vectorized_elementwise_kernel", "elementwise_kernel_with_index"}  # PyTorch's own kernels
+    assert missing_launches(FALLBACK, ["elementwise"], ran) == ["elementwise"]
+
+
+def test_a_kernel_defined_but_launched_indirectly_must_still_run():
+    src = "kernels = {'a': my_kernel}\nkernels['a'].run(grid=(1,), warmup=False)"
+    assert missing_launches(src, ["my_kernel"], set()) == ["my_kernel"]
+    assert missing_launches(src, ["my_kernel"], {"my_kernel"}) == []
+
+
+def test_a_dead_kernel_beside_a_launched_one_does_not_count_as_launched():
+    src = "live[grid](x)\n"
+    assert missing_launches(src, ["live", "dead"], {"dead"}) == ["live"]
