@@ -258,7 +258,7 @@ def test_text_tables_show_policies_and_tasks():
 
 
 def test_attempted_share_geomean_and_fast1_against_torch_compile():
-    from stark_lsp.bench.metrics import summarize
+    from stark_lsp.bench.metrics import summarize_runs
 
     a = rec("a", "stark", 2.0)
     a.attempted, a.best_speedup_vs_compiled = True, 1.5
@@ -266,7 +266,7 @@ def test_attempted_share_geomean_and_fast1_against_torch_compile():
     b.attempted = True
     c = rec("c", "stark", None)  # refused outright: not attempted
     c.attempted, c.refused = False, "nothing new to try from this node: only library operations"
-    s = summarize([a, b, c])
+    s = summarize_runs([a, b, c])
     assert s["attempted_rate"] == pytest.approx(2 / 3)
     assert s["geomean_attempted"] == pytest.approx(2.0 ** 0.5)
     assert s["fast_1_vs_compiled"] == pytest.approx(1 / 3)
