@@ -3,9 +3,11 @@
 One evaluation's speedup is one noisy measurement, and the best of thirty noisy
 measurements is biased upwards. So when the search ends, its top ``top``
 correct candidates and the root are evaluated again ``rounds`` times, in turn
-(candidate 1, candidate 2, ..., root; then again), each evaluation timing the
-candidate against the eager reference in the same worker. The reported figure
-is the median over the rounds, with its range, stored on each node as
+(candidate 1, candidate 2, ..., root; then again). Each evaluation gives the
+candidate's speedup against eager (the evaluator times the reference once per
+task and settings) and, with the root's evaluation of the same round, against
+the user's kernel. The reported figure is the median over the rounds, with its
+range, stored on each node as
 ``Node.retimed`` (``Retimed.to_dict()``); ``TreeStore.best`` then prefers the
 highest re-timed median.
 
@@ -20,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
-from stark_lsp.speedups import speedup_text
+from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 
 def retime_options(options: EvalOptions) -> EvalOptions:
@@ -53,13 +55,14 @@ class Retimed:
 
     def text(self) -> str:
         """``2.31× eager (2.25–2.40 over 3 rounds), 1.80× your kernel``."""
-        head = speedup_text(self.speedup, "eager", cpu=self.cpu)
-        spread = f" ({speedup_text(self.speedup_low, 'eager').split(' ')[0]}–" \
-                 f"{speedup_text(self.speedup_high, 'eager').split(' ')[0]} over {self.rounds} rounds)"
+        head = speedup_text(self.speedup, "eager")
+        # the range as bare numbers: every N× the product prints is followed by its baseline
+        spread = f" ({ratio_text(self.speedup_low, sign='')}–{ratio_text(self.speedup_high, sign='')}" \
+                 f" over {self.rounds} rounds)"
         out = head + spread
         if self.vs_root is not None:
             out += ", " + speedup_text(self.vs_root, "yours")
-        return out
+        return out + (f" ({CPU_NOTE})" if self.cpu else "")  # once, for every figure of the line
 
 
 def _ok(r: EvalResult | None) -> bool:
