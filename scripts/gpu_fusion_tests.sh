@@ -5,6 +5,8 @@
 # level1: every lowering template on KernelBench level-1 models at their own sizes (evaluator);
 # level2: the fused level-2 test models at their own sizes; variants: fused starting points, the
 # linear-layer-with-epilogue matmul, training mode; ops: every fusion op case compiled for the GPU.
+# level1/level2 also print each model's first-candidate speedup over eager (a hint: 10 timed calls, no search).
+# GROUP may also be a pytest -k expression, e.g. 'test_kernelbench and (Matrix_vector or large_K)' (output: fusion_k.txt).
 set -uo pipefail
 group=${1:-all}
 out=${2:-out/gpu}
@@ -17,7 +19,8 @@ case "$group" in
   variants) sel="test_variants" ;;
   ops) sel="test_ops_on_the_gpu" ;;
   all) sel="" ;;
-  *) echo "usage: $0 [level1|level2|variants|ops|all] [OUTDIR]" >&2; exit 2 ;;
+  "") echo "usage: $0 [level1|level2|variants|ops|all|'PYTEST -k EXPRESSION'] [OUTDIR]" >&2; exit 2 ;;
+  *) sel="$group"; group=k ;;
 esac
-python3 -m pytest -q -p no:cacheprovider -rs tests/test_fusion_gpu.py ${sel:+-k "$sel"} 2>&1 | tee "$out/fusion_$group.txt"
+python3 -m pytest -q -s -p no:cacheprovider -rs tests/test_fusion_gpu.py ${sel:+-k "$sel"} 2>&1 | tee "$out/fusion_$group.txt"
 exit "${PIPESTATUS[0]}"

@@ -22,6 +22,7 @@ from stark_lsp.agents.builtin.kb_lowering import STARTS, implement_lowering, ins
 from stark_lsp.evaluate.evaluator import Evaluator
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import Status
+from stark_lsp.speedups import speedup_text
 from stark_lsp.tasks.spec import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -73,6 +74,10 @@ def test_kernelbench(ev, name):
     task, source = _first_plan_source(path)
     r = ev.evaluate(task, source, CHECK)
     assert r.status is Status.OK, r.summary() + "\n" + r.output[-3000:]
+    # a first figure per model while device time is scarce (run with -s): the team's first candidate,
+    # not searched, 10 timed calls: a hint, not a measurement for docs/benchmarks.md
+    print(f"\n{name}: first candidate {speedup_text(r.speedup, 'eager', cpu=not r.runtime.is_gpu)} "
+          f"({r.runtime.candidate.median_ms:.4g} ms; eager {r.runtime.reference.median_ms:.4g} ms; 10 timed calls)")
 
 
 @pytest.mark.parametrize("start", range(1, len(STARTS["fused"])))
