@@ -6,6 +6,8 @@
 # printed prompts), `stark eval` on each sample format,
 # the built-in team's search on the mistuned samples, and the evaluation
 # latency benchmark. Output goes to OUTDIR (default out/gpu).
+# The built-in team's Triton templates (tests/test_fusion_gpu.py) run last; in a
+# 10-minute command run them alone, a group at a time: scripts/gpu_fusion_tests.sh GROUP.
 set -uo pipefail
 out=${1:-out/gpu}
 mkdir -p "$out"
@@ -27,3 +29,6 @@ python3 -m pytest -q -p no:cacheprovider tests/test_cli_refusals.py 2>&1 | tee "
 ws=$(mktemp -d) && mkdir "$ws/.git" && cp samples/mistuned/row_sum.cu samples/mistuned/row_sum.harness.py "$ws/"
 (cd "$ws" && python3 -m stark_lsp optimize row_sum.cu --budget 4; echo "exit $?"; python3 -m stark_lsp show row_sum.cu) \
   2>&1 | tee "$out/cli_optimize_cuda.txt"
+for g in level1 level2 variants ops; do
+  scripts/gpu_fusion_tests.sh "$g" "$out"
+done

@@ -251,7 +251,23 @@ def test_text_tables_show_policies_and_tasks():
     rs = [rec("a", "stark", 2.0, wall_s=10.0), rec("a", "greedy", None, wall_s=10.0)]
     doc = sample_doc(rs)
     pt = policy_table(doc["summary"]["policies"])
-    assert pt.splitlines()[0].split()[:3] == ["policy", "runs", "success"]
+    assert pt.splitlines()[0].split()[:4] == ["policy", "runs", "attempted", "success"]
     assert "2.00×" in pt and "100%" in pt
     tt = task_table(doc["summary"]["tasks"])
     assert "0/1" in tt and "1/1" in tt
+
+
+def test_attempted_share_geomean_and_fast1_against_torch_compile():
+    from stark_lsp.bench.metrics import summarize_runs
+
+    a = rec("a", "stark", 2.0)
+    a.attempted, a.best_speedup_vs_compiled = True, 1.5
+    b = rec("b", "stark", None)  # attempted, nothing correct: counts as eager (1.0) in geomean_attempted
+    b.attempted = True
+    c = rec("c", "stark", None)  # refused outright: not attempted
+    c.attempted, c.refused = False, "nothing new to try from this node: only library operations"
+    s = summarize_runs([a, b, c])
+    assert s["attempted_rate"] == pytest.approx(2 / 3)
+    assert s["geomean_attempted"] == pytest.approx(2.0 ** 0.5)
+    assert s["fast_1_vs_compiled"] == pytest.approx(1 / 3)
+    assert s["attempted_vs_compiled_at_least_1"] == pytest.approx(1 / 2)

@@ -223,7 +223,7 @@ def test_a_race_between_two_attempts_is_retried_not_evaluated_twice(tmp_path):
     ev = FakeEvaluator()
     team = SeenAwareTeam()
     with TreeStore.open(tmp_path / "tree.sqlite") as store:
-        Search(task, store, ev, team, SearchConfig(budget=4, concurrency=2, policy="sampling")).run()
+        Search(task, store, ev, team, SearchConfig(budget=4, concurrency=2, policy="sampling", retime_top=0)).run()
         nodes = [n for n in store.nodes(task.task_id()) if n.kind != ROOT]
     assert len(nodes) == 4 and all(n.duplicate_of is None for n in nodes)
     assert len(ev.sources) == len(set(ev.sources)) == 5

@@ -126,7 +126,7 @@ def test_a_version_1_store_is_read_as_it_is_and_migrated_on_a_writable_open(tmp_
         assert root.profile is None
         rw.update_node(root.id, profile=ProfileReport(ok=True, kernels=[KP]).to_dict())
     version, cols = _version(path)
-    assert version == SCHEMA_VERSION == 2 and "profile_json" in cols
+    assert version == SCHEMA_VERSION == 3 and "profile_json" in cols and "retimed_json" in cols
     with TreeStore.open(path, readonly=True) as ro:
         [root] = ro.nodes(task.task_id())
         assert ProfileReport.from_dict(root.profile).kernels == [KP]
@@ -139,11 +139,11 @@ def test_a_newer_store_is_refused(tmp_path):
     path = tmp_path / "tree.sqlite"
     TreeStore.open(path).close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = 3")
+    conn.execute("UPDATE schema_version SET version = 4")
     conn.commit()
     conn.close()
     for ro in (False, True):
-        with pytest.raises(StoreError, match="schema version 3"):
+        with pytest.raises(StoreError, match="schema version 4"):
             TreeStore.open(path, readonly=ro)
 
 
@@ -213,7 +213,7 @@ def test_leaders_are_profiled_in_the_background_one_at_a_time_and_stored(tmp_pat
     assert len(profiled) >= 2 and all(n.correct and n.duplicate_of is None for n in profiled)
     assert len(prof.sources) == len(set(prof.sources)) == len(profiled)  # each once
     assert prof.max_running == 1 and not prof.overlapped  # alone on the GPU
-    assert sum(1 for n in nodes if n.kind != ROOT and n.completed) == 10  # the budget, untouched
+    assert sum(1 for n in nodes if n.kind != ROOT and n.spends_budget) == 10  # the budget, untouched
     assert any(p.message.startswith("#1 profiled: ncu: dram 41% of peak") for p in progress)
     # a Plan agent after the root's profile saw it
     plans = [c for a, c in team.contexts if a == "plan"]
@@ -241,7 +241,7 @@ def test_without_ncu_the_search_goes_on_unprofiled(tmp_path, monkeypatch):
     s.run()
     assert any(p.message.startswith("profiling off: ncu not found") for p in progress)
     nodes = store.nodes(task.task_id())
-    assert all(n.profile is None for n in nodes) and sum(1 for n in nodes if n.completed and n.kind != ROOT) == 10
+    assert all(n.profile is None for n in nodes) and sum(1 for n in nodes if n.spends_budget and n.kind != ROOT) == 10
     store.close()
 
 
@@ -266,7 +266,7 @@ def test_a_profiler_that_raises_does_not_stop_the_search(tmp_path):
     task, store, s, progress, _ = _search(tmp_path, ev, Broken(ev), profile_top=2, budget=5)
     s.run()
     assert any(p.message == "profiling failed: RuntimeError: profiler bug" for p in progress)
-    assert sum(1 for n in store.nodes(task.task_id()) if n.completed and n.kind != ROOT) == 5
+    assert sum(1 for n in store.nodes(task.task_id()) if n.spends_budget and n.kind != ROOT) == 5
     store.close()
 
 

@@ -6,6 +6,11 @@ Over a group of runs (one per task and repeat):
 * ``fast_p``: the fraction of runs that made a correct kernel with speedup over
   eager greater than ``p`` (KernelBench's fast_p, each repeat counted as a task);
 * ``geomean``: the geometric mean of the best speedups, over the runs that have one.
+* ``attempted_rate``: the fraction of runs where the team made a candidate at all;
+  ``geomean_attempted``: over those runs, the geometric mean of the best speedup,
+  a run without a correct kernel counting as 1.0 (the user keeps eager PyTorch);
+  ``fast_1_vs_compiled``: the fraction of runs with a correct kernel faster than
+  ``torch.compile`` of the reference.
 
 Every speedup is a ratio of two times measured in the same run and process.
 """
@@ -44,6 +49,13 @@ def fast_p(records: list[RunRecord], p: float) -> float | None:
     return sum(1 for r in records if r.success and r.best_speedup is not None and r.best_speedup > p) / len(records)
 
 
+def fast_vs_compiled(records: list[RunRecord], p: float = 1.0) -> float | None:
+    if not records:
+        return None
+    return sum(1 for r in records if r.success and r.best_speedup_vs_compiled is not None
+               and r.best_speedup_vs_compiled > p) / len(records)
+
+
 def fast_key(p: float) -> str:
     return f"fast_{p:g}"
 
@@ -58,6 +70,12 @@ def summarize_runs(records: list[RunRecord]) -> dict[str, Any]:
         "success_rate": success_rate(records),
         **{fast_key(p): fast_p(records, p) for p in FAST_P},
         "geomean_speedup": geomean(r.best_speedup for r in records if r.success),
+        "attempted_rate": sum(r.attempted for r in records) / len(records) if records else None,
+        "geomean_attempted": geomean((r.best_speedup if r.success else 1.0) for r in records if r.attempted),
+        "fast_1_vs_compiled": fast_vs_compiled(records),
+        "attempted_vs_compiled_at_least_1": (
+            sum(1 for r in records if r.attempted and r.success and (r.best_speedup_vs_compiled or 0) >= 1.0)
+            / max(1, sum(r.attempted for r in records))) if records else None,
         "geomean_speedup_vs_compiled": geomean(r.best_speedup_vs_compiled for r in records if r.success),
         "with_speedup": sum(1 for r in records if r.success and r.best_speedup is not None),
         "with_compiled": sum(1 for r in records if r.success and r.best_speedup_vs_compiled is not None),

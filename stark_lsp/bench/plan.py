@@ -32,6 +32,8 @@ class BenchConfig:
     wall_time_s: float | None = None  # per run
     compile_baseline: bool = True  # also time torch.compile of the reference (GPU)
     trials: int = 5  # correctness trials per evaluation
+    retime_top: int = 3  # each search re-times its top K candidates (search/retime.py; 0: off) ...
+    retime_rounds: int = 3  # ... this many rounds, in turn with the root
     context_tokens: int = 12000  # the token budget of one LLM prompt
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,7 +3,13 @@
 Pure: nodes in, a ``RunRecord`` out. Definitions (docs/BENCH.md):
 
 * *best*: the fastest correct node the search made (an attempt, not the root,
-  not a duplicate); ``success`` is that such a node exists.
+  not a duplicate); ``success`` is that such a node exists. When the search
+  re-timed its leaders (``Node.retimed``), the best is the one with the highest
+  re-timed median, and its figures are the re-timed ones (``single_speedup``
+  keeps the search's own measurement).
+* *attempted*: the team made at least one candidate that was evaluated; a run
+  the team refused outright (e.g. a model the built-in team cannot write in
+  Triton) is not attempted, and ``refused`` says why.
 * *curve*: after each attempt k (0 = the root alone), the best speedup among the
   correct nodes so far, root included: what a user holds after k attempts.
 * *evaluated*: candidates the evaluator judged (the root included, duplicates not).
@@ -45,6 +51,11 @@ class RunRecord:
     best_speedup_vs_compiled: float | None = None
     best_ms: float | None = None
     attempts: int = 0  # finished attempts
+    spent: int = 0  # attempts that spent the budget (Node.spends_budget)
+    attempted: bool = False  # a candidate of the team was evaluated
+    refused: str = ""  # why nothing was attempted (the agent's "nothing new" reason)
+    retimed: dict[str, Any] | None = None  # the best's re-timing (search.retime.Retimed.to_dict())
+    single_speedup: float | None = None  # the best's speedup from its one evaluation in the search
     evaluated: int = 0
     correct: int = 0  # correct attempts
     failed: int = 0  # failed attempts (agent errors included)
@@ -111,11 +122,19 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     attempts = [n for n in live if n.kind != ROOT]
     finished = [n for n in attempts if n.completed]
     own = [n for n in attempts if n.correct and n.speedup is not None and n.duplicate_of is None]
-    best = max(own, key=lambda n: (n.speedup, -n.id)) if own else None
+    retimed = [n for n in own if n.retimed]
+    if retimed:
+        best = max(retimed, key=lambda n: (float(n.retimed["speedup"]), -n.id))
+    else:
+        best = max(own, key=lambda n: (n.speedup, -n.id)) if own else None
     evaluated = [n for n in live if n.evaluated and n.duplicate_of is None]
     rec = RunRecord(task=task, task_key=task_key, kind=kind, policy=policy, repeat=repeat, seed=seed, budget=budget,
                     outcome=outcome, error=error, wall_s=wall_s)
     rec.attempts = len(finished)
+    rec.spent = sum(1 for n in finished if n.spends_budget)
+    rec.attempted = any(n.evaluated and n.duplicate_of is None for n in attempts)
+    if not rec.attempted:
+        rec.refused = next((n.error for n in reversed(finished) if n.error), "")
     rec.evaluated = len(evaluated)
     rec.correct = sum(1 for n in finished if n.correct)
     rec.failed = sum(1 for n in finished if n.unsuccessful)
@@ -143,11 +162,19 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
         rec.success = True
         rec.best_node, rec.best_attempt, rec.best_summary = best.id, best.attempt, best.summary
         rec.best_speedup, rec.best_ms = best.speedup, best.runtime_ms
-        if rt is not None and rt.speedup_vs_compiled is not None:
+        rec.single_speedup = best.speedup
+        if best.retimed:
+            rec.retimed = dict(best.retimed)
+            rec.best_speedup, rec.best_ms = best.retimed["speedup"], best.retimed["runtime_ms"]
+        if best.retimed and best.retimed.get("speedup_vs_compiled"):
+            rec.best_speedup_vs_compiled = best.retimed["speedup_vs_compiled"]
+        elif best.retimed and rec.compiled_ms and rec.best_ms:
+            rec.best_speedup_vs_compiled = rec.compiled_ms / rec.best_ms
+        elif rt is not None and rt.speedup_vs_compiled is not None:
             rec.best_speedup_vs_compiled = rt.speedup_vs_compiled
         elif rec.compiled_ms and best.runtime_ms:
             rec.best_speedup_vs_compiled = rec.compiled_ms / best.runtime_ms
-        if rec.floor and rec.floor["floor_ms"] > 0 and best.runtime_ms:
-            rec.floor_gap = best.runtime_ms / rec.floor["floor_ms"]
+        if rec.floor and rec.floor["floor_ms"] > 0 and rec.best_ms:
+            rec.floor_gap = rec.best_ms / rec.floor["floor_ms"]
     rec.curve = best_curve(live, budget)
     return rec

@@ -56,9 +56,11 @@ class BenchRunner:
         self.cancel = cancel or threading.Event()
         self.options = options or eval_options(config)
         self._task_options: dict[int, tuple[EvalOptions, str]] = {}
+        self.stopped_early = False  # run() reached its deadline with runs left
 
-    def run(self, done: set[tuple[str, str, int]] | None = None) -> list[RunRecord]:
-        """Every scheduled run not in ``done`` (task key, policy, repeat); their records.
+    def run(self, done: set[tuple[str, str, int]] | None = None, deadline: float | None = None) -> list[RunRecord]:
+        """Every scheduled run not in ``done`` (task key, policy, repeat); their records. No run
+        starts after ``deadline`` (``time.monotonic()``): a batch of a resumable bench.
 
         With several evaluators (one per GPU), each takes the next task and
         runs all of that task's runs on its GPU, so every comparison between
@@ -80,7 +82,8 @@ class BenchRunner:
                         return
                     group = queue.pop(0)
                 for i, key in group:
-                    if self.cancel.is_set():
+                    if self.cancel.is_set() or deadline is not None and time.monotonic() >= deadline:
+                        self.stopped_early = self.stopped_early or not self.cancel.is_set()
                         return
                     if self.on_start:
                         with lock:
@@ -133,7 +136,9 @@ class BenchRunner:
         options, note = self.options_for(key.task, evaluator)
         cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
-                           eval_options=options, context_tokens=self.config.context_tokens)
+                           eval_options=options, retime_top=self.config.retime_top,
+                           retime_rounds=self.config.retime_rounds,
+                           context_tokens=self.config.context_tokens)
         directory = tree_dir(self.out_dir, name, key)
         if directory.exists():
             shutil.rmtree(directory)  # a run always starts from a fresh tree

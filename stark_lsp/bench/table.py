@@ -25,14 +25,19 @@ def cpu_note(cpu: bool) -> str:
 
 
 def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
-    header = ["policy", "runs", "success"] + [f"fast{p:g}" for p in FAST_P] + [
-        "geomean × eager", "geomean × compile", "best@", "cand/min", "wall", "tokens"]
+    """``attempted``: the share of runs where the team offered a candidate (bench/record.py);
+    ``geomean attempted × eager``: the geomean over those runs only."""
+    header = ["policy", "runs", "attempted", "success"] + [f"fast{p:g}" for p in FAST_P] + [
+        "fast1 × compile", "geomean × eager", "geomean × compile", "geomean attempted × eager",
+        "best@", "cand/min", "wall", "tokens"]
     rows = []
     for policy, s in summary.items():
         rows.append([
-            policy, str(s["runs"]) + (f" ({s['errors']} err)" if s["errors"] else ""), fmt.pct(s["success_rate"]),
-            *[fmt.pct(s[fast_key(p)]) for p in FAST_P],
+            policy, str(s["runs"]) + (f" ({s['errors']} err)" if s["errors"] else ""),
+            fmt.pct(s.get("attempted_rate")), fmt.pct(s["success_rate"]),
+            *[fmt.pct(s[fast_key(p)]) for p in FAST_P], fmt.pct(s.get("fast_1_vs_compiled")),
             ratio_text(s["geomean_speedup"]), ratio_text(s["geomean_speedup_vs_compiled"]),
+            ratio_text(s.get("geomean_attempted")),
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
             fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
         ])

@@ -51,9 +51,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=positive_int, default=5, help="correctness trials per evaluation (default 5)")
     p.add_argument("--no-compile-baseline", action="store_true",
                    help="do not time torch.compile of the references (GPU only anyway)")
+    p.add_argument("--retime-top", type=int, default=3, metavar="K",
+                   help="after each search, re-time its top K candidates in turn with the root (0: off; default 3)")
+    p.add_argument("--retime-rounds", type=int, default=3, metavar="R", help="re-timing rounds (default 3)")
     p.add_argument("--out", help="output directory (default bench-results/<date-time>)")
     p.add_argument("--resume", action="store_true",
                    help="continue the bench in --out: keep its finished runs, do the rest")
+    p.add_argument("--stop-after", type=float, metavar="SEC",
+                   help="start no run after SEC seconds (a batch: continue later with --resume; exit 0 when "
+                        "every run that ran finished)")
     p.add_argument("--dry-run", action="store_true",
                    help="load the tasks, check their files, print the plan; evaluate nothing")
     add_sandbox_argument(p)
@@ -185,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
                          concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
+                         retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
                          context_tokens=getattr(args, "context_tokens", None) or 12000)
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:
@@ -288,7 +295,11 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         write(complete=False)
         runner = BenchRunner(tasks, names, config, made, team, out, on_record=on_record,
                              on_progress=progress, on_start=progress.start, cancel=cancel)
-        runner.run(done=done)
+        deadline = time.monotonic() + args.stop_after if getattr(args, "stop_after", None) else None
+        runner.run(done=done, deadline=deadline)
+        if runner.stopped_early:
+            print(f"stark bench: --stop-after {args.stop_after:g} s reached: {len(records)} of {planned} run(s) "
+                  f"done; continue with --resume", file=sys.stderr)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -240,6 +240,7 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
     """Write the best kernel when a verified candidate beats the user's kernel, and
     say what happened either way; True when it wrote."""
     from stark_lsp.search.node import speedup_vs_yours
+    from stark_lsp.search.retime import Retimed
     from stark_lsp.speedups import speedup_text
 
     root = next((n for n in nodes if n.parent_id is None), None)
@@ -253,6 +254,9 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
             print("no correct candidate: nothing written")
         return False
     gain = speedup_vs_yours(best, root)
+    retimed = Retimed.from_dict(best.retimed) if best.retimed else None
+    if retimed is not None and retimed.vs_root is not None:
+        gain = retimed.vs_root  # the median of rounds that timed it in turn with your kernel
     if root is not None and root.correct and (gain is None or gain <= 1.0):
         print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
               f"{speedup_text(gain, 'yours', cpu=best.cpu_timed)}): nothing written")
@@ -265,6 +269,8 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
     else:
         vs = f"correct where your kernel is not ({root.status if root else 'missing'}), {best.eager_text()}"
     print(f"best: node #{best.id}, {vs}")
+    if retimed is not None:
+        print(f"re-timed in turn with your kernel: {retimed.text()}")
     print(f"wrote {out}" + (f" ({replaced})" if replaced else ""))
     return True
 

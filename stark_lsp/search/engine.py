@@ -27,11 +27,12 @@ from stark_lsp.tasks.spec import TaskSpec
 from stark_lsp.tasks.describe import describe_task
 
 from .context import build_context
-from .digest import source_digest
+from .digest import NOTHING_NEW, source_digest
 from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
+from .retime import retime_options, summarize
 from .tree_store import TreeStore, harness_digest, source_hash
 
 
@@ -53,6 +54,8 @@ class SearchConfig:
     eval_options: EvalOptions = field(default_factory=EvalOptions)
     profile_top: int = 0  # profile (ncu) the top-K correct nodes in the background; 0: off
     profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
+    retime_top: int = 3  # when the search ends, re-time its top K correct candidates ... (0: off)
+    retime_rounds: int = 3  # ... this many times each, in turn with the root (search/retime.py)
     require_correct_root: bool = False  # the user's kernel fails to build or verify: stop, no search (the editor)
 
 
@@ -229,7 +232,23 @@ class Search:
         return [n for n in self._snapshot() if n.kind != ROOT and n.status != ABANDONED]
 
     def _finished(self) -> int:
-        return sum(1 for n in self._attempts() if n.completed)
+        """Attempts that spent the budget (``Node.spends_budget``)."""
+        return sum(1 for n in self._attempts() if n.spends_budget)
+
+    def _free_left(self) -> bool:
+        """Free attempts (nothing new, duplicates) are capped at one budget more, so that an agent
+        that keeps finding nothing new cannot keep the search going."""
+        free = sum(1 for n in self._attempts() if n.completed and not n.spends_budget)
+        return free < self.config.budget
+
+    def _nothing_new_reason(self) -> str:
+        """The reason of the latest "nothing new to try" from the root, if the root has no other child."""
+        nodes = self._snapshot()
+        root = next((n for n in nodes if n.parent_id is None), None)
+        kids = [n for n in nodes if root is not None and n.parent_id == root.id and n.status != ABANDONED]
+        if kids and all(n.status == AGENT_ERROR and NOTHING_NEW in (n.error or "") for n in kids):
+            return kids[-1].error
+        return ""
 
     def _next_attempt(self) -> int:
         used = {n.attempt for n in self._attempts()}
@@ -245,7 +264,7 @@ class Search:
         root = next((n for n in snapshot if n.parent_id is None), None)
         return Progress(
             task_id=self.task_id,
-            attempt=sum(1 for n in attempts if n.completed),
+            attempt=sum(1 for n in attempts if n.spends_budget),
             budget=self.config.budget,
             best_speedup=best.speedup if best else None,
             best_node_id=best.id if best else None,
@@ -293,6 +312,49 @@ class Search:
                 self._start_profiling()
                 self._loop(time.monotonic())
         return self.store.best(self.task_id)
+
+    # -- re-timing the leaders (search/retime.py) -------------------------------------
+    def _retime(self) -> None:
+        """Evaluate the top ``retime_top`` correct attempts and the root ``retime_rounds`` times,
+        in turn, and store each candidate's median and range (``Node.retimed``). Stops at a
+        cancel; an evaluator failure ends the re-timing, not the search."""
+        cfg = self.config
+        if cfg.retime_top <= 0 or cfg.retime_rounds <= 0 or self._cancel.is_set():
+            return
+        nodes = self._snapshot()
+        leaders = leaderboard([n for n in nodes if n.kind != ROOT], cfg.retime_top)
+        root = next((n for n in nodes if n.parent_id is None), None)
+        if not leaders:
+            return
+        options = retime_options(cfg.eval_options)
+        runs: dict[int, list[EvalResult]] = {n.id: [] for n in leaders}
+        roots: list[EvalResult | None] = []
+        self._emit(message=f"re-timing the top {len(leaders)} ({cfg.retime_rounds} rounds, in turn with your kernel)")
+        try:
+            for _ in range(cfg.retime_rounds):
+                for n in leaders + ([root] if root is not None and root.correct else []):
+                    if self._cancel.is_set():
+                        return
+                    with self._gate.shared():
+                        r = self.evaluator.evaluate(self.task, n.source, options)
+                    if n is root:
+                        roots.append(r)
+                    else:
+                        runs[n.id].append(r)
+                if root is None or not root.correct:
+                    roots.append(None)
+        except Exception as e:  # the figures of the search stand; re-timing is a refinement
+            self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}")
+            return
+        done = []
+        for n in leaders:
+            figures = summarize(runs[n.id], roots)
+            if figures is not None:
+                self._update(n.id, retimed=figures.to_dict())
+                done.append((figures, n))
+        if done:
+            figures, n = max(done, key=lambda fn: (fn[0].speedup, -fn[1].id))
+            self._emit(message=f"re-timed: best #{n.id} {figures.text()}")
 
     # -- background profiling -----------------------------------------------------
     def _start_profiling(self) -> None:
@@ -421,17 +483,20 @@ class Search:
             while True:
                 self._maybe_profile()
                 stop = self._stop_reason(started) if error is None else "stopped by an error"
-                while not stop and len(inflight) < max(1, cfg.concurrency) and self._finished() + len(inflight) < cfg.budget:
+                while not stop and len(inflight) < max(1, cfg.concurrency) and \
+                        self._finished() + len(inflight) < cfg.budget and self._free_left():
                     attempt = self._next_attempt()
                     sel = self.policy.select(self._snapshot(), random.Random(f"{cfg.seed}:{attempt}"))
                     if sel is None:
-                        stop = "nothing to expand"
+                        why = self._nothing_new_reason()
+                        stop = f"nothing to expand: {why}" if why else "nothing to expand"
                         break
                     node = self._start_attempt(sel, attempt)
                     inflight[pool.submit(self._expand, node.id, sel)] = node.id
                     self._emit(message=f"attempt {attempt}: {sel.action} #{sel.node_id} ({sel.reason})")
                 if not inflight:
-                    message = stop or "budget spent"
+                    message = stop or ("budget spent" if self._free_left() else
+                                       "stopped: as many attempts found nothing new as the budget allows")
                     break
                 if stop in ("cancelled", "wall time reached") and not self._stopping:
                     self._stopping = True  # evaluations in flight are stopped too, not waited for
@@ -451,6 +516,8 @@ class Search:
                     n = self._nodes[nid]
                     self._emit(message=f"#{n.id} attempt {n.attempt}: {n.outcome()}")
             self._stop_profiling(wait_for_it=error is None)  # the one in flight, if any: no new one
+            if error is None:
+                self._retime()
         except BaseException:  # e.g. KeyboardInterrupt: in-flight attempts stop at their next stage
             self._cancel.set()
             raise

@@ -13,6 +13,8 @@ from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.speedups import speedup_text
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
+from .digest import NOTHING_NEW
+
 # kinds
 ROOT = "root"
 PLAN_CODE = "plan_code"
@@ -52,6 +54,7 @@ class Node:
     created: float = 0.0
     updated: float = 0.0
     profile: dict | None = None  # a stark_lsp.profile ProfileReport as a dict (ncu figures), when profiled
+    retimed: dict | None = None  # a search.retime.Retimed as a dict: the leaders re-timed after the search
 
     # -- derived -----------------------------------------------------------
     @property
@@ -76,6 +79,14 @@ class Node:
     def completed(self) -> bool:
         """A finished attempt: evaluated, or refused by an agent."""
         return self.evaluated or self.status == AGENT_ERROR
+
+    @property
+    def spends_budget(self) -> bool:
+        """A finished attempt that bought new work: a candidate evaluated for the first time.
+        An agent's "nothing new to try" and a source already evaluated (a duplicate) are free."""
+        if not self.completed or self.duplicate_of is not None:
+            return False
+        return not (self.status == AGENT_ERROR and NOTHING_NEW in (self.error or ""))
 
     @property
     def unsuccessful(self) -> bool:

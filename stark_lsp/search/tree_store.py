@@ -5,18 +5,18 @@
 transaction, so a search killed at any moment leaves a consistent file, and
 other processes (the editor) can read it while a search writes.
 
-Schema (version 2; ``schema_version`` holds the number):
+Schema (version 3; ``schema_version`` holds the number):
 
 * ``trees(task_id PK, spec_json, created)``; ``spec_json`` is the TaskSpec plus
   ``harness_digest`` (the harness when the tree began; absent in older files)
 * ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
   source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
   exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
-  updated, profile_json)``
+  updated, profile_json, retimed_json)``
 
-Version 1 had no ``profile_json``: opening a version-1 file for writing adds
-the column (NULL everywhere) and sets the version to 2; opened read-only it is
-read as it is, every profile None.
+Version 1 had no ``profile_json``, version 2 no ``retimed_json``: opening an
+older file for writing adds the missing columns (NULL everywhere) and sets the
+version to 3; opened read-only it is read as it is, the missing fields None.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from stark_lsp.tasks.spec import TaskSpec
 from .digest import source_digest
 from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no profile_json column (migrated on a writable open)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # 1: no profile_json, 2: no retimed_json (both added on a writable open)
 DB_NAME = "tree.sqlite"
 STORE_DIR = ".stark"
 
@@ -73,7 +73,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     seed INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL,
     updated REAL NOT NULL,
-    profile_json TEXT
+    profile_json TEXT,
+    retimed_json TEXT
 );
 CREATE INDEX IF NOT EXISTS nodes_task ON nodes(task_id, id);
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
@@ -82,11 +83,11 @@ CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(task_id, source_hash);
 
 _COLUMNS = (
     "id task_id parent_id kind status attempt plan summary source result_json speedup "
-    "runtime_ms error duplicate_of exchanges_json seed created updated profile_json"
+    "runtime_ms error duplicate_of exchanges_json seed created updated profile_json retimed_json"
 ).split()
 _UPDATABLE = {
     "status", "attempt", "plan", "summary", "source", "result", "speedup",
-    "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile",
+    "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile", "retimed",
 }
 
 # every text column passes safe_text.scrub (valid Unicode: SQLite refuses lone
@@ -179,6 +180,7 @@ class TreeStore:
         self.path = path
         self.readonly = readonly
         self._cols = ", ".join(_COLUMNS)
+        self._has_retimed = True
 
     # -- opening -----------------------------------------------------------
     @classmethod
@@ -214,9 +216,11 @@ class TreeStore:
             row = cur.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 cur.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] == 1:  # version 1 -> 2: the profile column
-                if "profile_json" not in self._node_columns(cur):
-                    cur.execute("ALTER TABLE nodes ADD COLUMN profile_json TEXT")
+            elif row[0] in (1, 2):  # older versions: add the profile and re-timing columns
+                have = self._node_columns(cur)
+                for col in ("profile_json", "retimed_json"):
+                    if col not in have:
+                        cur.execute(f"ALTER TABLE nodes ADD COLUMN {col} TEXT")
                 cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         self._check_version((SCHEMA_VERSION,))
         self._select_columns()
@@ -226,9 +230,10 @@ class TreeStore:
         return {r[1] for r in cur.execute("PRAGMA table_info(nodes)").fetchall()}
 
     def _select_columns(self) -> None:
-        """The SELECT list for nodes: a version-1 file (read-only) has no
-        profile_json, read as NULL."""
+        """The SELECT list for nodes: an older file (read-only) lacks profile_json or
+        retimed_json, read as NULL."""
         have = self._node_columns(self._conn)
+        self._has_retimed = "retimed_json" in have
         self._cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
 
     def _check_version(self, accepted: tuple[int, ...]) -> None:
@@ -389,6 +394,8 @@ class TreeStore:
                 cols["result_json"] = _json_text(v.to_dict()) if v is not None else None
             elif k == "profile":
                 cols["profile_json"] = _json_text(v) if v is not None else None
+            elif k == "retimed":
+                cols["retimed_json"] = _json_text(v) if v is not None else None
             elif k == "exchanges":
                 cols["exchanges_json"] = _exchanges_json(v)
                 u = sum((e.usage for e in v), Usage())
@@ -430,7 +437,19 @@ class TreeStore:
         return _node(rows[0]) if rows else None
 
     def best(self, task_id: str) -> Node | None:
-        """The correct node with the highest speedup (the earliest on a tie)."""
+        """The correct node with the highest speedup (the earliest on a tie). When the search
+        re-timed its leaders (``Node.retimed``), the one with the highest re-timed median, unless
+        the root timed in the same rounds was faster (median ``vs_root`` below 1): then the root."""
+        retimed = [_node(r) for r in self._query(
+            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND retimed_json IS NOT NULL",
+            (task_id, Status.OK.value))] if self._has_retimed else []
+        if retimed:
+            top = min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
+            vs_root = top.retimed.get("vs_root")
+            root = self.root(task_id)
+            if vs_root is not None and vs_root < 1.0 and root is not None and root.correct:
+                return root  # timed in the same rounds, the user's kernel was faster
+            return top
         rows = self._query(
             f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
             " ORDER BY speedup DESC, id ASC LIMIT 1",
@@ -489,4 +508,5 @@ def _node(r: sqlite3.Row) -> Node:
         created=r["created"],
         updated=r["updated"],
         profile=json.loads(r["profile_json"]) if r["profile_json"] else None,
+        retimed=json.loads(r["retimed_json"]) if r["retimed_json"] else None,
     )

@@ -1,5 +1,5 @@
 """Reading a KernelBench model's source with ``ast``: the pieces both readers
-(``kb_forward`` for whole operations, ``kb_elementwise`` for expressions) use.
+(``kb_forward`` for single operations, ``fusion.reader`` for whole forwards) use.
 
 Nothing here imports or runs the model.
 """

@@ -1,12 +1,8 @@
-"""What a KernelBench ``Model.forward`` computes, when it is one known operation.
+"""What a KernelBench ``Model.forward`` computes, when it is one operation with a template of its own.
 
 ``recognize(source)`` reads the file with ``ast`` (nothing is imported or run)
 and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
 
-* an elementwise expression of its inputs (``kb_elementwise``): arithmetic,
-  numbers, scalar attributes and activations such as ``torch.relu``,
-  ``F.gelu``, ``F.leaky_relu(x, self.slope)``, ``torch.clamp``, or an ``nn``
-  activation module built in ``__init__``;
 * a reduction over one dimension: ``torch.sum`` / ``mean`` / ``amax`` /
   ``amin`` with ``dim=`` a literal or an attribute set in ``__init__``;
 * ``torch.softmax(x, dim=...)`` and ``log_softmax`` (also ``F.``, methods);
@@ -17,16 +13,16 @@ and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
   ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared).
 
 Anything else raises ``NotRecognized`` with the reason (``recognize`` gives
-None): the built-in team then leaves the task to an LLM team.
+None); the built-in team then reads the model as a graph (``fusion``), which
+covers elementwise expressions and multi-statement forwards.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
-from stark_lsp.agents.builtin.kb_elementwise import compile_elementwise
 
 REDUCTIONS = {"sum", "mean", "amax", "amin"}
 MATMUL = {"matmul", "mm", "bmm"}
@@ -36,19 +32,15 @@ _PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
 
 @dataclass(frozen=True)
 class Op:
-    kind: str  # elementwise | reduce | softmax | layernorm | matmul
-    name: str  # relu, leaky_relu, sum, softmax, layernorm, matmul, ...
-    args: tuple[str, ...]  # forward's tensor parameters, in order
+    kind: str  # reduce | softmax | layernorm | matmul
+    name: str  # sum, softmax, layernorm, matmul, ...
+    args: tuple[str, ...]  # the operation's operands: forward parameters (matmul: maybe transposed, "A.T")
     dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
     keepdim: str = "False"
     module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
-    body: tuple[str, ...] = ()  # elementwise: Triton statements over x0, x1, ... and scalars s0, s1, ...
-    result: str = ""  # elementwise: the variable holding the result
-    scalars: tuple[str, ...] = ()  # elementwise: Python expressions passed as s0, s1, ...
+    params: tuple[str, ...] = ()  # forward's parameters, in order (ModelNew.forward takes the same)
 
     def describe(self) -> str:
-        if self.kind == "elementwise":
-            return f"{self.name} (elementwise)"
         if self.kind in ("reduce", "softmax"):
             return f"{self.name} over dim {self.dim}"
         if self.kind == "layernorm":
@@ -82,7 +74,7 @@ def analyse(source: str) -> Op:
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         raise NotRecognized("forward is not a single return statement")
     attrs = _init_attrs(methods.get("__init__"))
-    return _expression(body[0].value, params, attrs)
+    return replace(_expression(body[0].value, params, attrs), params=tuple(params))
 
 
 def _init_attrs(init: ast.FunctionDef | None) -> dict[str, ast.expr]:
@@ -138,9 +130,24 @@ def _is_param(node: ast.expr, params: list[str]) -> str:
     raise NotRecognized("the operation is not applied to forward's own input")
 
 
+def _matmul_operand(node: ast.expr, params: list[str]) -> str:
+    """A forward parameter, or its transpose (``A.T``, ``A.mT``, ``A.t()``, ``A.transpose(-2, -1)``):
+    the kernel reads the transposed view through its strides."""
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+        return f"{_is_param(node.value, params)}.{node.attr}"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        x = node.func.value
+        if node.func.attr == "t" and not node.args:
+            return f"{_is_param(x, params)}.t()"
+        if node.func.attr == "transpose" and len(node.args) == 2 and all(
+                isinstance(a, (ast.Constant, ast.UnaryOp)) for a in node.args):
+            return f"{_is_param(x, params)}.transpose({ast.unparse(node.args[0])}, {ast.unparse(node.args[1])})"
+    return _is_param(node, params)
+
+
 def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> Op:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
-        return Op("matmul", "matmul", (_is_param(e.left, params), _is_param(e.right, params)))
+        return Op("matmul", "matmul", (_matmul_operand(e.left, params), _matmul_operand(e.right, params)))
     picked = _picked_extreme(e)
     if picked is not None:  # torch.max(x, dim)[0], x.min(dim=1).values: the values of a max/min over a dim
         call, name = picked
@@ -164,9 +171,7 @@ def _expression(e: ast.expr, params: list[str], attrs: dict[str, ast.expr]) -> O
             lib = library_function(func)
             if lib in MATMUL or lib in REDUCTIONS or lib in SOFTMAX:
                 return _call(lib, list(e.args), e, params, attrs)
-    ew = compile_elementwise(e, params, attrs)
-    return Op("elementwise", ew.name(), tuple(ew.inputs), body=tuple(ew.body), result=ew.result,
-              scalars=tuple(ew.scalars))
+    raise NotRecognized("forward is not a single reduction, softmax, LayerNorm or matrix product of its inputs")
 
 
 def _picked_extreme(e: ast.expr) -> tuple[ast.Call, str] | None:
@@ -190,7 +195,8 @@ def _call(name: str, args: list[ast.expr], call: ast.Call, params: list[str], at
     if name in MATMUL:
         if len(args) != 2 or call.keywords:
             raise NotRecognized(f"{name} with other than two inputs")
-        return Op("matmul", name if name == "bmm" else "matmul", (_is_param(args[0], params), _is_param(args[1], params)))
+        return Op("matmul", name if name == "bmm" else "matmul",
+                  (_matmul_operand(args[0], params), _matmul_operand(args[1], params)))
     x = _is_param(args[0], params)
     if name in REDUCTIONS:
         if set(k.arg for k in call.keywords) - {"dim", "keepdim"}:

@@ -1,13 +1,21 @@
 """The built-in team's first move on a KernelBench task: write ``ModelNew`` in Triton.
 
 A KernelBench root is the reference wrapped as ``class ModelNew(Model): pass``:
-there is nothing to tune. When ``Model.forward`` is one operation the team
-knows (``kb_forward``), the Plan agent marks the ``ModelNew`` block with
-``rewrite ModelNew in Triton: <operation>`` and the Code agent replaces it with
-the kernels of ``kb_triton``, at one of a few starting points (block sizes
-and warps: the renderer's defaults, then others, ``STARTS``), so that the root
-has several different children to offer. From then on the task is a Triton
-source like any other, and the usual tunables apply.
+there is nothing to tune. The Plan agent marks the ``ModelNew`` block with
+``rewrite ModelNew in Triton: <what>`` and the Code agent replaces it with:
+
+* the template of ``kb_triton`` when ``forward`` is one reduction, softmax,
+  LayerNorm or matrix product of its inputs (``kb_forward``);
+* otherwise the fused kernels of ``fusion``: library operations kept as
+  PyTorch calls, everything after them (elementwise chains, reductions,
+  softmax, norms, pools, scans, losses) in as few Triton kernels as the
+  schedule allows.
+
+Each comes at one of a few starting points (block sizes and warps: the
+defaults, then others, ``STARTS``; for a linear layer or matmul followed by
+elementwise operations also a Triton matmul with that epilogue), so that the
+root has several different children to offer. From then on the task is a
+Triton source like any other, and the usual tunables apply.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from typing import Callable
 
 from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
-from stark_lsp.agents.builtin.kb_forward import analyse, recognize
+from stark_lsp.agents.builtin import fusion
+from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
+from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
 from stark_lsp.agents.builtin.kb_triton import render
 from stark_lsp.agents.builtin.tunables import set_value
 from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables
@@ -64,15 +74,17 @@ def wants_lowering(ctx: AgentContext) -> bool:
 # Starting points of the Triton code, per kind of operation: the renderer's defaults first, then
 # other block sizes and warps. Each is one root child, so best-of-N from the root has N to draw.
 STARTS: dict[str, list[dict[str, int]]] = {
-    "elementwise": [{}, {"BLOCK_SIZE": 4096, "num_warps": 8}, {"BLOCK_SIZE": 256, "num_warps": 2},
-                    {"BLOCK_SIZE": 2048, "num_warps": 4}],
+    # fused kernels: defaults for every kernel of one kind (BLOCK: elementwise, scan and pool blocks;
+    # BLOCK_R / BLOCK_K: a reduction's tile and column width); gemm=1: the Triton matmul with the epilogue
+    "fused": [{}, {"BLOCK": 2048, "BLOCK_R": 2048, "num_warps": 8},
+              {"BLOCK": 512, "BLOCK_R": 512, "BLOCK_K": 32, "num_warps": 2},
+              {"BLOCK": 4096, "BLOCK_R": 4096, "BLOCK_K": 128, "num_warps": 8}],
     "reduce": [{}, {"BLOCK_R": 32, "BLOCK_INNER": 64}, {"BLOCK_R": 4, "BLOCK_INNER": 256, "num_warps": 8},
                {"ROW_BLOCK_SIZE": 4096, "num_warps": 8}],
     "softmax": [{}, {"BLOCK_SIZE": 4096, "num_warps": 8}, {"BLOCK_SIZE": 256, "num_warps": 2}],
     "layernorm": [{}, {"CHUNK_SIZE": 16384, "BLOCK_SIZE": 2048, "num_warps": 8},
                   {"CHUNK_SIZE": 1024, "BLOCK_SIZE": 256, "num_warps": 2}],
-    "matmul": [{}, {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
-               {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 2}],
+    "matmul": MATMUL_STARTS,  # the defaults, then the configurations of Triton's matmul tutorial
 }
 _START = re.compile(r";\s*start with\s+(.+)$", re.I)
 
@@ -97,22 +109,34 @@ def parse_start(instruction: str) -> dict[str, int]:
     return out
 
 
+def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
+    """(what to write, its description, its starting points) for a KernelBench source."""
+    try:
+        op = analyse(source)
+        return "template", op.describe(), STARTS[op.kind]
+    except NotRecognized:
+        pass
+    try:
+        fused = fusion.analyse(source)
+    except NotRecognized as e:
+        raise AgentError(
+            f"{NOTHING_NEW}: the built-in team cannot write this model in Triton: {e}. "
+            f"Use an LLM team (--llm openai) for this task.") from e
+    starts = list(STARTS["fused"])
+    if fused.gemm_epilogue:
+        starts.insert(2, {"gemm": 1})
+    return "fused", fused.describe(), starts
+
+
 def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -> PlanResult:
     """The first starting point (the defaults, then the others in an order drawn from the seed)
     whose source is not in ``ctx.seen``; ``implemented(marked)`` is what the Code agent makes of it."""
     span = modelnew_stub(ctx.node_source)
     assert span is not None
-    try:
-        op = analyse(ctx.node_source)
-    except NotRecognized as e:
-        raise AgentError(
-            f"{NOTHING_NEW}: the built-in team writes Triton only for single-operation models "
-            f"(elementwise expressions, sum/mean/amax/amin over a dim, softmax, LayerNorm, matmul); "
-            f"here: {e}. Use an LLM team (--llm openai) for this task.") from e
-    starts = STARTS[op.kind]
+    _, what, starts = _lowering(ctx.node_source)
     order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
     for i in order:
-        instruction = instruction_for(op.describe(), starts[i])
+        instruction = instruction_for(what, starts[i])
         marked = insert_marker(ctx.node_source, span[0], span[1], MARKER_ID, instruction, "python")
         if not ctx.seen:
             return PlanResult(marked_source=marked, summary=instruction)
@@ -126,10 +150,15 @@ def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -
 def implement_lowering(marked_source: str, instruction: str = "") -> str:
     """The replacement text of the ModelNew marker: the Triton code, at the starting point the
     instruction names."""
-    op = recognize(strip_markers(marked_source))
-    if op is None:
-        raise AgentError(f"cannot {PREFIX}: Model.forward is not an operation the built-in team lowers")
-    return apply_start(render(op), parse_start(instruction))
+    source = strip_markers(marked_source)
+    start = parse_start(instruction)
+    op: Op | None = recognize(source)
+    if op is not None:
+        return apply_start(render(op), start)
+    try:
+        return fusion.render(source, start)
+    except NotRecognized as e:
+        raise AgentError(f"cannot {PREFIX}: {e}") from e
 
 
 def apply_start(code: str, start: dict[str, int]) -> str:

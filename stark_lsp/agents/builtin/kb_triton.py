@@ -13,53 +13,24 @@ result is stored in the input's dtype; fp32 matrix products use IEEE fp32
 from __future__ import annotations
 
 from stark_lsp.agents.builtin.kb_forward import Op
+from stark_lsp.agents.builtin.kb_matmul import matmul_code
 
 HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 
 def render(op: Op) -> str:
-    body = {"elementwise": _elementwise, "reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm,
-            "matmul": _matmul}[op.kind](op)
+    if op.kind == "matmul":
+        return HEADER + "\n\n" + matmul_code(op, _doc(op), _signature(op)).strip("\n") + "\n"
+    body = {"reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm}[op.kind](op)
     return HEADER + "\n\n" + body.strip("\n") + "\n"
+
+
+def _signature(op: Op) -> str:
+    """ModelNew.forward takes what Model.forward takes."""
+    return ", ".join(op.params or op.args)
 
 
 def _doc(op: Op) -> str:
     return f'    """{op.describe()} in Triton (written by the built-in team from Model.forward)."""\n'
-
-
-def _elementwise(op: Op) -> str:
-    n = len(op.args)
-    ptrs = "".join(f"x{i}_ptr, " for i in range(n))
-    scalars = "".join(f"s{i}, " for i in range(len(op.scalars)))
-    loads = "".join(f"    x{i} = tl.load(x{i}_ptr + offs, mask=mask).to(tl.float32)\n" for i in range(n))
-    body = "".join(f"    {line}\n" for line in op.body)
-    params = ", ".join(op.args)
-    first = op.args[0]
-    check = ""
-    if n > 1:
-        others = ", ".join(op.args[1:])
-        check = (f"        if any(t.shape != {first}.shape or t.dtype != {first}.dtype for t in ({others},)):\n"
-                 f"            raise ValueError(\"this kernel needs inputs of one shape and dtype (no broadcasting)\")\n")
-    contig = "".join(f"        _in{i} = {a}.contiguous()\n" for i, a in enumerate(op.args))
-    args = "".join(f"_in{i}, " for i in range(n))
-    scalar_args = "".join(f"float({expr}), " for expr in op.scalars)
-    return f'''
-@triton.jit
-def _stark_{op.kind}_kernel({ptrs}y_ptr, {scalars}n, BLOCK_SIZE: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offs < n
-{loads}{body}    tl.store(y_ptr + offs, {op.result}.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-class ModelNew(Model):
-{_doc(op)}
-    def forward(self, {params}):
-{check}{contig}        y = torch.empty_like(_in0)
-        n = _in0.numel()
-        BLOCK_SIZE = 1024
-        grid = (triton.cdiv(n, BLOCK_SIZE),)
-        _stark_{op.kind}_kernel[grid]({args}y, {scalar_args}n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
-        return y
-'''
 
 
 _REDUCE = {  # initial value, combine two tiles, reduce a tile, scale by 1/R
@@ -109,7 +80,7 @@ def _stark_{op.name}_rows_kernel(x_ptr, y_ptr, R, ROW_BLOCK_SIZE: tl.constexpr):
 
 class ModelNew(Model):
 {_doc(op)}
-    def forward(self, {x}):
+    def forward(self, {_signature(op)}):
         x = {x}.contiguous()
         dim = {op.dim}
         if not isinstance(dim, int):
@@ -166,7 +137,7 @@ def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.con
 
 class ModelNew(Model):
 {_doc(op)}
-    def forward(self, {x}):
+    def forward(self, {_signature(op)}):
         dim = {op.dim}
         d = dim % {x}.ndim
         last = d == {x}.ndim - 1
@@ -255,7 +226,7 @@ def _stark_ln_apply_kernel(x_ptr, y_ptr, w_ptr, b_ptr, row_ptr, C, CHUNK_SIZE: t
 
 class ModelNew(Model):
 {_doc(op)}
-    def forward(self, {x}):
+    def forward(self, {_signature(op)}):
         ln = {ln}
         x = {x}.contiguous()
         C = math.prod(ln.normalized_shape)
@@ -275,57 +246,4 @@ class ModelNew(Model):
                                      BLOCK_SIZE=BLOCK_SIZE, HAS_W=ln.weight is not None,
                                      HAS_B=ln.bias is not None, num_warps=4)
         return y
-'''
-
-
-def _matmul(op: Op) -> str:
-    a, b = op.args
-    return f'''
-@triton.jit
-def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_bb, BLOCK_M: tl.constexpr,
-                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE: tl.constexpr):
-    # one program per BLOCK_M x BLOCK_N tile of one matrix of the batch (axis 2), marching over K
-    batch = tl.program_id(2).to(tl.int64)
-    a_ptr += batch * stride_ab
-    b_ptr += batch * stride_bb
-    c_ptr += batch * M * N
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ka = k0 + rk
-        av = tl.load(a_ptr + rm[:, None].to(tl.int64) * K + ka[None, :],
-                     mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        bv = tl.load(b_ptr + ka[:, None].to(tl.int64) * N + rn[None, :],
-                     mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
-        if IEEE:
-            acc += tl.dot(av, bv, input_precision="ieee")
-        else:
-            acc += tl.dot(av, bv)
-    cmask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(c_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], acc.to(c_ptr.dtype.element_ty), mask=cmask)
-
-
-class ModelNew(Model):
-{_doc(op)}
-    def forward(self, {a}, {b}):
-        if {a}.ndim not in (2, 3) or {b}.ndim not in (2, 3) or ({a}.ndim == 3 and {b}.ndim == 3 and {a}.shape[0] != {b}.shape[0]):
-            raise ValueError(f"this kernel multiplies 2-D matrices or batches of them, not {{tuple({a}.shape)}} @ {{tuple({b}.shape)}}")
-        A = {a}.contiguous()
-        B = {b}.contiguous()
-        M, K = A.shape[-2:]
-        N = B.shape[-1]
-        batch = A.shape[0] if A.ndim == 3 else B.shape[0] if B.ndim == 3 else 1
-        shape = (batch, M, N) if 3 in (A.ndim, B.ndim) else (M, N)
-        C = torch.empty(shape, device=A.device, dtype=A.dtype)
-        stride_ab = M * K if A.ndim == 3 else 0
-        stride_bb = K * N if B.ndim == 3 else 0
-        BLOCK_M = 64
-        BLOCK_N = 64
-        BLOCK_K = 32
-        grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N), batch)
-        _stark_matmul_kernel[grid](A, B, C, M, N, K, stride_ab, stride_bb, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                                   BLOCK_K=BLOCK_K, IEEE=A.dtype == torch.float32, num_warps=4, num_stages=2)
-        return C
 '''

@@ -1,0 +1,89 @@
+"""Re-timing the leaders before a search reports its best.
+
+One evaluation's speedup is one noisy measurement, and the best of thirty noisy
+measurements is biased upwards. So when the search ends, its top ``top``
+correct candidates and the root are evaluated again ``rounds`` times, in turn
+(candidate 1, candidate 2, ..., root; then again). Each evaluation gives the
+candidate's speedup against eager (the evaluator times the reference once per
+task and settings) and, with the root's evaluation of the same round, against
+the user's kernel. The reported figure is the median over the rounds, with its
+range, stored on each node as
+``Node.retimed`` (``Retimed.to_dict()``); ``TreeStore.best`` then prefers the
+highest re-timed median.
+
+Pure: the engine runs the evaluations; this module picks options and
+summarizes results.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, replace
+
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
+
+
+def retime_options(options: EvalOptions) -> EvalOptions:
+    """Timing-heavy settings: one correctness trial (the candidate was checked already), twice the
+    timed repetitions and time budget."""
+    return replace(options, trials=1, reps=max(2 * options.reps, 100), time_budget_s=2 * options.time_budget_s,
+                   cpu_reps=max(options.cpu_reps, 3), compile_baseline=options.compile_baseline)
+
+
+@dataclass
+class Retimed:
+    rounds: int  # evaluations that went into the figures
+    speedup: float  # median of eager time / candidate time, each pair from one evaluation
+    speedup_low: float
+    speedup_high: float
+    runtime_ms: float  # median candidate time
+    vs_root: float | None = None  # median of root time / candidate time, the root timed in the same round
+    vs_root_low: float | None = None
+    vs_root_high: float | None = None
+    speedup_vs_compiled: float | None = None  # median, when the evaluations timed torch.compile
+    cpu: bool = False  # CPU timings (Triton interpreter): not GPU figures
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Retimed":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def text(self) -> str:
+        """``2.31× eager (2.25–2.40 over 3 rounds), 1.80× your kernel``."""
+        head = speedup_text(self.speedup, "eager")
+        # the range as bare numbers: every N× the product prints is followed by its baseline
+        spread = f" ({ratio_text(self.speedup_low, sign='')}–{ratio_text(self.speedup_high, sign='')}" \
+                 f" over {self.rounds} rounds)"
+        out = head + spread
+        if self.vs_root is not None:
+            out += ", " + speedup_text(self.vs_root, "yours")
+        return out + (f" ({CPU_NOTE})" if self.cpu else "")  # once, for every figure of the line
+
+
+def _ok(r: EvalResult | None) -> bool:
+    return r is not None and r.status is Status.OK and r.runtime is not None
+
+
+def summarize(candidate: list[EvalResult], root: list[EvalResult | None]) -> Retimed | None:
+    """The figures of one candidate from its re-timing rounds (``root[i]``: the root's evaluation of
+    round i, or None); None when no round timed it."""
+    rounds = [(c, r) for c, r in zip(candidate, root + [None] * len(candidate)) if _ok(c)]
+    if not rounds:
+        return None
+    speeds = [c.runtime.speedup for c, _ in rounds]
+    vs_root = [r.runtime.candidate.median_ms / c.runtime.candidate.median_ms for c, r in rounds if _ok(r)]
+    compiled = [c.runtime.speedup_vs_compiled for c, _ in rounds if c.runtime.speedup_vs_compiled]
+    return Retimed(
+        rounds=len(rounds),
+        speedup=statistics.median(speeds), speedup_low=min(speeds), speedup_high=max(speeds),
+        runtime_ms=statistics.median(c.runtime.candidate.median_ms for c, _ in rounds),
+        vs_root=statistics.median(vs_root) if vs_root else None,
+        vs_root_low=min(vs_root) if vs_root else None, vs_root_high=max(vs_root) if vs_root else None,
+        speedup_vs_compiled=statistics.median(compiled) if compiled else None,
+        cpu=not rounds[0][0].runtime.is_gpu,
+    )
