@@ -77,7 +77,8 @@ def test_wrong_output_is_incorrect_with_errors_reported(ev):
 
 def test_tolerance_can_be_overridden(ev):
     loose = EvalOptions(**{**FAST.to_dict(), "atol": 1.0, "rtol": 1.0})
-    assert evaluate(ev, "wrong.py", opts=loose).status is Status.OK
+    r = evaluate(ev, "wrong.py", opts=loose)
+    assert r.status is Status.OK, r.summary()
 
 
 def test_syntax_error_is_a_compile_error_on_its_line(ev):

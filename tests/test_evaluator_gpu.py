@@ -31,10 +31,11 @@ def test_honest_candidate_on_a_big_task(ev):
     assert 0.5 < r.runtime.speedup < 2.0  # the same computation as the reference
 
 
-def test_cheat_work_on_a_side_stream(ev):
+def test_work_on_a_side_stream_is_inside_the_timed_region(ev):
+    # the timed region ends with a device sync: the side stream's work is timed, so the
+    # "speedup" is the reference's own speed (it was 1.94x when only the current stream was timed)
     r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "cheat_side_stream.py").read_text(), OPTS)
-    assert r.status is Status.CHEAT, r.summary()
-    assert any(c.kind == "untimed_work" for c in r.cheats)
+    assert r.status is Status.CHEAT or (r.status is Status.OK and r.runtime.speedup < 1.3), r.summary()
 
 
 def test_out_of_memory_is_a_clean_failure(ev):

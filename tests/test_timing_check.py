@@ -7,22 +7,36 @@ def calls(es, overheads):
     return list(es), [e + o for e, o in zip(es, overheads)]
 
 
-def test_same_overhead_as_the_reference_is_no_cheat_on_a_gpu():
+def test_the_calibrations_overhead_is_no_cheat_and_no_flag_on_a_gpu():
     ce, cw = calls([0.20] * 20, [0.060, 0.062, 0.058, 0.061] * 5)
-    re_, rw = calls([0.40] * 20, [0.059, 0.061, 0.060, 0.060] * 5)
-    assert not TC.untimed_work(ce, cw, re_, rw, is_gpu=True).cheat
+    re_, rw = calls([0.0] * 20, [0.059, 0.061, 0.060, 0.060] * 5)
+    u = TC.untimed_work(ce, cw, re_, rw, is_gpu=True)
+    assert not u.cheat and not u.flag
+
+
+def test_a_little_unexplained_overhead_on_a_gpu_is_flagged_not_failed():
+    ce, cw = calls([0.05] * 20, [0.06 + 0.30] * 20)  # 0.3 ms per call beyond the calibration
+    re_, rw = calls([0.0] * 20, [0.06] * 20)
+    u = TC.untimed_work(ce, cw, re_, rw, is_gpu=True)
+    assert u.flag and not u.cheat and abs(u.hidden_ms - 0.30) < 1e-9
 
 
 def test_work_hidden_from_every_call_is_a_cheat_on_a_gpu():
-    ce, cw = calls([0.05] * 20, [0.06 + 0.30] * 20)  # 0.3 ms per call outside the events
-    re_, rw = calls([0.40] * 20, [0.06] * 20)
+    ce, cw = calls([0.05] * 20, [0.06 + 2.0] * 20)  # a patched timer hiding 2 ms per call
+    re_, rw = calls([0.0] * 20, [0.06] * 20)
     u = TC.untimed_work(ce, cw, re_, rw, is_gpu=True)
-    assert u.cheat and abs(u.hidden_ms - 0.30) < 1e-9 and "0.300 ms per call" in u.message()
+    assert u.cheat and not u.flag and "2.000 ms per call" in u.message()
 
 
 def test_work_hidden_from_most_calls_is_a_cheat_on_a_gpu():
-    ce, cw = calls([0.05] * 20, [0.36] * 12 + [0.06] * 8)
-    re_, rw = calls([0.40] * 20, [0.06] * 20)
+    ce, cw = calls([0.05] * 20, [2.06] * 12 + [0.06] * 8)
+    re_, rw = calls([0.0] * 20, [0.06] * 20)
+    assert TC.untimed_work(ce, cw, re_, rw, is_gpu=True).cheat
+
+
+def test_hiding_most_of_a_long_call_is_a_cheat_on_a_gpu():
+    ce, cw = calls([3.0] * 20, [0.06 + 4.0] * 20)  # claims 3 ms of a 7 ms call
+    re_, rw = calls([0.0] * 20, [0.06] * 20)
     assert TC.untimed_work(ce, cw, re_, rw, is_gpu=True).cheat
 
 
@@ -43,3 +57,9 @@ def test_slow_candidates_and_limits():
     assert not TC.is_slow(0.9, 0.01)  # 90x, but within launch noise
     assert TC.reps_for(100.0, 100, 1.0) == 10 and TC.reps_for(0.1, 100, 1.0) == 100
     assert TC.phase_limit_s(0.01, 10) == 2.0 and TC.phase_limit_s(50.0, 10) == 10.0
+
+
+def test_one_cpu_call_gives_no_verdict():
+    ce, cw = calls([0.05], [37.0])  # one stall of a busy machine
+    re_, rw = calls([0.0] * 4, [2.0] * 4)
+    assert not TC.untimed_work(ce, cw, re_, rw, is_gpu=False).cheat

@@ -224,6 +224,7 @@ class CandidateProcess:
         if self.is_gpu:
             start, end = T.new_events()
             T.record(start)
+            self._sync()  # as a timed call: the device sync inside the events
             T.record(end)
             self._sync()
             ms = T.elapsed(start, end)
@@ -252,6 +253,7 @@ class CandidateProcess:
             start, end = T.new_events()
             T.record(start)
             out = self._call(inputs)
+            self._sync()  # every stream's work, not only the current stream's, before the end event
             T.record(end)
             self._sync()
             ms = T.elapsed(start, end)

@@ -365,6 +365,9 @@ class Judge:
         runtime.note = "; ".join(notes)
         if hidden.cheat:
             ev.cheats.append(Cheat("untimed_work", hidden.message()))
+        elif hidden.flag:
+            ev.flags.append(f"review: the judge's clock saw {hidden.hidden_ms:.3f} ms per call more than this process's "
+                            f"calibration (a patched timer, or host noise; a cheat beyond {hidden.margin_ms:.2f} ms)")
         if speedup > opts.review_speedup:
             ev.flags.append(f"speedup {speedup_text(speedup, 'eager')} is over {ratio_text(opts.review_speedup)}: "
                             "review before trusting it")

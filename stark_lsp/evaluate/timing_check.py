@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 SLOW_FACTOR = 10.0  # a candidate slower than this many times the reference is cut short
 SLOW_REPS = 3
+CPU_MARGIN_MS = 25.0  # a stall on a busy 2-core machine was seen at 35 ms in one call
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,20 @@ class UntimedWork:
     overhead_ms: float  # the candidate's median overhead
     reference_overhead_ms: float
 
+    flag_ms: float = math.inf  # beyond this (and within the margin): flagged for review, not failed
+
     @property
     def cheat(self) -> bool:
         return self.hidden_ms > self.margin_ms
 
+    @property
+    def flag(self) -> bool:
+        return not self.cheat and self.hidden_ms > self.flag_ms
+
     def message(self) -> str:
         return (f"{self.hidden_ms:.3f} ms per call ran outside the timed region (another stream, work deferred "
                 f"past the call, or a patched timer): the judge's clock saw {self.overhead_ms:.3f} ms of overhead per "
-                f"call, the reference's process {self.reference_overhead_ms:.3f} ms (noise allows {self.margin_ms:.3f} ms)")
+                f"call, this process's calibration {self.reference_overhead_ms:.3f} ms (noise allows {self.margin_ms:.3f} ms)")
 
 
 def _mad_sigma(xs: list[float]) -> float:
@@ -57,10 +64,17 @@ def untimed_work(cand_e: list[float], cand_w: list[float], ref_e: list[float], r
     se = 1.25 * math.sqrt(_mad_sigma(over_c) ** 2 / max(1, len(over_c)) + _mad_sigma(over_r) ** 2 / max(1, len(over_r)))
     median_e = statistics.median(cand_e)
     if is_gpu:
-        margin = max(0.05, 0.2 * median_e, 6.0 * se)
-    else:  # host clocks on a shared CPU: generous (the least overheads already shed the scheduling noise)
-        margin = max(10.0, 1.0 * median_e)
-    return UntimedWork(hidden_ms=oc - orf, margin_ms=margin, overhead_ms=oc, reference_overhead_ms=orf)
+        # On an H200 an honest candidate's overhead was seen up to 0.4 ms above its own
+        # process's calibration (the host waking from long waits), so less than a
+        # millisecond (or the call itself) is flagged for review; more is a cheat. Work on
+        # other streams cannot hide here at all: the timed region ends with a device sync.
+        margin = max(1.0, 1.0 * median_e, 6.0 * se)
+        flag = max(0.1, 0.2 * median_e, 6.0 * se)
+    else:  # host clocks on a shared CPU: generous (the least overheads already shed the scheduling noise;
+        # with fewer than 3 calls one stall decides, so there is no verdict at all)
+        margin = max(CPU_MARGIN_MS, 1.0 * median_e) if len(over_c) >= 3 else math.inf
+        flag = margin
+    return UntimedWork(hidden_ms=oc - orf, margin_ms=margin, overhead_ms=oc, reference_overhead_ms=orf, flag_ms=flag)
 
 
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
