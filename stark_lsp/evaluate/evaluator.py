@@ -153,7 +153,7 @@ class Evaluator:
         timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
         hw = self.pool.hardware()
         if task.kind == "cuda":
-            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
+            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
             if not art.report.ok:
                 msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
                 return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)
