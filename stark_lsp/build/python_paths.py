@@ -19,7 +19,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ModulePlace:
-    name: str  # dotted: "pkg.ops.softmax", or "softmax" outside a package
+    name: str  # dotted: "pkg.ops.softmax"; "softmax" outside a package; "" when the stem is no identifier
     package: str  # "pkg.ops", or "" outside a package
     folder: str  # the file's folder
     root: str  # the folder that holds the top-level package (== folder outside a package)
@@ -30,15 +30,17 @@ class ModulePlace:
         return [self.folder] if self.root == self.folder else [self.folder, self.root]
 
 
+def _identifier(s: str) -> bool:
+    return s.isidentifier() and not keyword.iskeyword(s)
+
+
 def module_place(path: Path) -> ModulePlace:
     p = Path(path).resolve()
-    parts = [p.stem]
+    parts: list[str] = []
     d = p.parent
-    while (d / "__init__.py").is_file() and d.name.isidentifier() and not keyword.iskeyword(d.name) and d.parent != d:
+    while (d / "__init__.py").is_file() and _identifier(d.name) and d.parent != d:
         parts.insert(0, d.name)
         d = d.parent
-    if not p.stem.isidentifier() or keyword.iskeyword(p.stem):
-        parts = [p.stem]
-        d = p.parent  # not importable by name: loaded as a plain file, its folder importable
-    name = ".".join(parts)
-    return ModulePlace(name=name, package=".".join(parts[:-1]), folder=str(p.parent), root=str(d))
+    package = ".".join(parts)
+    name = ".".join([*parts, p.stem]) if _identifier(p.stem) else ""
+    return ModulePlace(name=name, package=package, folder=str(p.parent), root=str(d))
