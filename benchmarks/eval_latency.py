@@ -82,7 +82,7 @@ def project_variants(src: str, n: int) -> list[str]:
     out = []
     for i in range(n):
         unroll = [1, 2, 4, 8, 16][i % 5]
-        out.append(src.replace("    for (int c = 0; c < cols; ++c)", f"    #pragma unroll {unroll}\n    for (int c = 0; c < cols; ++c)")
+        out.append(src.replace("#pragma unroll 1", f"#pragma unroll {unroll}")
                    + f"\n// variant {uuid.uuid4().hex}\n")
     return out
 

@@ -9,6 +9,7 @@ __global__ void inv_norm_kernel(const float* x, float* inv_norm, int rows, int c
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
     float acc = 0.0f;
+    #pragma unroll 1
     for (int c = 0; c < cols; ++c) acc += square(x[(size_t)r * cols + c]);
     inv_norm[r] = rsqrtf(acc + ROWNORM_EPS);
 }

@@ -1,11 +1,11 @@
 """RMSNorm over rows in Triton, the kernel to optimize: one program per row, the row
-read twice in BLOCK_SIZE chunks. Its settings and a helper come from the package by
-relative imports (.config, .helpers); the harness is rms_norm.harness.py beside it."""
+read twice in small BLOCK_SIZE chunks. Its epsilon and a @triton.jit helper come from the
+package by relative imports (.config, .helpers); the harness is rms_norm.harness.py beside it."""
 import torch
 import triton
 import triton.language as tl
 
-from .config import BLOCK_SIZE, EPS, NUM_WARPS
+from .config import EPS
 from .helpers import chunk_sum_of_squares
 
 
@@ -29,5 +29,5 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride, eps, BLOCK_SIZE: tl.con
 def rms_norm(x, w):
     rows, cols = x.shape
     y = torch.empty_like(x)
-    rms_norm_kernel[(rows,)](x, w, y, cols, x.stride(0), EPS, BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS)
+    rms_norm_kernel[(rows,)](x, w, y, cols, x.stride(0), EPS, BLOCK_SIZE=128, num_warps=4)
     return y
