@@ -190,3 +190,31 @@ def test_module_place_in_and_out_of_packages(tmp_path):
     assert (lone.name, lone.package, lone.search_path) == ("k", "", [str(tmp_path)])
     assert module_place(pkg / "k.harness.py").name == ""
     assert module_place(ROOT / "samples/triton_pkg/rowops/rms_norm.py").name == "rowops.rms_norm"
+
+
+def test_agents_see_the_headers_and_modules_the_kernel_uses_within_the_budget():
+    from stark_lsp.search.project_files import project_context
+    from stark_lsp.tasks.spec import load_task
+
+    cu = load_task(ROOT / "samples/project/src/l2norm.cu")
+    text = project_context(cu, cu.root_source(), 12000)
+    assert "read-only" in text and "### ../include/rownorm.cuh" in text and "void launch_scale_rows" in text
+    assert "### scale_rows.cu" in text  # the other unit, after the headers
+    small = project_context(cu, cu.root_source(), 900)
+    assert len(small) <= 900 + 200 and "Not shown, over the context budget" in small
+    py = load_task(ROOT / "samples/triton_pkg/rowops/rms_norm.py")
+    text = project_context(py, py.root_source(), 12000)
+    assert "### config.py" in text and "### helpers.py" in text and "chunk_sum_of_squares" in text
+    lone = load_task(ROOT / "samples/triton/softmax.py")
+    assert project_context(lone, lone.root_source(), 12000) == ""
+
+
+def test_context_card_carries_the_project_files(tmp_path):
+    from stark_lsp.search.context import build_context
+    from stark_lsp.search.node import Node
+    from stark_lsp.tasks.spec import load_task
+
+    task = load_task(ROOT / "samples/triton_pkg/rowops/rms_norm.py")
+    root = Node(id=1, task_id="t", parent_id=None, kind="root", status="ok", attempt=0, source=task.root_source())
+    ctx = build_context("plan", task, [root], 1, token_budget=12000)
+    assert "## Project files the kernel uses" in ctx.task_card and "EPS = 1e-6" in ctx.task_card
