@@ -47,12 +47,15 @@ def load_module(path: Path, name: str, also_as: str | None = None) -> ModuleType
     return mod
 
 
-def importable_from(place: ModulePlace) -> None:
-    """The folder of a task's file and its package root first on ``sys.path``."""
-    for p in reversed(place.search_path):
-        if p in sys.path:
-            sys.path.remove(p)
-        sys.path.insert(0, p)
+def importable_from(place: ModulePlace, first: bool = True) -> None:
+    """The folder of a task's file and its package root on ``sys.path``: first (as when Python runs
+    the file itself: the candidate's process), or last (the judge, which loads harnesses of many
+    tasks: a project's ``utils.py`` must not shadow a module the judge imports later)."""
+    for p in (reversed(place.search_path) if first else place.search_path):
+        if first or p not in sys.path:
+            if p in sys.path:
+                sys.path.remove(p)
+            sys.path.insert(0, p) if first else sys.path.append(p)
 
 
 def _own_package(place: ModulePlace) -> bool:
@@ -157,9 +160,9 @@ class Reference:
 def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
     path = spec.harness if spec.kind != "kernelbench" else spec.path
     assert path is not None
-    importable_from(module_place(path))  # a harness may import the project's modules
+    importable_from(module_place(path), first=False)  # a harness may import the project's modules
     if spec.kind == "triton" and path != spec.path:
-        importable_from(module_place(spec.path))
+        importable_from(module_place(spec.path), first=False)
     try:
         mod = load_module(path, f"stark_task_{spec.task_id()}_{int(time.time() * 1e6)}")
     except Exception as e:
