@@ -218,3 +218,20 @@ def test_context_card_carries_the_project_files(tmp_path):
     root = Node(id=1, task_id="t", parent_id=None, kind="root", status="ok", attempt=0, source=task.root_source())
     ctx = build_context("plan", task, [root], 1, token_budget=12000)
     assert "## Project files the kernel uses" in ctx.task_card and "EPS = 1e-6" in ctx.task_card
+
+
+def test_the_last_build_assignment_of_a_harness_counts(tmp_path):
+    h = tmp_path / "h.py"
+    h.write_text("BUILD = {'flags': ['-O2']}\nBUILD = {'flags': ['-O1']}\n")
+    assert read_harness_build(h) == {"flags": ["-O1"]}
+
+
+def test_eval_output_names_the_header_of_a_header_error():
+    from stark_lsp.evaluate.render import render_result
+    from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
+
+    r = EvalResult(Status.COMPILE_ERROR, "x", compile=CompileReport(ok=False, diagnostics=[
+        Diagnostic("bad", line=12, file="/p/include/a.cuh"), Diagnostic("worse", line=3, file="kernel.cu"),
+        Diagnostic("no sources")]))
+    text = render_result(r, "k.cu")
+    assert "error at /p/include/a.cuh:12: bad" in text and "error at line 3: worse" in text and "error: no sources" in text

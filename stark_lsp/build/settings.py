@@ -148,7 +148,7 @@ def read_harness_build(harness: Path) -> dict[str, Any]:
         tree = ast.parse(Path(harness).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return {}  # a broken harness is reported when it is loaded, as before
-    for node in tree.body:
+    for node in reversed(tree.body):  # the last assignment is the one Python keeps
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
             node.target if isinstance(node, ast.AnnAssign) else None)
         if isinstance(target, ast.Name) and target.id == "BUILD" and node.value is not None:
