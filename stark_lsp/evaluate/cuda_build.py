@@ -413,24 +413,27 @@ def _mtime(p: Path | None) -> int:
 
 
 def _header_lines(diags: list[Diagnostic], log: str, roots: list[str]) -> list[Diagnostic]:
-    """Messages in the project's headers keep their file (absolute) and line, for the editor."""
+    """Messages in the project's headers keep their file (absolute) and the header's line, for the
+    editor (never a candidate line that happens to read the same)."""
     lines = log.splitlines()
     used: set[int] = set()
     out = []
     for d in diags:
         f = d.file or ""
-        if d.line is None and os.path.isabs(f) and is_source_file(f, roots):
+        if os.path.isabs(f) and is_source_file(f, roots):
+            line = None
             for i, ln in enumerate(lines):
                 if i in used or not ln.startswith(f) or d.message not in ln:
                     continue
                 m = re.match(re.escape(f) + r"(?:\((\d+)\)|:(\d+):)", ln)
                 if m:
                     used.add(i)
-                    d = Diagnostic(message=d.message, line=int(m.group(1) or m.group(2)), column=d.column,
-                                   severity=d.severity, file=os.path.realpath(f))
+                    line = int(m.group(1) or m.group(2))
                     break
+            d = Diagnostic(message=d.message, line=line, column=d.column, severity=d.severity, file=os.path.realpath(f))
         out.append(d)
     return out
+
 
 def _compiler_env() -> dict[str, str]:
     from stark_lsp.evaluate.sandbox import scrubbed_env
