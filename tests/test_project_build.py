@@ -195,3 +195,20 @@ def test_a_kernel_named_like_a_stdlib_module_does_not_replace_it(ev, tmp_path):
     task = load_task(tmp_path / "random.py")
     r = ev.evaluate(task, task.root_source(), FAST)
     assert r.status is Status.OK, r.summary() + r.output
+
+
+@pytest.mark.nvcc
+def test_a_header_elsewhere_in_the_repository_is_visible_to_the_sandboxed_build(tmp_path):
+    """No compile_commands.json: ``#include "../common/u.cuh"`` from the kernel's folder still builds,
+    though the repository lies under a folder the sandbox hides (/tmp here)."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "common").mkdir()
+    (repo / "common" / "u.cuh").write_text("#pragma once\n#define FACTOR 4\n")
+    (repo / "kernels").mkdir()
+    k = repo / "kernels" / "k.cu"
+    k.write_text('#include "../common/u.cuh"\n__global__ void k(float* x) { x[0] *= FACTOR; }\n'
+                 'extern "C" void launch(float* x) { k<<<1, 1>>>(x); }\n')
+    (repo / "kernels" / "k.harness.py").write_text(HARNESS)
+    art = _builder(tmp_path).build(k.read_text(), task=load_task(k))
+    assert art.report.ok, art.report.log

@@ -137,9 +137,23 @@ def resolve(kernel: Path, harness: Path | None = None) -> BuildSettings:
         s.sources.append(src)
     if harness is not None:
         s.roots.append(str(Path(harness).resolve().parent))
+    repo = repository_root(kernel.parent)
+    if repo is not None:  # ``#include "../common/util.cuh"`` reaches anywhere in the repository
+        s.roots.append(str(repo))
     s.roots += [*s.include_dirs, *s.system_include_dirs, *(str(Path(p).parent) for p in s.sources)]
     s.roots = _outermost([r for r in s.roots if os.path.isdir(r)])
     return s
+
+
+def repository_root(start: Path) -> Path | None:
+    """The nearest folder upward from ``start`` that holds ``.git`` (None outside a repository)."""
+    d = Path(start).resolve()
+    while True:
+        if (d / ".git").exists():
+            return d
+        if d.parent == d:
+            return None
+        d = d.parent
 
 
 def read_harness_build(harness: Path) -> dict[str, Any]:
