@@ -70,6 +70,7 @@ def test_two_unit_project_links_and_rebuilds_only_the_candidate_unit(project, tm
     first = b.build(task.root_source(), task=task)
     assert first.report.ok, first.report.log
     assert [r.kernel for r in first.resources] == ["inv_norm_kernel"]  # the candidate's own kernels only
+    assert "stark-lsp build note: from compile_commands.json: ignored --generate-code" in first.report.log
     nm = shutil.which("nm")
     if nm:
         syms = subprocess.run([nm, "-D", "--defined-only", str(first.library)], capture_output=True, text=True).stdout

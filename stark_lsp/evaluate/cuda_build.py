@@ -296,6 +296,8 @@ class CudaBuilder:
                 deps_files.append((tmp / "kernel.d", tmp))
             log = log.replace(str(tmp) + "/", "")
             log = scrub_compiler_log(log, settings.roots, toolchain, own=(SOURCE_NAME,))
+            if settings.notes:  # what the project's settings left out, for whoever reads the build log
+                log = "\n".join(f"stark-lsp build note: {n}" for n in settings.notes) + "\n" + log
             n_lines = source.count("\n") + 1
             diags = parse_compiler_output(log, source=source, source_name=SOURCE_NAME, max_line=n_lines)
             diags = _header_lines(diags, log, settings.roots)
