@@ -1,9 +1,13 @@
 """Seconds from candidate source to verified timing, per path, with a warm worker.
 
-    python benchmarks/eval_latency.py [--n 5] [--repeat 10] [--no-inline] [--json FILE]
+    python benchmarks/eval_latency.py [--n 5] [--repeat 10] [--no-inline] [--only cuda,cuda_project] [--json FILE]
 
 * CUDA fast path: nvcc -> shared library -> ctypes, each candidate a new source
   (a different block size), so every one is a real compile.
+* CUDA project (samples/project: two units, a shared header, compile_commands.json):
+  each candidate a new source of the kernel's unit, so every one compiles that
+  unit and links it with the other unit's object, built once; then the shared
+  header changes, and the next candidate rebuilds both units ("header rebuild").
 * Triton: each candidate a new kernel source, so every one is a real JIT.
 * load_inline (KernelBench ModelNew with inline CUDA): one new extension.
 * Repeat spread: the same candidate evaluated again and again; the spread of
@@ -73,6 +77,16 @@ def slow_variants(n: int) -> list[str]:
     return out
 
 
+def project_variants(src: str, n: int) -> list[str]:
+    """New sources of samples/project's kernel unit (a different unroll hint each)."""
+    out = []
+    for i in range(n):
+        unroll = [1, 2, 4, 8, 16][i % 5]
+        out.append(src.replace("#pragma unroll 1", f"#pragma unroll {unroll}")
+                   + f"\n// variant {uuid.uuid4().hex}\n")
+    return out
+
+
 def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict]:
     rows = []
     for s in sources:
@@ -100,10 +114,17 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=5, help="candidates per path")
     ap.add_argument("--repeat", type=int, default=10, help="evaluations of one candidate for the spread")
     ap.add_argument("--no-inline", action="store_true")
+    ap.add_argument("--only", help="comma-separated paths to measure (cuda, cuda_project, triton, load_inline, "
+                                   "hang, slow_mix, repeat); default: all")
     ap.add_argument("--json")
     args = ap.parse_args()
     opts = EvalOptions()  # the defaults: 5 trials, 100 timed repetitions
     results: dict = {}
+    only = set(args.only.split(",")) if args.only else None
+
+    def want(path: str) -> bool:
+        return only is None or path in only
+
     with tempfile.TemporaryDirectory() as cache, Evaluator(cache_dir=Path(cache)) as ev:
         t0 = time.perf_counter()
         hw = ev.hardware()
@@ -114,41 +135,63 @@ def main() -> int:
         # warm: the reference timings and the first Triton JIT of the process
         ev.evaluate(cuda_task, cuda_task.root_source(), opts)
         ev.evaluate(triton_task, triton_task.root_source(), opts)
-        print("CUDA fast path (new source each):", flush=True)
-        results["cuda"] = run(ev, cuda_task, cuda_variants(args.n), opts)
-        print("Triton (new kernel each):", flush=True)
-        results["triton"] = run(ev, triton_task, triton_variants(args.n), opts)
-        if not args.no_inline:
+        if want("cuda"):
+            print("CUDA fast path (new source each):", flush=True)
+            results["cuda"] = run(ev, cuda_task, cuda_variants(args.n), opts)
+        if want("cuda_project"):
+            with tempfile.TemporaryDirectory() as proj:
+                import shutil
+
+                shutil.copytree(ROOT / "samples" / "project", Path(proj) / "project")
+                ptask = load_task(Path(proj) / "project" / "src" / "l2norm.cu")
+                print("CUDA project, first build (both units) and reference timing:", flush=True)
+                results["cuda_project_first"] = run(ev, ptask, [ptask.root_source()], opts)
+                print("CUDA project (two units; new kernel-unit source each):", flush=True)
+                results["cuda_project"] = run(ev, ptask, project_variants(ptask.root_source(), args.n), opts)
+                header = Path(proj) / "project" / "include" / "rownorm.cuh"
+                header.write_text(header.read_text() + "\n// changed header\n")
+                print("CUDA project after a header change (both units rebuilt):", flush=True)
+                results["cuda_project_header"] = run(ev, ptask, project_variants(ptask.root_source(), 1), opts)
+        if want("triton"):
+            print("Triton (new kernel each):", flush=True)
+            results["triton"] = run(ev, triton_task, triton_variants(args.n), opts)
+        if want("load_inline") and not args.no_inline:
             print("load_inline (one new extension):", flush=True)
             kb = load_task(ROOT / "samples" / "kernelbench" / "relu.py")
             src = (ROOT / "samples" / "kernelbench" / "relu_inline_new.py").read_text()
             src = src.replace("stark_sample_relu_inline", f"stark_bench_{uuid.uuid4().hex[:8]}")
             ev.evaluate(kb, kb.root_source(), opts)  # reference timing first
             results["load_inline"] = run(ev, kb, [src], opts)
-        if ev.hardware_info().get("is_gpu"):
+        if want("hang") and ev.hardware_info().get("is_gpu"):
             print("Hung kernel (a Triton kernel that never ends):", flush=True)
             big = load_task(ROOT / "tests" / "data" / "evaluator" / "gpu_big_task.py")
             ev.evaluate(big, big.root_source(), opts)
             hang = (ROOT / "tests" / "data" / "attacks" / "gpu_hang_kernel.py").read_text()
             results["hang"] = run(ev, big, [hang], opts)
             results["after_hang"] = run(ev, big, [(ROOT / "tests" / "data" / "evaluator" / "good_big.py").read_text()], opts)
-        print("Slow mix (every other candidate far slower than the reference):", flush=True)
-        mix = [s for pair in zip(triton_variants(args.n), slow_variants(args.n)) for s in pair]
-        t0 = time.perf_counter()
-        results["slow_mix"] = run(ev, triton_task, mix, opts)
-        results["slow_mix_per_minute"] = len(mix) / ((time.perf_counter() - t0) / 60.0)
+        if want("slow_mix"):
+            print("Slow mix (every other candidate far slower than the reference):", flush=True)
+            mix = [s for pair in zip(triton_variants(args.n), slow_variants(args.n)) for s in pair]
+            t0 = time.perf_counter()
+            results["slow_mix"] = run(ev, triton_task, mix, opts)
+            results["slow_mix_per_minute"] = len(mix) / ((time.perf_counter() - t0) / 60.0)
         for key, path in (("repeat", TASKS / "axpy_triton.py"), ("repeat_softmax", ROOT / "samples" / "triton" / "softmax.py")):
+            if not want("repeat"):
+                break
             task = load_task(path)
             print(f"Repeat spread (same candidate x{args.repeat}): {path.name}", flush=True)
             results[key] = run(ev, task, [task.root_source()] * args.repeat, opts)
     print()
-    print(f"{'path':14s} {'n':>3s} {'median s':>9s} {'min s':>7s} {'max s':>7s}")
-    for key in ("cuda", "triton", "load_inline"):
-        rows = [r for r in results.get(key, []) if r["status"] == "ok"]
+    print(f"{'path':20s} {'n':>3s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'compile s':>9s}")
+    for key in ("cuda", "cuda_project_first", "cuda_project", "cuda_project_header", "triton", "load_inline"):
+        # without a GPU a CUDA candidate is built and not run: its row is the build alone
+        rows = [r for r in results.get(key, []) if r["status"] in ("ok", "not_run")]
         if rows:
             secs = [r["seconds"] for r in rows]
+            comp = [r["compile_s"] for r in rows if r.get("compile_s") is not None]
             over = [r["overhead_ms"] for r in rows if r.get("overhead_ms") is not None]
-            print(f"{key:14s} {len(rows):3d} {statistics.median(secs):9.2f} {min(secs):7.2f} {max(secs):7.2f}"
+            print(f"{key:20s} {len(rows):3d} {statistics.median(secs):9.2f} {min(secs):7.2f} {max(secs):7.2f} "
+                  f"{statistics.median(comp) if comp else float('nan'):9.2f}"
                   + (f"   judge-clock overhead per call {statistics.median(over):.3f} ms" if over else ""))
             results[f"{key}_median_s"] = statistics.median(secs)
     if results.get("hang"):
@@ -160,7 +203,7 @@ def main() -> int:
         print(f"slow mix: {results['slow_mix_per_minute']:.1f} candidates per minute; {len(cut)} of "
               f"{len(results['slow_mix'])} cut after a few calls")
     for key in ("repeat", "repeat_softmax"):
-        meds = [r["median_ms"] for r in results[key] if r["median_ms"]]
+        meds = [r["median_ms"] for r in results.get(key, []) if r["median_ms"]]
         if meds:
             spread = (max(meds) - min(meds)) / statistics.median(meds)
             results[f"{key}_spread"] = spread

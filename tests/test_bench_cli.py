@@ -52,11 +52,11 @@ def test_dry_run_prints_the_plan_and_evaluates_nothing(fakes, capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0, out
     assert fakes == [] and not (tmp_path / "out").exists()
-    assert "17 task(s):" in out and "triton/matmul" in out and "cuda/layernorm" in out
+    assert "19 task(s):" in out and "triton/matmul" in out and "cuda/layernorm" in out
     assert "relu_inline_new.py: relu_inline_new.py: not a task" in out
-    # the 7 CUDA tasks cannot run on the CPU: listed, not planned
-    assert len([l for l in out.splitlines() if "skipped on this machine: needs an NVIDIA GPU" in l]) == 7
-    assert "40 run(s), at most 120 attempts" in out and "seeds 0..1" in out
+    # the 8 CUDA tasks cannot run on the CPU: listed, not planned
+    assert len([l for l in out.splitlines() if "skipped on this machine: needs an NVIDIA GPU" in l]) == 8
+    assert "44 run(s), at most 132 attempts" in out and "seeds 0..1" in out
 
 
 def test_dry_run_fails_on_a_broken_harness(fakes, capsys, tmp_path):

@@ -489,3 +489,21 @@ def test_a_backend_is_named_by_module_or_by_file():
     repo = Path(__file__).resolve().parents[1]
     assert type(load_backend("tests.fake_backend:FakeBackend")).__name__ == "FakeBackend"
     assert type(load_backend(f"{repo / 'tests' / 'fake_backend.py'}:FakeBackend")).__name__ == "FakeBackend"
+
+
+def test_build_errors_in_a_header_go_on_the_header_not_on_the_kernel():
+    from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
+    from stark_lsp.search.node import Node
+    from stark_lsp.server.diagnostics import other_file_failures
+
+    diags = [Diagnostic("identifier \"x\" is undefined", line=12, file="/proj/include/common.cuh"),
+             Diagnostic("expected a \";\"", line=9, file="kernel.cu")]
+    result = EvalResult(Status.COMPILE_ERROR, "nvcc failed", compile=CompileReport(ok=False, diagnostics=diags))
+    t = make_tree(Node(id=1, task_id="t", parent_id=None, kind="root", status="compile_error", attempt=0, source=ROOT,
+                       result=result, error="nvcc failed"))
+    ds = build_diagnostics(ROOT, KERNELS, "triton", t, None)
+    assert [d.range.start.line for d in ds] == [8]  # only the kernel's own line here
+    by_file = other_file_failures(ROOT, t.root, "k.cu")
+    (h,) = by_file["/proj/include/common.cuh"]
+    assert h.range.start.line == 11 and "k.cu does not build" in h.message and "\"x\" is undefined" in h.message
+    assert other_file_failures(ROOT + "\n# edited\n", t.root, "k.cu") == {}  # stale once the kernel changes

@@ -161,7 +161,7 @@ class RayEvaluator:
         builder = self._cuda_builder()
         if builder is None:
             return None
-        art = builder.build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
+        art = builder.build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
         if art.report.ok:
             return None
         msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")

@@ -1,17 +1,35 @@
 """Build a CUDA candidate into a shared library, fast, and cache it.
 
 nvcc reads candidate source (``#include "/proc/self/environ"`` is a way to
-print a file), so it runs in the same sandbox as candidates, writing only its
-build directory. No torch headers enter the translation unit: the candidate's ``.cu`` is
-compiled by ``nvcc -shared`` as it is (about a second), with a small shim
-appended that exposes ``cudaGetLastError`` to the loader. Artifacts are cached
-by a hash of source, flags, target and compiler version; a failed build is
-cached too (the same source fails the same way). Builds of different sources
-run in parallel; builds of one source are done once.
+print a file), so it runs in the same sandbox as candidates: it sees the
+project's folders read-only (``BuildSettings.roots``), writes only its build
+directory, has no network and an empty environment; messages located in a
+file that is not source are withheld from the log (``stark_lsp.build.scrub``).
+
+The settings come from ``stark_lsp.build.settings`` (the kernel's folder on
+the include path, the project's ``compile_commands.json``, the harness's
+``BUILD``). Two ways to build:
+
+* **one unit** (the kernel alone, the common case): ``nvcc -shared`` on the
+  candidate's ``.cu`` as it is (about a second), with a small shim appended
+  that exposes ``cudaGetLastError`` to the loader, and ``-MD`` for the list of
+  headers it read. No ninja process: it would add a few milliseconds and
+  nothing to reuse.
+* **several units** (``BUILD["sources"]``): the other units are compiled once
+  into shared objects by a generated ``build.ninja`` (parallel, ``-MD``
+  depfiles, rebuilt only when a source or a header they read changes); each
+  candidate's own ``build.ninja`` compiles its unit and links it with them.
+
+Artifacts are cached by a key covering every input the build read: source,
+settings, flags, target, nvcc and host compiler, and the content of every
+project header and unit named in the depfiles (``stark_lsp.build.inputs``).
+A failed build is cached too (the same inputs fail the same way). Builds of
+different sources run in parallel; builds of one source are done once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -19,12 +37,20 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from stark_lsp.build import inputs as I
+from stark_lsp.build.depfile import parse_depfile
+from stark_lsp.build.ninja_file import NinjaBuild
+from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
+from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
 from stark_lsp.evaluate.sandbox import Sandbox, make_layout
@@ -94,32 +120,93 @@ def nvcc_version(nvcc: str) -> str:
     return _VERSION_CACHE[nvcc]
 
 
+_VERSION_CACHE_HOST: dict[str, str] = {}
+
+
+def host_compiler_version() -> str:
+    """The host compiler nvcc calls (``gcc``/``g++`` on the PATH), by its version line."""
+    cc = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or "g++"
+    if cc not in _VERSION_CACHE_HOST:
+        try:
+            out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+            _VERSION_CACHE_HOST[cc] = f"{os.path.realpath(shutil.which(cc) or cc)} {out.splitlines()[0] if out else ''}"
+        except (OSError, subprocess.SubprocessError):
+            _VERSION_CACHE_HOST[cc] = "unknown"
+    return _VERSION_CACHE_HOST[cc]
+
+
+def ninja_path() -> str | None:
+    """The ninja binary: the Python package's (a dependency), else the PATH's."""
+    try:
+        import ninja  # type: ignore[import-untyped]
+
+        p = Path(ninja.BIN_DIR) / "ninja"
+        if p.exists():
+            return str(p)
+    except (ImportError, AttributeError):
+        pass
+    beside = Path(sys.executable).parent / "ninja"
+    return str(beside) if beside.exists() else shutil.which("ninja")
+
+
 class CudaBuilder:
-    """Compiles candidates with nvcc into ``cache_dir/cuda/<hash>/``."""
+    """Compiles candidates with nvcc into ``cache_dir/cuda/<key>/``."""
 
     def __init__(self, cache_dir: Path, arch: str = "sm_90", max_parallel: int | None = None,
                  sandbox: "Sandbox | None" = None):
         self.sandbox = sandbox  # nvcc reads candidate source: it runs sandboxed like the candidate
         self.cache_dir = Path(cache_dir) / "cuda"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.manifests = I.Manifests(self.cache_dir / "manifests")
         self.arch = arch
         self._sem = threading.BoundedSemaphore(max_parallel or max(1, os.cpu_count() or 1))
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._settings: dict[tuple[Any, ...], BuildSettings] = {}
 
-    def command(self, nvcc: str, src: Path, out: Path, flags: list[str]) -> list[str]:
+    # ------------------------------------------------------------------
+    def gencode(self) -> str:
         arch = self.arch.replace("sm_", "")
-        gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
-        return [nvcc, *DEFAULT_FLAGS, *flags, gencode, "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-o", str(out), str(src)]
+        return f"-gencode=arch=compute_{arch},code=sm_{arch}"
 
-    def key(self, source: str, flags: list[str], nvcc: str) -> str:
+    def command(self, nvcc: str, src: Path, out: Path, flags: list[str], depfile: str | None = None) -> list[str]:
+        """The one-unit build: compile and link in one nvcc call."""
+        dep = ["-MD", "-MF", depfile] if depfile else []
+        return [nvcc, *flags, self.gencode(), "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", *dep,
+                "-o", str(out), str(src)]
+
+    def settings_for(self, task: Any) -> BuildSettings:
+        """The merged build settings of a task (cached while its files stay unchanged)."""
+        if task is None:
+            return single_file(None)
+        kernel, harness = Path(task.path), Path(task.harness) if getattr(task, "harness", None) else None
+        key = (str(kernel), str(harness), _mtime(harness), _mtime(kernel.parent / "compile_commands.json"),
+               _mtime(kernel.parent / "build" / "compile_commands.json"))
+        s = self._settings.get(key)
+        if s is None:
+            s = resolve(kernel, harness)
+            if s.compile_commands:  # a database found further up: its mtime too
+                s2 = self._settings.get(key + (_mtime(Path(s.compile_commands)),))
+                s = s2 or s
+                key = key + (_mtime(Path(s.compile_commands)),)
+            self._settings[key] = s
+        return s
+
+    def prekey(self, source: str, flags: list[str], nvcc: str, settings: BuildSettings) -> str:
         h = hashlib.sha256()
-        for part in (source, " ".join(flags), self.arch, nvcc_version(nvcc), SHIM):
+        for part in (source, "\x1f".join(flags), self.arch, nvcc, nvcc_version(nvcc), host_compiler_version(), SHIM,
+                     "\x1f".join(settings.sources), "v2"):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()[:24]
 
-    def build(self, source: str, extra_flags: list[str] | None = None, timeout_s: float = 300.0) -> CudaArtifact:
+    def key(self, source: str, flags: list[str], nvcc: str) -> str:
+        """The cache key of a one-unit build that reads no project header (kept for callers and tests)."""
+        return I.final_key(self.prekey(source, [*DEFAULT_FLAGS, *flags], nvcc, single_file(None)), {})
+
+    def build(self, source: str, extra_flags: list[str] | None = None, timeout_s: float = 300.0,
+              task: Any = None) -> CudaArtifact:
+        """Build ``source`` as the candidate of ``task`` (its project's settings; None: a lone file)."""
         t0 = time.perf_counter()
         nvcc = nvcc_path()
         if nvcc is None:
@@ -127,19 +214,26 @@ class CudaBuilder:
                                    diagnostics=[Diagnostic("nvcc not found on this machine")])
             return CudaArtifact("", None, report, [])
         try:
-            flags = [*(extra_flags or []), *source_flags(source)]
+            settings = self.settings_for(task)
+        except BuildSettingsError as e:
+            report = CompileReport(ok=False, log=str(e), diagnostics=[Diagnostic(f"build settings: {e}")])
+            return CudaArtifact("", None, report, [])
+        try:
+            cand = source_flags(source)
         except BuildError as e:
             report = CompileReport(ok=False, log=str(e), diagnostics=[Diagnostic(str(e), line=_flags_line(source))])
             return CudaArtifact("", None, report, [])
-        key = self.key(source, flags, nvcc)
-        with self._lock_for(key):
-            cached = self._load(key)
+        flags = [*settings.nvcc_args(), *(extra_flags or []), *cand]
+        prekey = self.prekey(source, flags, nvcc, settings)
+        with self._lock_for(prekey):
+            key = self.manifests.lookup(prekey)
+            cached = self._load(key) if key else None
             if cached is not None:
                 cached.report.cached = True
                 cached.report.seconds = time.perf_counter() - t0
                 return cached
             with self._sem:
-                art = self._compile(key, source, flags, nvcc, timeout_s)
+                art = self._compile(prekey, source, flags, nvcc, settings, timeout_s)
         art.report.seconds = time.perf_counter() - t0
         return art
 
@@ -165,40 +259,67 @@ class CudaBuilder:
             return None
         return CudaArtifact(key, lib if report.ok else None, report, resources)
 
-    def _compile(self, key: str, source: str, flags: list[str], nvcc: str, timeout_s: float) -> CudaArtifact:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.cache_dir))
+    def _run(self, cmd: list[str], cwd: Path, settings: BuildSettings, writable: list[Path],
+             timeout_s: float, also_expose: list[str] = ()) -> tuple[bool, str]:
+        """``cmd`` in the sandbox (project read-only, ``writable`` writable); (ok, output)."""
+        run = cmd
+        if self.sandbox is not None:
+            for w in writable:
+                os.chmod(w, 0o777)  # the sandboxed compiler runs as nobody when we are root
+            layout = make_layout(expose=[*settings.roots, *also_expose], writable=[str(w) for w in writable], cwd=cwd)
+            run = self.sandbox.wrap(cmd, layout)
+        try:
+            proc = subprocess.run(run, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
+                                  env=_compiler_env(), start_new_session=True, errors="replace")
+            return proc.returncode == 0, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            return False, f"nvcc timed out after {timeout_s:.0f} s"
+
+    def _compile(self, prekey: str, source: str, flags: list[str], nvcc: str, settings: BuildSettings,
+                 timeout_s: float) -> CudaArtifact:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{prekey}.", dir=self.cache_dir))
+        toolchain = I.toolchain_prefixes(nvcc)
         try:
             src = tmp / SOURCE_NAME
             src.write_text(source if source.endswith("\n") else source + "\n")
             with src.open("a") as f:
                 f.write(SHIM)
-            cmd = self.command(nvcc, src, tmp / "lib.so", flags)
-            run = cmd
-            if self.sandbox is not None:
-                os.chmod(tmp, 0o777)  # the sandboxed compiler runs as nobody when we are root
-                run = self.sandbox.wrap(cmd, make_layout(writable=[tmp], cwd=tmp))
-            try:
-                proc = subprocess.run(run, cwd=tmp, capture_output=True, text=True, timeout=timeout_s,
-                                      env=_compiler_env(), start_new_session=True)
-                log = (proc.stdout + proc.stderr).replace(str(tmp) + "/", "")
-                ok = proc.returncode == 0
-            except subprocess.TimeoutExpired:
-                log, ok = f"nvcc timed out after {timeout_s:.0f} s", False
+            deps_files: list[tuple[Path, Path]] = []  # (depfile, the folder its relative paths are in)
+            if settings.sources:
+                ok, log, shown, other_deps = self._compile_project(tmp, flags, nvcc, settings, timeout_s)
+                deps_files += other_deps
+                deps_files.append((tmp / "kernel.o.d", tmp))
+            else:
+                cmd = self.command(nvcc, Path(SOURCE_NAME), Path("lib.so"), flags, depfile="kernel.d")
+                ok, log = self._run(cmd, tmp, settings, [tmp], timeout_s)
+                shown = " ".join(shlex.quote(c) for c in cmd)
+                deps_files.append((tmp / "kernel.d", tmp))
+            log = log.replace(str(tmp) + "/", "")
+            log = scrub_compiler_log(log, settings.roots, toolchain, own=(SOURCE_NAME,))
+            if settings.notes:  # what the project's settings left out, for whoever reads the build log
+                log = "\n".join(f"stark-lsp build note: {n}" for n in settings.notes) + "\n" + log
             n_lines = source.count("\n") + 1
             diags = parse_compiler_output(log, source=source, source_name=SOURCE_NAME, max_line=n_lines)
+            diags = _header_lines(diags, log, settings.roots)
             if not ok and not any(d.severity == "error" for d in diags):
                 diags.append(Diagnostic(message=_first_error_line(log) or "nvcc failed", severity="error"))
             resources = parse_ptxas_resources(log) if ok else []
-            shown = " ".join(shlex.quote(c) for c in cmd).replace(str(tmp) + "/", "")
             report = CompileReport(ok=ok, command=shown, log=_trim(log), diagnostics=diags)
             meta = {"ok": ok, "command": shown, "log": report.log,
                     "diagnostics": [asdict(d) for d in diags], "resources": [asdict(r) for r in resources]}
             (tmp / "meta.json").write_text(json.dumps(meta))
+            try:
+                read = self._read_inputs(deps_files, tmp, settings, toolchain)
+                key = I.final_key(prekey, read)
+            except I.Uncacheable:
+                read, key = None, f"{prekey}-u{uuid.uuid4().hex[:8]}"  # kept for this run, never found again
             final = self.cache_dir / key
             try:
                 os.rename(tmp, final)
             except OSError:  # another process won the race: use its entry
                 shutil.rmtree(tmp, ignore_errors=True)
+            if read is not None:
+                self.manifests.record(prekey, read, key)
             loaded = self._load(key)
             if loaded is None:
                 raise BuildError(f"cache entry {final} is unreadable")
@@ -206,6 +327,114 @@ class CudaBuilder:
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def _read_inputs(self, deps_files: list[tuple[Path, Path]], tmp: Path, settings: BuildSettings,
+                     toolchain: tuple[str, ...]) -> dict[str, str]:
+        paths: list[str] = []
+        for d, cwd in deps_files:
+            if not d.exists():
+                raise I.Uncacheable(f"no depfile {d.name}: the compiler stopped before reading its includes")
+            paths += parse_depfile(d.read_text(errors="replace"), cwd=cwd)
+        paths += settings.sources
+        return I.project_inputs(paths, settings.roots, toolchain, skip=(str(tmp) + "/",))
+
+    # ------------------------------------------------------------------
+    def _objects_dir(self, flags: list[str], nvcc: str, settings: BuildSettings) -> Path:
+        h = hashlib.sha256("\x1f".join([*flags, self.arch, nvcc, nvcc_version(nvcc), host_compiler_version(),
+                                        *settings.sources]).encode()).hexdigest()[:20]
+        d = self.cache_dir / "objects" / h
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _compile_project(self, tmp: Path, flags: list[str], nvcc: str, settings: BuildSettings,
+                         timeout_s: float) -> tuple[bool, str, str, list[tuple[Path, Path]]]:
+        """The other units into shared objects (once), then the candidate's unit and the link."""
+        from stark_lsp.build.ninja_file import object_name
+
+        ninja = ninja_path()
+        if ninja is None:
+            return False, "ninja not found: it is a dependency of stark-lsp (pip install ninja)", "", []
+        objdir = self._objects_dir(flags, nvcc, settings)
+        # the other units' flags: the project's, not the candidate's stark-nvcc-flags or -Xptxas -v
+        compile_argv = [nvcc, *flags, self.gencode(), "-Xcompiler", "-fPIC"]
+        objs = [(str(objdir / object_name(s)), s) for s in settings.sources]
+        text = NinjaBuild(compile_argv, objects=objs).text()
+        t_budget = time.monotonic() + timeout_s
+        with _file_lock(objdir / ".lock"):
+            manifest = objdir / "build.ninja"
+            if not manifest.exists() or manifest.read_text() != text:
+                manifest.write_text(text)
+            ok, log = self._run([ninja, "-C", str(objdir)], objdir, settings, [objdir], timeout_s)
+        if not ok:
+            return False, _ninja_log(log, nvcc), f"ninja -C {objdir}", []
+        cand = NinjaBuild([nvcc, *flags, self.gencode(), "-Xcompiler", "-fPIC", "-Xptxas", "-v"],
+                          link_argv=[nvcc, self.gencode(), "-shared"],
+                          objects=[("kernel.o", SOURCE_NAME)],
+                          link=("lib.so", ["kernel.o", *(o for o, _ in objs)]))
+        (tmp / "build.ninja").write_text(cand.text())
+        ok, log = self._run([ninja, "-C", str(tmp)], tmp, settings, [tmp], max(1.0, t_budget - time.monotonic()),
+                            also_expose=[str(objdir)])
+        shown = " ".join(shlex.quote(c) for c in [*cand.compile_argv, "-c", "-o", "kernel.o", SOURCE_NAME])
+        deps = [(Path(o + ".d"), objdir) for o, _ in objs]
+        return ok, _ninja_log(log, nvcc), shown, deps
+
+
+class _file_lock:
+    """An exclusive lock between processes (the CLI, the editor, workers) on one objects folder."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: Any) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _ninja_log(log: str, nvcc: str) -> str:
+    """ninja's output without its own progress and command lines (the compiler's messages stay)."""
+    keep = []
+    for ln in log.splitlines():
+        s = ln.strip()
+        if re.match(r"^\[\d+/\d+\] ", s) or s.startswith(("ninja: Entering directory", "ninja: no work to do")):
+            continue
+        if s.startswith(nvcc + " ") or s.startswith(shlex.quote(nvcc) + " "):
+            continue
+        keep.append(ln)
+    return "\n".join(keep)
+
+
+def _mtime(p: Path | None) -> int:
+    try:
+        return p.stat().st_mtime_ns if p is not None else 0
+    except OSError:
+        return 0
+
+
+def _header_lines(diags: list[Diagnostic], log: str, roots: list[str]) -> list[Diagnostic]:
+    """Messages in the project's headers keep their file (absolute) and the header's line, for the
+    editor (never a candidate line that happens to read the same)."""
+    lines = log.splitlines()
+    used: set[int] = set()
+    out = []
+    for d in diags:
+        f = d.file or ""
+        if os.path.isabs(f) and is_source_file(f, roots):
+            line = None
+            for i, ln in enumerate(lines):
+                if i in used or not ln.startswith(f) or d.message not in ln:
+                    continue
+                m = re.match(re.escape(f) + r"(?:\((\d+)\)|:(\d+):)", ln)
+                if m:
+                    used.add(i)
+                    line = int(m.group(1) or m.group(2))
+                    break
+            d = Diagnostic(message=d.message, line=line, column=d.column, severity=d.severity, file=os.path.realpath(f))
+        out.append(d)
+    return out
 
 
 def _compiler_env() -> dict[str, str]:

@@ -144,16 +144,14 @@ class Evaluator:
             tmp = cand_file.with_suffix(cand_file.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(source)
             os.replace(tmp, cand_file)
-        expose = {str(task.path.parent), str(self.cache_dir)}
-        if task.harness is not None:
-            expose.add(str(task.harness.parent))
+        expose = {str(self.cache_dir), *task_folders(task)}
         job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict(),
                                "sandbox": self.sandbox_policy, "expose": sorted(expose)}
         # a safety net over the judge's own phase limits: loading, reference timing, trials, timing
         timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
         hw = self.pool.hardware()
         if task.kind == "cuda":
-            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s)
+            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
             if not art.report.ok:
                 msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
                 return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)
@@ -174,6 +172,20 @@ class Evaluator:
                 res.compile = CompileReport(**{**job["compile"], "diagnostics": []}) if job.get("compile") else None
             return res
         return EvalResult.from_dict(reply.result)
+
+
+def task_folders(task: TaskSpec) -> list[str]:
+    """The folders a task's evaluation reads (shown read-only in the sandbox): the kernel's and the
+    harness's, and for Python files their package roots (a candidate imports its neighbours)."""
+    from stark_lsp.build.python_paths import module_place
+
+    out = {str(task.path.parent)}
+    for p in (task.path, task.harness):
+        if p is not None:
+            out.add(str(p.parent))
+            if p.suffix == ".py":
+                out.add(module_place(p).root)
+    return sorted(out)
 
 
 def _report_dict(r: CompileReport) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from stark_lsp.build.python_paths import ModulePlace, module_place
 from stark_lsp.tasks.spec import TaskSpec
 
 
@@ -28,18 +29,80 @@ class CandidateLoadError(RuntimeError):
     """The candidate failed to import or build; ``__cause__`` has the original."""
 
 
-def load_module(path: Path, name: str) -> ModuleType:
+def load_module(path: Path, name: str, also_as: str | None = None) -> ModuleType:
+    """Import ``path`` as module ``name`` (registered under ``also_as`` too, from the start)."""
     spec = importlib.util.spec_from_file_location(name, str(path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
+    names = [name] + ([also_as] if also_as else [])
+    for n in names:
+        sys.modules[n] = mod
     try:
         spec.loader.exec_module(mod)
     except BaseException:
-        sys.modules.pop(name, None)
+        for n in names:
+            sys.modules.pop(n, None)
         raise
     return mod
+
+
+def importable_from(place: ModulePlace, first: bool = True) -> None:
+    """The folder of a task's file and its package root on ``sys.path``: first (as when Python runs
+    the file itself: the candidate's process), or last (the judge, which loads harnesses of many
+    tasks: a project's ``utils.py`` must not shadow a module the judge imports later)."""
+    for p in (reversed(place.search_path) if first else place.search_path):
+        if first or p not in sys.path:
+            if p in sys.path:
+                sys.path.remove(p)
+            sys.path.insert(0, p) if first else sys.path.append(p)
+
+
+def _own_package(place: ModulePlace) -> bool:
+    """Whether ``place.package`` imports as the user's package (not a same-named one from elsewhere)."""
+    if not place.package:
+        return True
+    top = place.package.split(".")[0]
+    try:
+        mod = importlib.import_module(place.package)
+    except Exception:  # noqa: BLE001 - the candidate's import then fails with the real error
+        return False
+    paths = [str(Path(p).resolve()) for p in getattr(sys.modules.get(top), "__path__", [])]
+    return str(Path(place.root, top).resolve()) in paths and mod is not None
+
+
+def load_candidate_module(spec: TaskSpec, candidate_file: Path) -> ModuleType:
+    """A Python candidate, imported in place of the user's module.
+
+    Its folder and package root are importable; inside a package it is the
+    module ``pkg.sub.kernel`` (relative imports resolve to the user's files on
+    disk), and the package's attribute points to it. Neighbours are imported
+    as they are: only the user's module is replaced. A name that is taken by
+    another module (a kernel file called ``random.py``) is not replaced; the
+    candidate then runs under its own name only.
+    """
+    private = f"stark_candidate_{candidate_file.stem}"
+    if spec.kind == "kernelbench":
+        importable_from(module_place(spec.path))
+        return load_module(candidate_file, private)
+    place = module_place(spec.path)
+    importable_from(place)
+    name = place.name
+    if name and place.package and not _own_package(place):
+        name = ""
+    if name and not place.package and name in sys.modules and not _from_folder(sys.modules[name], place.folder):
+        name = ""  # a stdlib or installed module of that name is in use
+    if not name:
+        return load_module(candidate_file, private)
+    mod = load_module(candidate_file, name, also_as=private)
+    if place.package:
+        setattr(sys.modules[place.package], name.rsplit(".", 1)[1], mod)
+    return mod
+
+
+def _from_folder(mod: ModuleType, folder: str) -> bool:
+    f = getattr(mod, "__file__", None)
+    return bool(f) and str(Path(f).resolve().parent) == str(Path(folder).resolve())
 
 
 def to_device(x: Any, device: torch.device) -> Any:
@@ -97,6 +160,9 @@ class Reference:
 def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
     path = spec.harness if spec.kind != "kernelbench" else spec.path
     assert path is not None
+    importable_from(module_place(path), first=False)  # a harness may import the project's modules
+    if spec.kind == "triton" and path != spec.path:
+        importable_from(module_place(spec.path), first=False)
     try:
         mod = load_module(path, f"stark_task_{spec.task_id()}_{int(time.time() * 1e6)}")
     except Exception as e:
@@ -125,9 +191,8 @@ def load_candidate(ref: Reference, candidate_file: Path, library: str | None, se
             raise CandidateLoadError(f"cannot load the compiled library: {e}") from e
         run = ref.module.run
         return lambda *xs: run(lib, *xs)
-    name = f"stark_candidate_{candidate_file.stem}"
     try:
-        mod = load_module(candidate_file, name)
+        mod = load_candidate_module(spec, candidate_file)
     except BaseException as e:
         raise CandidateLoadError(f"{type(e).__name__}: {e}") from e
     if spec.kind == "kernelbench":

@@ -20,8 +20,7 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         c = r.compile
         lines.append(f"  compile:     {'ok' if c.ok else 'FAILED'} in {c.seconds:.2f} s" + (" (cached)" if c.cached else ""))
         for d in c.diagnostics[:10]:
-            where = f"line {d.line}" if d.line else (d.file or "?")
-            lines.append(f"    {d.severity} at {where}: {d.message}")
+            lines.append(f"    {_diag_line(d)}")
     if r.correctness:
         k = r.correctness
         n_ok = sum(t.passed for t in k.trials)
@@ -50,7 +49,7 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         lines.append(f"  kernel {res.kernel}: {res.registers} registers, {res.shared_bytes} B shared, "
                      f"{res.spill_stores or 0}/{res.spill_loads or 0} B spill stores/loads")
     for d in r.diagnostics[:5]:
-        lines.append(f"  {d.severity} at line {d.line}: {d.message}")
+        lines.append(f"  {_diag_line(d)}")
     for c in r.cheats:
         lines.append(f"  CHEAT {c.kind}: {c.message}")
     for f in r.flags:
@@ -59,3 +58,19 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         lines.append("  output: " + r.output[-400:].replace("\n", "\n          "))
     lines.append(f"  total:       {r.seconds:.2f} s")
     return "\n".join(lines)
+
+
+def _diag_line(d: object) -> str:
+    """``error at line 7: ...``; a message in a project header or another unit names that file;
+    one without a place (a build setting, the linker) says only what it is."""
+    file, line = getattr(d, "file", None), getattr(d, "line", None)
+    other = bool(file) and file.startswith("/") and not file.endswith(".py")
+    if line and other:
+        where = f" at {file}:{line}"
+    elif line:
+        where = f" at line {line}"
+    elif file:
+        where = f" in {file}"
+    else:
+        where = ""
+    return f"{getattr(d, 'severity', 'error')}{where}: {getattr(d, 'message', '')}"

@@ -334,7 +334,7 @@ class NcuProfiler:
         """'' when ncu is there; else why not."""
         return "" if self.tool() else "ncu not found (PATH, $NCU, /opt/nvidia/nsight-compute/*/ncu, /usr/local/cuda/bin/ncu)"
 
-    def _cuda_library(self, source: str) -> tuple[str | None, str]:
+    def _cuda_library(self, source: str, task: Any = None) -> tuple[str | None, str]:
         from stark_lsp.evaluate.cuda_build import CudaBuilder, source_flags
 
         with self._lock:
@@ -346,7 +346,7 @@ class NcuProfiler:
             flags = source_flags(source)
         except Exception:  # noqa: BLE001 - the evaluator reported this already
             flags = []
-        art = self.builder.build(source, flags, timeout_s=self.timeout_s)
+        art = self.builder.build(source, flags, timeout_s=self.timeout_s, task=task)
         if art.library is None or not art.report.ok:
             first = next((d.message for d in art.report.diagnostics if d.severity == "error"), "")
             return None, f"the CUDA build failed: {first or art.report.log[-300:]}"
@@ -371,7 +371,7 @@ class NcuProfiler:
         cand.write_text(source)
         library = None
         if task.kind == "cuda":
-            library, why = self._cuda_library(source)
+            library, why = self._cuda_library(source, task)
             if library is None:
                 return ProfileReport.unavailable(why, seconds=time.perf_counter() - t0)
         job = work / "job.json"

@@ -287,7 +287,7 @@ def build_context(
         hardware=hardware,
         seed=seed,
         seen=seen_digests(nodes),
-        task_card=task_card(task, facts, nodes, shown),
+        task_card=_with_project_files(task_card(task, facts, nodes, shown), task, node.source, budget_chars),
         hardware_card=hardware_card(hardware_info, view.nodes.values(), profiled, ncu_text(profiled) if profiled else ""),
         node_line=node_line(node, live_root, with_error=agent != "debug"),  # Debug: the error follows, once
         node_profile=profiler(node),
@@ -301,6 +301,14 @@ def build_context(
         plan_summary=plan[1] if plan else "",
         cancel=cancel,
     )
+
+
+def _with_project_files(card: str, task: TaskSpec, source: str, budget_chars: int) -> str:
+    """The task card, then the headers / modules the kernel uses (read-only), within a quarter of the budget."""
+    from .project_files import project_context
+
+    extra = project_context(task, source, budget_chars // 4)
+    return card.rstrip() + "\n\n" + extra if extra else card
 
 
 def _profiled(node: Node, view: TreeView, k: int) -> Node | None:

@@ -204,6 +204,8 @@ def root_failure(text: str, lines: list[str], kernels: list[Kernel], root: NodeV
     for p in root.problems:
         if p.line is None or (p.file and "harness" in p.file.rsplit("/", 1)[-1]) or p.line - 1 >= len(lines):
             continue
+        if in_other_file(p):
+            continue  # published on that file (other_file_failures)
         out.append(types.Diagnostic(range=line_range(lines, p.line - 1), message=f"{why}: {p.message}",
                                     severity=types.DiagnosticSeverity.Warning, source=SOURCE, code=CODE_ROOT_FAILS))
     if not out:
@@ -211,6 +213,34 @@ def root_failure(text: str, lines: list[str], kernels: list[Kernel], root: NodeV
         out = _on_names(lines, kernels, f"{why}: {detail}" if detail else why, CODE_ROOT_FAILS,
                         types.DiagnosticSeverity.Warning)
     return out
+
+
+OTHER_FILE_SUFFIXES = (".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".tcc", ".cu", ".cpp", ".cc", ".cxx", ".c")
+
+
+def in_other_file(p: object) -> bool:
+    """A compiler message located in a project file other than the kernel (a header, another unit):
+    the builder reports those with their absolute path; the kernel's own messages name ``kernel.cu``."""
+    f = getattr(p, "file", None) or ""
+    return f.startswith("/") and f.endswith(OTHER_FILE_SUFFIXES) and getattr(p, "line", None) is not None
+
+
+def other_file_failures(text: str, root: NodeView | None, kernel_name: str) -> dict[str, list[types.Diagnostic]]:
+    """The user's kernel failed to build because of errors in a header (or another unit): those
+    errors by file path, each on its line, while the document is the evaluated text."""
+    if root is None or root.status in ("ok", "not_run", "pending", "running", "abandoned") or not same_text(text, root.source):
+        return {}
+    out: dict[str, list[types.Diagnostic]] = {}
+    for p in root.problems:
+        if not in_other_file(p):
+            continue
+        line0 = max(0, int(p.line or 1) - 1)
+        sev = types.DiagnosticSeverity.Warning if p.severity == "warning" else types.DiagnosticSeverity.Error
+        out.setdefault(str(p.file), []).append(types.Diagnostic(
+            range=types.Range(start=types.Position(line=line0, character=0), end=types.Position(line=line0, character=10_000)),
+            message=f"{kernel_name} does not build ({root.status.replace('_', ' ')}): {p.message}",
+            severity=sev, source=SOURCE, code=CODE_ROOT_FAILS))
+    return {f: cap(d) for f, d in out.items()}
 
 
 def cap(diags: list[types.Diagnostic], limit: int = MAX_DIAGNOSTICS) -> list[types.Diagnostic]:

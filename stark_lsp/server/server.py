@@ -46,7 +46,7 @@ from stark_lsp.server.apply_candidate import apply_candidate
 from stark_lsp.server.backend import Backend, load_backend
 from stark_lsp.server.code_actions import ActionContext, build_code_actions
 from stark_lsp.server.create_harness import create_harness, show_harness
-from stark_lsp.server.diagnostics import SOURCE, build_diagnostics, same_text
+from stark_lsp.server.diagnostics import SOURCE, build_diagnostics, other_file_failures, same_text
 from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_language, line_before_edits, line_edit,
                                         resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
@@ -91,6 +91,7 @@ class StarkServer(LanguageServer):
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._searches_pending = False
         self._harness_diags: dict[str, str] = {}  # harness uri -> kernel uri whose "fill in" it carries
+        self._other_file_diags: dict[str, str] = {}  # header uri -> kernel uri whose build errors it carries
         self._config_pull: asyncio.Task | None = None
 
     # -- talking to the user -------------------------------------------------------
@@ -395,6 +396,24 @@ class StarkServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version)
         )
+        self.publish_other_files(state, doc.source)
+
+    def publish_other_files(self, state: DocState, text: str) -> None:
+        """Errors in the project's headers that stop the user's kernel from building, on those headers."""
+        tree = self.cache.get(state.task_id)
+        root = state.checked_root or (tree.root if tree is not None else None)
+        by_file = other_file_failures(text, root, state.path.name if state.path else "the kernel")
+        shown = {from_fs_path(f): d for f, d in by_file.items()}
+        owned = self._other_file_diags
+        for old, owner in list(owned.items()):
+            if owner == state.uri and old not in shown:
+                owned.pop(old)
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=old, diagnostics=[]))
+        for huri, diags in shown.items():
+            if huri is None or huri == state.uri:
+                continue
+            owned[huri] = state.uri
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=huri, diagnostics=diags))
 
     # -- settings ------------------------------------------------------------------------
     def apply_settings(self, options: Any) -> None:

@@ -1,0 +1,2 @@
+"""Settings shared by the package's kernels."""
+EPS = 1e-6
