@@ -206,3 +206,15 @@ def test_the_evaluator_failing_to_start_is_exit_5(monkeypatch, capsys, tmp_path)
 def test_no_command_prints_help_and_exit_usage(capsys):
     assert cli.main([]) == exit_codes.USAGE
     assert "optimize" in capsys.readouterr().out
+
+
+def test_llm_candidates_without_a_sandbox_are_refused_with_exit_5(ws):
+    shutil.copy(SAMPLES / "triton" / "softmax.py", ws / "softmax.py")
+    shutil.copy(SAMPLES / "triton" / "softmax.harness.py", ws / "softmax.harness.py")
+    env = {"STARK_SANDBOX": "none", "STARK_API_KEY": "sk-cli-test-000000", "TRITON_INTERPRET": "1", "STARK_SMALL": "1"}
+    r = stark("optimize", "softmax.py", "--llm", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+              "--budget", "2", cwd=ws, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.EVALUATOR_UNAVAILABLE, out
+    assert "no sandbox can be made here" in out and "--unsafe-no-sandbox" in out and "Traceback" not in out
+    assert not list(ws.glob("softmax.best.*"))

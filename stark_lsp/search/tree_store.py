@@ -140,10 +140,21 @@ def _redact(text: str) -> str:
     return redact(scrub(text or ""))
 
 
+def _redact_values(obj: Any) -> Any:
+    """Every string inside ``obj`` redacted; the structure (keys, numbers, statuses' spelling) untouched."""
+    if isinstance(obj, str):
+        return _redact(obj)
+    if isinstance(obj, dict):
+        return {k: _redact_values(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_redact_values(v) for v in obj]
+    return obj
+
+
 def _json_text(obj: Any) -> str:
     """JSON without lone surrogates (they would come back from json.loads)
-    and without keys."""
-    return _redact(json.dumps(obj, ensure_ascii=False))
+    and without keys in any of its strings."""
+    return json.dumps(_redact_values(obj), ensure_ascii=False)
 
 
 def _exchanges_json(exchanges: list[Exchange]) -> str:

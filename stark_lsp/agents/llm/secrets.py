@@ -4,7 +4,8 @@
 * ``Redactor(key)``: replaces the key, and the pieces of it that services echo
   back (``sk-abc12...wxyz``), with ``***``. Short keys too: any piece of at
   least 8 characters (6 for keys under 16), and a 4-character tail after
-  ``...``, ``***`` or ``…``.
+  ``...``, ``***`` or ``…``. A "key" under 8 characters (``EMPTY``,
+  ``ollama``) is a placeholder, not a secret, and is left alone.
 * ``register_secret(key)``: every ChatClient registers its key for this
   process; ``redact(text)`` removes every registered key (and the key in the
   environment) plus anything shaped like a key (``sk-...``, ``Bearer ...``).
@@ -36,11 +37,19 @@ def key_from_env() -> str | None:
     return None
 
 
+MIN_SECRET = 8  # shorter "keys" are placeholders (vLLM's EMPTY, Ollama's "ollama"): masking them would eat words
+
+
 class Redactor:
-    """Replaces the key (and the pieces of it services echo) with ``***``."""
+    """Replaces the key (and the pieces of it services echo) with ``***``.
+
+    A key under ``MIN_SECRET`` characters is no secret (a local server's
+    placeholder) and cannot be told from ordinary text: it is left alone."""
 
     def __init__(self, key: str | None):
         self._key = (key or "").strip()
+        if len(self._key) < MIN_SECRET:
+            self._key = ""
         k = self._key
         size = 8 if len(k) >= 16 else 6
         self._pieces: list[str] = []
