@@ -37,3 +37,19 @@ def test_editor_settings_give_make_team_keywords_and_name_their_problems():
     assert parse_settings({})[0].team_options() == {}
     s, problems = parse_settings({"maxTokens": 0, "readTimeout": "soon", "temperatures": {"plan": 5, "review": 0.1}})
     assert len(problems) == 4 and s.max_tokens is None and s.read_timeout_s is None and s.temperatures == {}
+
+
+def test_the_servers_team_and_search_get_the_client_settings(monkeypatch):
+    import stark_lsp.agents.team as team_mod
+    from stark_lsp.server.backend import Backend
+    from stark_lsp.server.settings import Secret
+
+    got = {}
+    monkeypatch.setattr(team_mod, "make_team", lambda **kw: got.update(kw) or "team")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("STARK_API_KEY", "sk-from-stark-env-0001")  # STARK_API_KEY alone is enough
+    s, _ = parse_settings({"llm": "openai", "model": "m", "maxTokens": 2048, "readTimeout": 30, "contextTokens": 9000})
+    backend = Backend()
+    assert backend.make_team(s, Secret(None)) == "team"
+    assert got["max_tokens"] == 2048 and got["read_timeout_s"] == 30.0 and got["model"] == "m"
+    assert backend.search_config(s).context_tokens == 9000

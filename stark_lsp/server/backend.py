@@ -110,7 +110,9 @@ class Backend:
         except ImportError as e:
             raise BackendUnavailable(f"the agent team cannot be imported: {e}") from e
         make_team: Callable[..., Any] = team_mod.make_team
-        if settings.llm == "openai" and not api_key and not os.environ.get("OPENAI_API_KEY"):
+        from stark_lsp.agents.llm.secrets import key_from_env
+
+        if settings.llm == "openai" and not api_key and not key_from_env():
             raise BackendUnavailable(
                 "stark.llm is 'openai' but no API key was given: run the command stark.setApiKey "
                 "(or pass apiKey in initializationOptions)"
@@ -121,6 +123,7 @@ class Backend:
             "model": settings.model,
             "models": dict(settings.models) or None,
             "api_key": api_key.get(),
+            **(settings.team_options() if settings.llm != "builtin" else {}),
         }
         accepted = inspect.signature(make_team).parameters
         has_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
@@ -140,6 +143,7 @@ class Backend:
             seed=settings.seed,
             profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),
+            context_tokens=settings.context_tokens,
         )
 
     def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,
