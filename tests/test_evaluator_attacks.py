@@ -239,3 +239,9 @@ def test_7_control_without_the_sandbox_the_same_attack_finds_the_key(tmp_path, k
         r = e.evaluate(load_task(ADD_TASK), src, OPTS)
     assert r.status is Status.OK, r.summary()
     assert KEY in r.output
+
+
+def test_an_output_that_is_no_tensor_is_incorrect_not_a_cheat(ev):
+    src = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n        return None\n"
+    r = run(ev, "", source=src)
+    assert r.status is Status.INCORRECT and "NoneType" in r.message, r.summary()

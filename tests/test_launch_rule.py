@@ -51,3 +51,22 @@ def test_a_kernel_reached_but_not_launched_is_a_failed_launch_even_when_another_
     src = "try:\n    fast[grid](x)\nexcept Exception:\n    y = torch.relu(x)\nnoop[(1,)](x)\n"
     assert missing_launches(src, ["fast", "noop"], {"noop"}, reached={"fast", "noop"}) == ["fast"]
     assert missing_launches(src, ["fast", "noop"], {"noop", "fast"}, reached={"fast", "noop"}) == []
+
+
+def test_kernel_names_behind_launch_bounds_and_other_attributes():
+    from stark_lsp.evaluate.guards import custom_kernel_names
+
+    src = """
+__global__ void __launch_bounds__(256) add(const float* x) {}
+__global__ __launch_bounds__(256, 2) void scale(float* x) {}
+template <int N>
+__global__ void
+__launch_bounds__(N)
+tiled(float* __restrict__ x, int n) {}
+extern "C" __global__ void softmax_rows_kernel(const float *x, float *y, int r, int c) {}
+static __global__ void __cluster_dims__(2, 1, 1) clustered(float* x) {}
+__global__ void (*pointer)(int);
+"""
+    assert custom_kernel_names(src) == ["add", "scale", "tiled", "softmax_rows_kernel", "clustered"]
+    py = 'CUDA = """__global__ void relu_kernel(const float* a, float* b, int n) {}"""'
+    assert custom_kernel_names(py) == ["relu_kernel"]

@@ -25,6 +25,7 @@ the times with its own clock, and computes every verdict (``judge.py``).
 from __future__ import annotations
 
 import collections
+import numbers
 import os
 import socket
 import sys
@@ -181,7 +182,10 @@ class CandidateProcess:
         headers, offset = [], 0
         for o in outputs:
             if not isinstance(o, torch.Tensor):
-                v = o if isinstance(o, (bool, int)) else float(o) if isinstance(o, float) else None
+                if not isinstance(o, numbers.Real):  # None, a string, a list...: the judge says incorrect
+                    headers.append({"kind": "other", "type": type(o).__name__[:60]})
+                    continue
+                v = o if isinstance(o, (bool, int)) else float(o)  # numpy scalars too
                 if isinstance(v, float) and v != v:
                     v = "nan"
                 elif isinstance(v, float) and v in (float("inf"), float("-inf")):

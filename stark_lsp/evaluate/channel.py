@@ -134,7 +134,11 @@ def aligned(n: int) -> int:
 
 
 def _finite_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A float that is finite, or an int a float holds exactly (a 400-digit int would
+    overflow ``math.isfinite``)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) <= 1 << 53 if isinstance(v, int) else math.isfinite(v)
 
 
 def checked_number(msg: dict[str, Any], key: str, lo: float = 0.0, hi: float = 1e12) -> float:
@@ -149,8 +153,9 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
     """Validate what a candidate process says about the outputs it wrote.
 
     Each entry is ``{"kind": "tensor", "dtype", "shape", "offset", "nbytes", "stored"}``
-    (``stored`` false when the data did not fit) or ``{"kind": "scalar", "value"}``
-    with a number, a bool, or one of the strings "nan", "inf", "-inf".
+    (``stored`` false when the data did not fit), ``{"kind": "scalar", "value"}``
+    with a number, a bool, or one of the strings "nan", "inf", "-inf", or
+    ``{"kind": "other", "type"}`` for anything else (a wrong answer, not a cheat).
     """
     if not isinstance(headers, list) or len(headers) > limit:
         raise ChannelError(f"outputs must be a list of at most {limit} entries")
@@ -170,6 +175,10 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
                 raise ChannelError(f"output {i}: bad scalar")
             out.append({"kind": "scalar", "value": v})
             continue
+        if kind == "other":  # neither a tensor nor a number: an answer, a wrong one
+            t = h.get("type")
+            out.append({"kind": "other", "type": t[:60] if isinstance(t, str) else "?"})
+            continue
         if kind != "tensor":
             raise ChannelError(f"output {i}: unknown kind {kind!r:.40}")
         dtype, shape = h.get("dtype"), h.get("shape")
@@ -179,6 +188,8 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
                                                                      and 0 <= d < (1 << 40) for d in shape):
             raise ChannelError(f"output {i}: bad shape")
         numel = math.prod(shape)
+        if numel > 1 << 40:
+            raise ChannelError(f"output {i}: {numel:.3g} elements is not an output")
         nbytes = numel * DTYPES[dtype]
         stored = h.get("stored") is True
         entry = {"kind": "tensor", "dtype": dtype, "shape": shape, "nbytes": nbytes, "stored": stored, "offset": 0}

@@ -147,13 +147,41 @@ def profiled_kernel_names(fn: Any, args: list[Any]) -> list[str]:
     return names
 
 
-_CUDA_KERNEL = re.compile(r"__global__\s+(?:[\w:<>,\s\*]+?\s+)?(\w+)\s*\(")
 _TRITON_KERNEL = re.compile(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\(")
+
+
+_CUDA_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec",
+                    "__align__", "alignas", "__grid_constant__", "decltype"}
+_TOKEN = re.compile(r"\s*(\w+|\(|[^\w\s(])")
+
+
+def _cuda_kernel_name(source: str, at: int) -> str | None:
+    """The name of the ``__global__`` function whose qualifiers start at ``at``: the first
+    identifier followed by ``(`` that is not an attribute (``__launch_bounds__(256)``)."""
+    i, prev = at, None
+    for _ in range(64):
+        m = _TOKEN.match(source, i)
+        if not m:
+            return None
+        tok, i = m.group(1), m.end()
+        if tok == "(":
+            if prev is None or prev in _CUDA_ATTRIBUTES:  # skip the attribute's balanced arguments
+                depth = 1
+                while depth and i < len(source):
+                    depth += {"(": 1, ")": -1}.get(source[i], 0)
+                    i += 1
+                prev = None
+                continue
+            return prev if prev != "void" else None  # ``__global__ void (*p)(int)``: a pointer, no kernel
+        if tok in (";", "{", "}", "="):
+            return None
+        prev = tok if re.fullmatch(r"[A-Za-z_]\w*", tok) else None
+    return None
 
 
 def custom_kernel_names(source: str) -> list[str]:
     """Kernels a candidate defines: ``__global__`` functions (also inside Python strings) and ``@triton.jit`` functions."""
-    names = [m.group(1) for m in _CUDA_KERNEL.finditer(source)]
+    names = [n for m in re.finditer(r"\b__global__\b", source) if (n := _cuda_kernel_name(source, m.end()))]
     names += [m.group(1) for m in _TRITON_KERNEL.finditer(source)]
     return list(dict.fromkeys(names))
 

@@ -443,7 +443,10 @@ class Judge:
             raise _Verdict(ev.result(Status.CHEAT, f"the candidate process sent invalid outputs ({e})",
                                      cheats=ev.cheats, output=link.output_tail())) from None
         outs: list[Any] = []
-        for h in checked:
+        for i, h in enumerate(checked):
+            if h["kind"] == "other":
+                raise _Verdict(ev.result(Status.INCORRECT, f"output {i} is a {h['type']}, not a tensor or a number",
+                                         output=link.output_tail()))
             if h["kind"] == "scalar":
                 outs.append(h["value"])
             elif not h["stored"]:  # did not fit a buffer sized for the reference's outputs
@@ -543,6 +546,10 @@ class Judge:
                                          output=link.output_tail())) from None
             if i in checked:
                 why = D.agrees(reply.get("digest"), *checked[i])
+                if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
+                    raise _Verdict(ev.result(
+                        Status.INCORRECT, f"on the inputs of timed call {i + 1} (seed {rep_seeds[i]}): {why}",
+                        output=link.output_tail()))
                 if why:
                     ev.cheats.append(Cheat("wrong_while_timed", f"timed call {i + 1}: {why}"))
                     raise _Verdict(ev.result(
