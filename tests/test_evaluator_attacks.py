@@ -245,3 +245,11 @@ def test_an_output_that_is_no_tensor_is_incorrect_not_a_cheat(ev):
     src = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n        return None\n"
     r = run(ev, "", source=src)
     assert r.status is Status.INCORRECT and "NoneType" in r.message, r.summary()
+
+
+def test_2_work_moved_into_drawing_the_inputs_is_on_the_judges_clock(ev):
+    r = run(ev, "precompute_in_draw.py")
+    if r.status is Status.OK:  # the judge reports its own clock's figure: the 40 ms are in it
+        assert r.runtime.candidate.median_ms >= 40.0, r.summary()
+    else:
+        assert r.status is Status.CHEAT and r.cheats[0].kind == "untimed_work", r.summary()

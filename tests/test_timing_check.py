@@ -40,6 +40,19 @@ def test_hiding_most_of_a_long_call_is_a_cheat_on_a_gpu():
     assert TC.untimed_work(ce, cw, re_, rw, is_gpu=True).cheat
 
 
+def test_claiming_nothing_of_a_long_call_is_a_cheat_not_a_discount():
+    ce, cw = calls([0.01] * 20, [0.06 + 20.0] * 20)  # claims 0.01 ms of a 20 ms call
+    re_, rw = calls([0.0] * 20, [0.06] * 20)
+    assert TC.untimed_work(ce, cw, re_, rw, is_gpu=True).cheat
+
+
+def test_a_flagged_candidate_is_reported_at_the_judges_figure():
+    ce, cw = calls([0.05] * 4, [0.06 + 0.30] * 4)
+    judged = TC.judged_samples(ce, cw, 0.06)
+    assert all(abs(j - 0.35) < 1e-9 for j in judged)
+    assert TC.judged_samples([0.5], [0.4], 0.06) == [0.5]  # never below what the process said
+
+
 def test_a_busy_cpu_delaying_some_calls_is_no_cheat():
     ce, cw = calls([0.05, 0.05, 0.05], [0.4, 9.0, 12.0])  # two calls descheduled for ~10 ms
     re_, rw = calls([15.0, 15.0, 15.0], [0.5, 0.4, 0.6])

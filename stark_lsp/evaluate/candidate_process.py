@@ -11,10 +11,14 @@ answers the judge's requests one at a time on its private channel
                before it waits for the device; in the first call,
                {"progress": name} after each Triton launch)
     warm       call n times on the inputs of a seed
-    prep       draw the inputs of the next timed call from a seed, flush L2
-    rep        one timed call on the prepared inputs, timed (CUDA events, or
+    task       load the task's harness alone (before any candidate code)
+    calib      a timed request whose call does nothing (before the candidate
+               loads): the judge's measure of this process's overhead
+    rep        one timed call: the inputs of a seed drawn, L2 flushed, the
+               call timed (CUDA events ending after a device-wide sync, or
                the host clock on the CPU), answered with the time and a
-               digest of the output (``digest.py``)
+               digest of the output (``digest.py``); all of it on the
+               judge's clock
     launches   which kernels ran (Triton launch counter; the profiler on a GPU)
     resources  registers / shared memory / spills of its own Triton kernels
 
@@ -80,7 +84,6 @@ class CandidateProcess:
         self.cand_file: Path | None = None
         self.source = ""
         self.calls = 0
-        self.pending: list[Any] | None = None
         self.handed: collections.deque[tuple[list[Any], int]] = collections.deque()  # inputs kept alive
         self.handed_bytes = 0
         self.keep_bytes = _KEEP_CPU if not self.is_gpu else min(
@@ -132,7 +135,8 @@ class CandidateProcess:
     # ------------------------------------------------------------------
     def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
         spec = TaskSpec.from_dict(msg["task"])
-        self.ref = load_reference(spec, self.device)
+        if self.ref is None or self.ref.spec.to_dict() != spec.to_dict():
+            self.ref = load_reference(spec, self.device)
         role, seed = msg.get("role", "candidate"), int(msg["param_seed"])
         if role == "candidate":
             self.cand_file = Path(msg["candidate_file"])
@@ -214,58 +218,48 @@ class CandidateProcess:
         self._sync()
         return {"ms": (_perf() - t0) * 1e3}
 
-    def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A timed call that does nothing, on outputs shaped like the reference's: before any
-        candidate code is loaded, the judge's measure of this process's own overhead (the
-        round trip, the sync, the digest)."""
-        if self.calls or self.fn is not None:
-            return error_reply("runtime_error", "calibration after the candidate was loaded")
-        if getattr(self, "cal_out", None) is None:
-            g = torch.Generator(device=self.device).manual_seed(int(msg.get("proj", 1)))
-            self.cal_out = [torch.rand(o["shape"], generator=g, device=self.device).to(getattr(torch, o["dtype"]))
-                            for o in msg["outputs"]]
-        out = self.cal_out
-        if self.is_gpu:
-            start, end = T.new_events()
-            T.record(start)
-            self._sync()  # as a timed call: the device sync inside the events
-            T.record(end)
-            self._sync()
-            ms = T.elapsed(start, end)
-        else:
-            t0 = _perf()
-            ms = (_perf() - t0) * 1e3
-        return {"ms": ms, "digest": digest(out, int(msg["proj"]))}
-
-    def op_prep(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The inputs of the next timed call, drawn and the L2 flushed, outside the judge's clock."""
-        assert self.ref is not None
-        self.pending = None
+    def _timed(self, msg: dict[str, Any], call: Callable[[list[Any]], list[Any]]) -> dict[str, Any]:
+        """One timed request, all of it on the judge's clock: draw the inputs of the seed, flush
+        L2, then ``call`` between CUDA events (the host clock on the CPU) whose end waits for the
+        whole device, then a digest of the output."""
         inputs = self.draw(int(msg["seed"]))
-        if self.is_gpu and self.flusher is not None and msg.get("flush", True):
-            self.flusher()
-        self._sync()
-        self.pending = inputs
-        return {"prepared": True}
-
-    def op_rep(self, msg: dict[str, Any]) -> dict[str, Any]:
-        assert self.ref is not None
-        inputs, self.pending = self.pending, None
-        if inputs is None:
-            return error_reply("runtime_error", "a timed call without prepared inputs")
         if self.is_gpu:
+            if self.flusher is not None and msg.get("flush", True):
+                self.flusher()
+            self._sync()
             start, end = T.new_events()
             T.record(start)
-            out = self._call(inputs)
+            out = call(inputs)
             self._sync()  # every stream's work, not only the current stream's, before the end event
             T.record(end)
             self._sync()
             ms = T.elapsed(start, end)
         else:
             t0 = _perf()
-            out = self._call(inputs)
+            out = call(inputs)
             ms = (_perf() - t0) * 1e3
         return {"ms": ms, "digest": digest(out, int(msg["proj"]))}
+
+    def op_task(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The task's harness alone (trusted code), so the calibration can draw its inputs."""
+        self.ref = load_reference(TaskSpec.from_dict(msg["task"]), self.device)
+        return {"task": True}
+
+    def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A timed request whose call does nothing, on outputs shaped like the reference's:
+        before any candidate code is loaded, the judge's measure of this process's own overhead
+        (drawing the inputs, the flush, the syncs, the digest, the round trip)."""
+        if self.calls or self.fn is not None or self.ref is None:
+            return error_reply("runtime_error", "calibration needs the task loaded and no candidate yet")
+        if getattr(self, "cal_out", None) is None:
+            g = torch.Generator(device=self.device).manual_seed(int(msg.get("proj", 1)))
+            self.cal_out = [torch.rand(o["shape"], generator=g, device=self.device).to(getattr(torch, o["dtype"]))
+                            for o in msg["outputs"]]
+        return self._timed(msg, lambda inputs: self.cal_out)
+
+    def op_rep(self, msg: dict[str, Any]) -> dict[str, Any]:
+        assert self.ref is not None
+        return self._timed(msg, self._call)
 
     def op_launches(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None

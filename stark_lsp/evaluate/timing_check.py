@@ -66,15 +66,23 @@ def untimed_work(cand_e: list[float], cand_w: list[float], ref_e: list[float], r
     if is_gpu:
         # On an H200 an honest candidate's overhead was seen up to 0.4 ms above its own
         # process's calibration (the host waking from long waits), so less than a
-        # millisecond (or the call itself) is flagged for review; more is a cheat. Work on
-        # other streams cannot hide here at all: the timed region ends with a device sync.
-        margin = max(1.0, 1.0 * median_e, 6.0 * se)
+        # millisecond (or half the call by the judge's clock) is flagged for review, and
+        # the judge then reports its own figure (``judged_samples``); more is a cheat. Work
+        # on other streams cannot hide at all: the timed region ends with a device sync.
+        judged = max(0.0, statistics.median(cand_w) - orf)  # the call's time by the judge's clock
+        margin = max(1.0, 0.5 * judged, 6.0 * se)
         flag = max(0.1, 0.2 * median_e, 6.0 * se)
     else:  # host clocks on a shared CPU: generous (the least overheads already shed the scheduling noise;
         # with fewer than 3 calls one stall decides, so there is no verdict at all)
         margin = max(CPU_MARGIN_MS, 1.0 * median_e) if len(over_c) >= 3 else math.inf
         flag = margin
     return UntimedWork(hidden_ms=oc - orf, margin_ms=margin, overhead_ms=oc, reference_overhead_ms=orf, flag_ms=flag)
+
+
+def judged_samples(cand_e: list[float], cand_w: list[float], overhead_ms: float) -> list[float]:
+    """Each call's time as the judge's clock puts it (never below what the process reported):
+    what is reported when the process's own figures disagree with that clock."""
+    return [max(e, w - overhead_ms) for e, w in zip(cand_e, cand_w)]
 
 
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
