@@ -253,3 +253,9 @@ def test_2_work_moved_into_drawing_the_inputs_is_on_the_judges_clock(ev):
         assert r.runtime.candidate.median_ms >= 40.0, r.summary()
     else:
         assert r.status is Status.CHEAT and r.cheats[0].kind == "untimed_work", r.summary()
+
+
+def test_9_a_kernel_the_source_scan_misses_is_still_checked(ev):
+    r = run(ev, "aliased_jit_fallback.py")
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
+    assert "fast_add" in r.message

@@ -266,7 +266,9 @@ class CandidateProcess:
         profiled: list[str] = []
         if self.is_gpu and msg.get("profile", True):
             profiled = profiled_kernel_names(self.fn, self.draw(int(msg["seed"])))
-        return {"triton": sorted(self.launches.launches), "reached": sorted(self.launches.reached),
+        own = str(self.cand_file) if self.cand_file else None
+        created = sorted({n for n, f in self.launches.created if own and f == own})
+        return {"triton": sorted(self.launches.launches), "reached": sorted(self.launches.reached), "created": created,
                 "profiled": profiled[:200]}
 
     def op_resources(self, msg: dict[str, Any]) -> dict[str, Any]:

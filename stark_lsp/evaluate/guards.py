@@ -84,6 +84,7 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.launches: dict[str, int] = {}
         self.reached: set[str] = set()
+        self.created: list[tuple[str, str]] = []  # (kernel, the file that defines it), as Triton made them
         self.on_launch: Any = None
         self._installed = False
 
@@ -109,6 +110,15 @@ class LaunchCounter:
         except ImportError:
             pass
         counter = self
+        for cls in runners:  # every kernel object made from now on, however the decorator was spelled
+            init = cls.__init__
+
+            def made(self: Any, fn: Any, *a: Any, __init: Any = init, **k: Any) -> None:
+                __init(self, fn, *a, **k)
+                code = getattr(fn, "__code__", None)
+                counter.created.append((getattr(fn, "__name__", "?"), getattr(code, "co_filename", "")))
+
+            cls.__init__ = made  # type: ignore[method-assign]
         for cls in runners:
             original = cls.run
 

@@ -468,7 +468,7 @@ class Judge:
     def _launch_check(self, link: CandidateLink, source: str, spec: TaskSpec, opts: EvalOptions, ev: _Eval,
                       call_limit: float, cancel_fd: int | None) -> None:
         custom = custom_kernel_names(source)
-        if not custom or (spec.kind == "cuda" and not self.is_gpu):
+        if spec.kind == "cuda" and not self.is_gpu:
             return
         cuda_kernels = [k for k in custom if k not in triton_kernel_names(source)]
         profile = bool(self.is_gpu and opts.profile_launches and cuda_kernels)  # Triton's counter sees the rest
@@ -476,6 +476,10 @@ class Judge:
                           call_limit + 30.0, ev, cancel_fd, "the launch check")
         ran = launched_kernel_names(_strings(reply.get("triton")) + _strings(reply.get("profiled")))
         reached = set(_strings(reply.get("reached")))
+        if not custom:  # kernels the source scan cannot see (``@jit`` imported under another name, ...)
+            custom = _strings(reply.get("created"))[:64]
+            if not custom:
+                return
         if not self.is_gpu or not opts.profile_launches:
             ran |= set()  # only Triton's counter: CUDA kernels cannot be seen without the profiler
             if spec.kind == "cuda":
