@@ -4,7 +4,18 @@ ModelNew with Model (CPU, Triton interpreter) for tests that need no evaluator."
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Any
+
+# the ten level-2 models the fusion tests use, read from the benchmark's copy of KernelBench
+LEVEL2_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench" / "level2"
+LEVEL2_MODELS = (
+    "1_Conv2D_ReLU_BiasAdd", "11_ConvTranspose2d_BatchNorm_Tanh_MaxPool_GroupNorm",
+    "18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp", "23_Conv3d_GroupNorm_Mean",
+    "28_BMM_InstanceNorm_Sum_ResidualAdd_Multiply", "38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply",
+    "55_Matmul_MaxPool_Sum_Scale", "89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max",
+    "92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp", "97_Matmul_BatchNorm_BiasAdd_Divide_Swish",
+)
 
 
 def with_sizes(source: str, sizes: dict[str, Any]) -> str:

@@ -26,13 +26,12 @@ from stark_lsp.speedups import speedup_text
 from stark_lsp.tasks.spec import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kb_small import compare  # noqa: E402
+from kb_small import LEVEL2_DIR, LEVEL2_MODELS, compare  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[1]
 KB = ROOT / "benchmarks" / "kernelbench"
-DATA = Path(__file__).parent / "data" / "kernelbench"
 CHECK = EvalOptions(trials=2, reps=10, time_budget_s=0.5, compile_baseline=False, run_timeout_s=300)
 
 LEVEL1 = [  # one model per template (files of benchmarks/kernelbench/level1)
@@ -46,7 +45,7 @@ LEVEL1 = [  # one model per template (files of benchmarks/kernelbench/level1)
     "88_MinGPTNewGelu", "89_cumsum", "90_cumprod", "91_cumsum_reverse", "92_cumsum_exclusive", "93_masked_cumsum",
     "94_MSELoss", "96_HuberLoss", "98_KLDivLoss", "100_HingeLoss",
 ]
-LEVEL2 = sorted(p.stem for p in DATA.glob("level2_*.py"))
+LEVEL2 = sorted(f"level2_{n}" for n in LEVEL2_MODELS)
 
 
 def _first_plan_source(path: Path) -> tuple[object, str]:
@@ -70,7 +69,7 @@ def ev(tmp_path_factory):
 
 @pytest.mark.parametrize("name", LEVEL1 + LEVEL2)
 def test_kernelbench(ev, name):
-    path = DATA / f"{name}.py" if name.startswith("level2_") else KB / "level1" / f"{name}.py"
+    path = LEVEL2_DIR / f"{name.removeprefix('level2_')}.py" if name.startswith("level2_") else KB / "level1" / f"{name}.py"
     task, source = _first_plan_source(path)
     r = ev.evaluate(task, source, CHECK)
     assert r.status is Status.OK, r.summary() + "\n" + r.output[-3000:]
@@ -82,7 +81,7 @@ def test_kernelbench(ev, name):
 
 @pytest.mark.parametrize("start", range(1, len(STARTS["fused"])))
 def test_variants_fused_starting_points(ev, tmp_path, start):
-    path = DATA / "level2_92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp.py"
+    path = LEVEL2_DIR / "92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp.py"
     task = load_task(path)
     root = task.root_source()
     code = implement_lowering(root, instruction_for(fusion.analyse(root).describe(), STARTS["fused"][start]))
@@ -106,7 +105,7 @@ def test_variants_gemm_epilogue(ev, name):
                                   "level2_97_Matmul_BatchNorm_BiasAdd_Divide_Swish",
                                   "level2_28_BMM_InstanceNorm_Sum_ResidualAdd_Multiply"])
 def test_variants_training_mode(name):
-    source = (DATA / f"{name}.py").read_text()
+    source = (LEVEL2_DIR / f"{name.removeprefix('level2_')}.py").read_text()
     compare(source, fusion.render(source), train=True, device="cuda", atol=1e-3, rtol=1e-3)
 
 

@@ -1,4 +1,4 @@
-"""The built-in team on KernelBench level-2 models (tests/data/kernelbench, at small sizes): the
+"""The built-in team on KernelBench level-2 models (benchmarks/kernelbench/level2, at small sizes): the
 first plan rewrites ModelNew as fused Triton, the real evaluator finds it correct (CPU: Triton
 interpreter), the library operation stays a PyTorch call, and the epilogue takes few kernels.
 Training mode (batch statistics, running statistics updated) is checked directly. Every level-2
@@ -22,9 +22,8 @@ from stark_lsp.markers.syntax import apply_replacements, parse_markers
 from stark_lsp.tasks.spec import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kb_small import compare, with_sizes  # noqa: E402
+from kb_small import LEVEL2_DIR, LEVEL2_MODELS, compare, with_sizes  # noqa: E402
 
-DATA = Path(__file__).parent / "data" / "kernelbench"
 ROOT = Path(__file__).resolve().parents[1]
 FAST = EvalOptions(trials=2, cpu_reps=1, reps=20, time_budget_s=0.5, run_timeout_s=300)
 
@@ -48,9 +47,11 @@ SMALL = {
     "97_Matmul_BatchNorm_BiasAdd_Divide_Swish": ({"batch_size": 8, "in_features": 24, "out_features": 40}, 2),
 }
 
+assert set(SMALL) == set(LEVEL2_MODELS)  # every test model has its small sizes
+
 
 def small_source(name: str) -> str:
-    return with_sizes((DATA / f"level2_{name}.py").read_text(), SMALL[name][0])
+    return with_sizes((LEVEL2_DIR / f"{name}.py").read_text(), SMALL[name][0])
 
 
 def _ctx(task, source, seed=0):
