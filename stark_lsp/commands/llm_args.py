@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from stark_lsp.commands.arguments import positive_int
+
 AGENTS = ("plan", "code", "debug")
 
 
@@ -24,7 +26,7 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     from stark_lsp.agents.llm.defaults import DEFAULTS
 
     g = p.add_argument_group("LLM team (--llm openai; the key comes from STARK_API_KEY, else OPENAI_API_KEY)")
-    g.add_argument("--max-tokens", type=_positive_int, metavar="N",
+    g.add_argument("--max-tokens", type=positive_int, metavar="N",
                    help=f"most tokens in one answer (default {DEFAULTS['max_tokens']})")
     g.add_argument("--connect-timeout", type=_positive_float, metavar="SEC",
                    help=f"seconds to open a connection (default {DEFAULTS['connect_timeout_s']:g})")
@@ -36,7 +38,7 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"retries of a call after a read timeout (default {DEFAULTS['timeout_retries']})")
     g.add_argument("--temperature", type=parse_temperatures, metavar="T|plan=T,code=T,debug=T",
                    help="sampling temperature of every agent, or per agent (default plan 0.8, code 0.1, debug 0.1)")
-    g.add_argument("--context-tokens", type=_positive_int, metavar="N",
+    g.add_argument("--context-tokens", type=positive_int, metavar="N",
                    help="the token budget of one prompt, estimated as characters / 4 (default 12000)")
 
 
@@ -74,16 +76,6 @@ def parse_temperatures(text: str) -> dict[str, float]:
     if bad:
         raise argparse.ArgumentTypeError(f"temperatures are between 0 and 2, not {', '.join(bad)}")
     return out
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {v}")
-    return v
 
 
 def _count(text: str) -> int:

@@ -15,6 +15,21 @@ class NotRecognized(ValueError):
     """The model is not one the built-in team can write in Triton; the message says why."""
 
 
+def model_methods(source: str) -> dict[str, ast.FunctionDef]:
+    """The methods of ``class Model`` (``forward`` among them), else NotRecognized saying why."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise NotRecognized(f"the file does not parse: {e}") from e
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        raise NotRecognized("no class Model")
+    methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
+    if "forward" not in methods:
+        raise NotRecognized("Model has no forward")
+    return methods
+
+
 def dotted(node: ast.expr) -> str:
     """``torch.nn.functional.relu`` for that attribute chain; '' for anything else."""
     if isinstance(node, ast.Name):

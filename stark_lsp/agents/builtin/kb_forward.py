@@ -22,7 +22,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from stark_lsp.agents.builtin.kb_ast import NotRecognized, library_function, module_class, self_attribute
+from stark_lsp.agents.builtin.kb_ast import (NotRecognized, library_function, model_methods, module_class,
+                                             self_attribute)
 
 REDUCTIONS = {"sum", "mean", "amax", "amin"}
 MATMUL = {"matmul", "mm", "bmm"}
@@ -56,17 +57,8 @@ def recognize(source: str) -> Op | None:
 
 
 def analyse(source: str) -> Op:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise NotRecognized(f"the file does not parse: {e}") from e
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    if model is None:
-        raise NotRecognized("no class Model")
-    methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
-    forward = methods.get("forward")
-    if forward is None:
-        raise NotRecognized("Model has no forward")
+    methods = model_methods(source)
+    forward = methods["forward"]
     params = [a.arg for a in forward.args.args[1:]]
     if forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
         raise NotRecognized("forward takes *args, **kwargs or keyword-only arguments")

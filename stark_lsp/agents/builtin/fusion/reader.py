@@ -19,7 +19,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from stark_lsp.agents.builtin.kb_ast import NotRecognized, dotted, library_function
+from stark_lsp.agents.builtin.kb_ast import NotRecognized, dotted, library_function, model_methods
 
 from . import catalog as cat
 from .graph import Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, PyAssign, Reduction, Scan, Value, View
@@ -69,17 +69,8 @@ class ModuleRef:
 
 class Reader:
     def __init__(self, source: str):
-        try:
-            tree = ast.parse(source)
-        except SyntaxError as e:
-            raise NotRecognized(f"the file does not parse: {e}") from e
-        model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-        if model is None:
-            raise NotRecognized("no class Model")
-        methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
-        self.forward = methods.get("forward")
-        if self.forward is None:
-            raise NotRecognized("Model has no forward")
+        methods = model_methods(source)
+        self.forward = methods["forward"]
         a = self.forward.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults:
             raise NotRecognized("forward takes *args, **kwargs, keyword-only arguments or defaults")
