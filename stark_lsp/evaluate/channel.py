@@ -133,7 +133,7 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _finite_number(v: Any) -> bool:
+def finite_number(v: Any) -> bool:
     """A float that is finite, or an int a float holds exactly (a 400-digit int would
     overflow ``math.isfinite``)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -144,7 +144,7 @@ def _finite_number(v: Any) -> bool:
 def checked_number(msg: dict[str, Any], key: str, lo: float = 0.0, hi: float = 1e12) -> float:
     """A finite number in [lo, hi] from a hostile message, else ChannelError."""
     v = msg.get(key)
-    if not _finite_number(v) or not lo <= v <= hi:
+    if not finite_number(v) or not lo <= v <= hi:
         raise ChannelError(f"{key!r} must be a number in [{lo:g}, {hi:g}], got {v!r:.80}")
     return float(v)
 
@@ -171,7 +171,7 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
                 if v not in ("nan", "inf", "-inf"):
                     raise ChannelError(f"output {i}: bad scalar {v!r:.40}")
                 v = float(v)
-            elif not (isinstance(v, bool) or _finite_number(v)):
+            elif not (isinstance(v, bool) or finite_number(v)):
                 raise ChannelError(f"output {i}: bad scalar")
             out.append({"kind": "scalar", "value": v})
             continue

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from stark_lsp.evaluate.channel import finite_number
+
 CHUNK = 1 << 24
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
@@ -87,19 +89,13 @@ def bound(values: list[Any], atol: float, rtol: float) -> list[float]:
     return out
 
 
-def _number(x: Any) -> bool:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return False
-    return abs(x) <= 1 << 53 if isinstance(x, int) else math.isfinite(x)
-
-
 def agrees(cand: Any, ref: list[list[float]], bounds: list[float]) -> str:
     """'' when a candidate's digest matches the reference's, else what differs."""
     if not isinstance(cand, list) or len(cand) != len(ref):
         return f"{len(ref)} output digests expected"
     for i, (c, r, b) in enumerate(zip(cand, ref, bounds)):
         if (not isinstance(c, list) or len(c) != 4
-                or not all(_number(x) for x in c)):
+                or not all(finite_number(x) for x in c)):
             return f"output {i}: malformed digest"
         if c[1:] != r[1:]:
             return f"output {i}: NaN/inf counts {c[1:]} instead of {r[1:]}"
