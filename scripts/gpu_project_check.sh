@@ -8,10 +8,18 @@
 #   eval_samples.txt         `stark eval` of samples/project/src/l2norm.cu and samples/triton_pkg/rowops/rms_norm.py
 #   optimize_project.txt     `stark optimize` of the CUDA project sample (two units, compile_commands.json), then `stark show`
 #   optimize_triton_pkg.txt  `stark optimize` of the Triton package sample (relative imports), then `stark show`
+#   editor.txt               both samples optimized from the editor: `stark serve` driven by pytest-lsp
+#                            (tests/test_server_projects_gpu.py; needs .whl/ with pygls and pytest-lsp, see below)
 #   eval_latency.txt/.json   the one-file CUDA path, the two-unit project path, the header-rebuild figure
 # Exit status: 0 when every step did what it should, else the number of steps that did not.
+# Wheels the image lacks (pygls, lsprotocol, pytest-lsp, ...): ../shared/device/fetch-wheels.sh NAME...,
+# then carry .whl; this script installs them into /tmp/site when .whl/ exists.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 out=${OUT:-out/gpu_project}
 mkdir -p "$out" && out=$(cd "$out" && pwd)  # absolute: the searches run in a workspace elsewhere
 PY=${STARK_PYTHON:-python3}
@@ -45,6 +53,8 @@ opt() {  # opt NAME TASK: exit 0 (beat the kernel) and 3 (nothing better) both m
 }
 opt optimize_project project/src/l2norm.cu || failed=$((failed + 1))
 opt optimize_triton_pkg triton_pkg/rowops/rms_norm.py || failed=$((failed + 1))
+
+step editor 300 "$PY" -m pytest -q -p no:cacheprovider -rfE tests/test_server_projects_gpu.py || failed=$((failed + 1))
 
 step eval_latency 90 "$PY" benchmarks/eval_latency.py --only cuda,cuda_project --n 5 --no-inline \
   --json "$out/eval_latency.json" || failed=$((failed + 1))

@@ -152,15 +152,17 @@ class SandboxedZygote:
     """The zygote process (in the sandbox, or plainly when ``sandbox`` is None)."""
 
     def __init__(self, sandbox: Sandbox | None, layout: Layout, device: str, env: dict[str, str],
-                 buffer_bytes: int = 64 << 20):
+                 buffer_bytes: int = 64 << 20, arch: int = 0):
         self.sandbox = sandbox
         self.layout = layout
         self.device = device
         self.buffer_bytes = buffer_bytes
         self._next: CandidateLink | None = None
+        self._launchers: set[tuple[str, ...]] = set()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctrl = parent
-        argv = [sys.executable, "-m", "stark_lsp.evaluate.zygote", "--fd", str(child.fileno()), "--device", device]
+        argv = [sys.executable, "-m", "stark_lsp.evaluate.zygote", "--fd", str(child.fileno()), "--device", device,
+                "--arch", str(arch)]
         if sandbox is not None:
             argv += ["--sandboxed", "--wipe", *layout.hidden]
             argv = sandbox.wrap(argv, layout)
@@ -199,12 +201,13 @@ class SandboxedZygote:
     def covers(self, paths: list[str]) -> bool:
         return all(self.layout.covers(p) for p in paths)
 
-    def _spawn(self) -> CandidateLink:
+    def _spawn(self, profiler: bool = False) -> CandidateLink:
         judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         buffer_fd = create_buffer(self.buffer_bytes)
         out_r, out_w = os.pipe()
         try:
-            socket.send_fds(self.ctrl, [json.dumps({"op": "spawn"}).encode()], [cand_end.fileno(), buffer_fd, out_w])
+            socket.send_fds(self.ctrl, [json.dumps({"op": "spawn", "profiler": profiler}).encode()],
+                            [cand_end.fileno(), buffer_fd, out_w])
             reply = self._recv(60.0)
         except OSError as e:
             raise SandboxError(f"the zygote is gone ({e}): {self._why()}") from None
@@ -218,22 +221,32 @@ class SandboxedZygote:
         tail.start()
         return CandidateLink(self, Channel(judge_end), buffer_fd, tail, int(reply["spawned"]))
 
-    def take(self, buffer_bytes: int) -> CandidateLink:
-        """A fresh candidate process whose buffer holds ``buffer_bytes``; the next one starts at once."""
+    def take(self, buffer_bytes: int, profiler: bool = False) -> CandidateLink:
+        """A fresh candidate process whose buffer holds ``buffer_bytes`` (the one started
+        ahead when there is one; ``profiler``: start the profiler in a new one)."""
         link = self._next
         self._next = None
         if link is None or link.capacity < buffer_bytes:
             if link is not None:
                 link.close()
             self.buffer_bytes = max(self.buffer_bytes, buffer_bytes)
-            link = self._spawn()
+            link = self._spawn(profiler)
         return link
 
-    def prepare_next(self) -> None:
-        """Kill whatever ran, clean up, and start the next candidate process now (it creates
-        its CUDA context while the caller does other work)."""
+    def prepare_next(self, profiler: bool = False) -> None:
+        """Kill whatever ran, clean up, and start the next candidate process now: it creates
+        its CUDA context, and with ``profiler`` starts the profiler once (the launch check of
+        CUDA kernels needs it), while the caller does other work (an agent's turn, a build)."""
         if self._next is None:
-            self._next = self._spawn()
+            self._next = self._spawn(profiler)
+
+    def add_launchers(self, signatures: list[tuple[str, ...]]) -> None:
+        """Have the zygote build Triton launcher stubs for these signatures (checked ones:
+        ``triton_launchers.valid_signatures``) for the candidate processes it starts next."""
+        new = [list(s) for s in signatures if s not in self._launchers]
+        if new:
+            self._launchers.update(tuple(s) for s in new)
+            socket.send_fds(self.ctrl, [json.dumps({"op": "launchers", "signatures": new}).encode()], [])
 
     def how_it_ended(self, link: "CandidateLink") -> str:
         """" (SIGSEGV)", " (exit code 3)", or "" when the zygote cannot tell."""

@@ -47,6 +47,7 @@ from stark_lsp.evaluate.compare import as_outputs, same_tensors
 from stark_lsp.evaluate.digest import digest
 from stark_lsp.evaluate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names
 from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, clone_inputs, load_candidate, load_reference
+from stark_lsp.evaluate.triton_launchers import log_signatures
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
@@ -65,7 +66,7 @@ def describe(values: list[Any]) -> list[dict[str, Any]]:
 
 
 class CandidateProcess:
-    def __init__(self, chan: Channel, buffer_fd: int, device: str):
+    def __init__(self, chan: Channel, buffer_fd: int, device: str, warm_profiler: bool = False):
         self.chan = chan
         self.buf = map_buffer(buffer_fd)
         self.capacity = len(self.buf)
@@ -76,9 +77,14 @@ class CandidateProcess:
         if self.is_gpu:
             torch.cuda.init()
             torch.ones(1, device=self.device).add_(1)  # the context, now, not in the first trial
+            if warm_profiler:  # its one-time start (about a second), now, not in the launch check
+                profiled_kernel_names(lambda: torch.ones(1, device=self.device).add_(1), [])
         self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
         self.launches = LaunchCounter()
         self.launches.install()  # before any candidate code is imported
+        self.launcher_signatures: list[list[str]] = []  # Triton's launcher stubs made here (a claim)
+        if self.is_gpu:
+            log_signatures(self.launcher_signatures)
         self.ref = None
         self.fn: Callable[..., Any] | None = None
         self.cand_file: Path | None = None
@@ -269,7 +275,7 @@ class CandidateProcess:
         own = str(self.cand_file) if self.cand_file else None
         created = sorted({n for n, f in self.launches.created if own and f == own})
         return {"triton": sorted(self.launches.launches), "reached": sorted(self.launches.reached), "created": created,
-                "profiled": profiled[:200]}
+                "profiled": profiled[:200], "launchers": self.launcher_signatures[:64]}
 
     def op_resources(self, msg: dict[str, Any]) -> dict[str, Any]:
         wanted = set(msg.get("kernels") or [])
@@ -299,7 +305,7 @@ def triton_resources(wanted: set[str]) -> list[dict[str, Any]]:
     return out[-16:]
 
 
-def child_main(sock_fd: int, buffer_fd: int, output_fd: int, device: str) -> int:
+def child_main(sock_fd: int, buffer_fd: int, output_fd: int, device: str, warm_profiler: bool = False) -> int:
     """Entry in a freshly forked child of the zygote: never returns to the zygote's code."""
     os.dup2(output_fd, 1)
     os.dup2(output_fd, 2)
@@ -309,7 +315,7 @@ def child_main(sock_fd: int, buffer_fd: int, output_fd: int, device: str) -> int
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False, errors="replace")
     chan = Channel(socket.socket(fileno=sock_fd))
     try:
-        proc = CandidateProcess(chan, buffer_fd, device)
+        proc = CandidateProcess(chan, buffer_fd, device, warm_profiler=warm_profiler)
     except Exception as e:  # noqa: BLE001 - the judge hears why, then the process ends
         try:
             chan.send({"ready": False, "error": f"{type(e).__name__}: {first_line(str(e))}"})

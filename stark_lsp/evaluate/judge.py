@@ -76,6 +76,7 @@ from stark_lsp.evaluate.result import (
 from stark_lsp.evaluate.roofline import Ceilings, task_floor
 from stark_lsp.evaluate.sandbox import Layout, Sandbox, make_layout, probe
 from stark_lsp.evaluate.timing import L2Flusher, summarize
+from stark_lsp.evaluate.triton_launchers import valid_signatures
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
@@ -165,6 +166,8 @@ class Judge:
         self.zygote: SandboxedZygote | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_probed = False
+        self._profiler_next = False  # whether the candidate processes started ahead start the profiler
+        self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
 
     # ------------------------------------------------------------------
     def hardware(self) -> dict[str, Any]:
@@ -194,6 +197,13 @@ class Judge:
             self.zygote.close()
             self.zygote = None
 
+    def _arch(self) -> int:
+        """The GPU's architecture as Triton names it (90 for sm_90); 0 on the CPU."""
+        if not self.is_gpu:
+            return 0
+        major, minor = torch.cuda.get_device_capability(self.device)
+        return major * 10 + minor
+
     def _zygote_for(self, paths: list[str], policy: str) -> SandboxedZygote:
         """A zygote whose sandbox shows ``paths`` (restarted with a wider view when needed)."""
         sandbox = None if policy == "off" else self.sandbox()
@@ -206,9 +216,14 @@ class Judge:
         if z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths):
             return z
         keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
-        self.close()
         layout = make_layout(expose=[*keep, *paths]) if sandboxed else Layout(hidden=())
-        self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env)
+        root = sandbox.root_kept(layout) if sandbox is not None else None
+        if root and policy == "required":
+            raise SandboxUnavailable(
+                f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM are not run as root; "
+                f"make the path readable by others (chmod o+rX), run as another user, or pass --unsafe-no-sandbox")
+        self.close()
+        self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=self._arch())
         return self.zygote
 
     # ------------------------------------------------------------------
@@ -246,6 +261,7 @@ class Judge:
         source = cand_file.read_text()  # read for its kernel names only: the judge never runs it
         compile_report = build_dataclass(CompileReport, job["compile"]) if job.get("compile") else CompileReport(ok=True)
         ev = _Eval(compile_report, [KernelResources(**r) for r in job.get("resources", [])], source_flags(source))
+        self._profiler_next = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))
         try:
             ref = self._reference(spec)
         except HarnessError as e:
@@ -265,7 +281,10 @@ class Judge:
         finally:
             if self.zygote is not None and self.zygote.alive():
                 try:
-                    self.zygote.prepare_next()
+                    if self._launchers:
+                        self.zygote.add_launchers(self._launchers)
+                        self._launchers = []
+                    self.zygote.prepare_next(self._profiler_next)
                 except (SandboxError, OSError):
                     self.close()
 
@@ -279,7 +298,7 @@ class Judge:
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
         ev.io = TaskIO(inputs=[_value_info(v) for v in inputs0], outputs=[_value_info(v) for v in ref_out0])
         ev.mark("reference outputs")
-        link = zygote.take(out_bytes + (1 << 20))
+        link = zygote.take(out_bytes + (1 << 20), self._profiler_next)
         try:
             self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
             ev.mark("process start")
@@ -317,6 +336,8 @@ class Judge:
                                   progress_limit=call_limit + PROGRESS_SLACK_S)
                 self._raise_on_error(reply, ev, link, role="candidate", first=first)
                 outs = self._read_outputs(reply.get("outputs"), link, ev)
+                if first:
+                    ev.mark("first call")
                 changed = reply.get("inputs_changed")
                 if isinstance(changed, int) and not isinstance(changed, bool):
                     ev.cheats.append(Cheat("inputs_modified", f"input {changed} changed during the call"))
@@ -460,9 +481,12 @@ class Judge:
                 outs.append(torch.empty(h["shape"], dtype=getattr(torch, h["dtype"]), device="meta"))
             else:
                 dtype = getattr(torch, h["dtype"])
-                raw = link.read_bytes(h["offset"], h["nbytes"])
-                t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
-                outs.append(t.view(dtype).reshape(h["shape"]).to(self.device))
+                t = torch.empty(h["nbytes"], dtype=torch.uint8, device=self.device)
+                if h["nbytes"]:  # one copy, from the shared buffer to the device: the snapshot the judge keeps
+                    view = torch.frombuffer(link.buffer, dtype=torch.uint8, count=h["nbytes"], offset=h["offset"])
+                    t.copy_(view)
+                    del view
+                outs.append(t.view(dtype).reshape(h["shape"]))
         return outs
 
     def _launch_check(self, link: CandidateLink, source: str, spec: TaskSpec, opts: EvalOptions, ev: _Eval,
@@ -470,11 +494,12 @@ class Judge:
         custom = custom_kernel_names(source)
         if spec.kind == "cuda" and not self.is_gpu:
             return
-        cuda_kernels = [k for k in custom if k not in triton_kernel_names(source)]
-        profile = bool(self.is_gpu and opts.profile_launches and cuda_kernels)  # Triton's counter sees the rest
+        profile = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))  # Triton's counter sees the rest
         reply = self._ask(link, {"op": "launches", "seed": self._seeds(opts, 1, 3000)[0], "profile": profile},
                           call_limit + 30.0, ev, cancel_fd, "the launch check")
         ran = launched_kernel_names(_strings(reply.get("triton")) + _strings(reply.get("profiled")))
+        if self.is_gpu:
+            self._launchers = valid_signatures(reply.get("launchers"))
         reached = set(_strings(reply.get("reached")))
         if not custom:  # kernels the source scan cannot see (``@jit`` imported under another name, ...)
             custom = _strings(reply.get("created"))[:64]
@@ -606,7 +631,7 @@ class Judge:
         timed: dict[str, _Timed] = {}
         note = ""
         for role in ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",):
-            link = zygote.take(out_bytes + (1 << 20))
+            link = zygote.take(out_bytes + (1 << 20), self._profiler_next)
             try:
                 self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
                 reply = self._ask(link, {"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
@@ -620,7 +645,7 @@ class Judge:
                 note = f"torch.compile baseline unavailable: {v.result.message}"
             finally:
                 link.close()
-                zygote.prepare_next()
+                zygote.prepare_next(self._profiler_next)
         r = timed["reference"]
         compiled = timed.get("compiled")
         rt = _RefTiming(r.timing, r.samples, r.walls, compiled=compiled.timing if compiled else None, note=note)
@@ -638,6 +663,12 @@ class Judge:
             except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
                 self._floors[key] = None
         return self._floors[key]
+
+
+def _cuda_kernels(source: str) -> list[str]:
+    """The kernels of ``source`` only the profiler can see (CUDA's; Triton's counter sees the rest)."""
+    tri = set(triton_kernel_names(source))
+    return [k for k in custom_kernel_names(source) if k not in tri]
 
 
 def _unstored(ref_out: list[Any], outs: list[Any]) -> str:

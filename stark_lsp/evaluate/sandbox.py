@@ -17,7 +17,14 @@ unprivileged user on Ubuntu 24.04):
 * an environment built from an allow-list (``scrubbed_env``);
 * when started as root: the real uid and gid become ``nobody`` (65534) after
   the mounts are made, so root-only files stay unreadable and no capability
-  is left; always: ``no_new_privs``.
+  is left. Where the NVIDIA device nodes are root-only (as on the H200
+  image), the sandbox's own ``/dev`` gets private copies of the nodes CUDA
+  needs (``mknod``, same device numbers, usable by anyone inside), so the
+  GPU stays reachable without uid 0; the machine's ``/dev`` is untouched.
+  When that, or reading a needed path as ``nobody``, is impossible, the
+  sandbox keeps uid 0 without capabilities and says so (``root_kept``):
+  candidates written by an LLM are then refused, as without a sandbox;
+  always: ``no_new_privs``.
 
 ``sandbox_init.py`` is the small trusted program that the tool starts inside
 the new namespaces: it makes the mounts, drops privileges and ``exec``s the
@@ -37,7 +44,7 @@ import site
 import subprocess
 import sys
 import sysconfig
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -113,14 +120,18 @@ class Layout:
     paths bound back read-only where a hidden directory covers them (outside
     hidden directories everything is visible read-only anyway). ``writable``:
     paths bound read-write (a build directory). ``drop_to``: the uid/gid a root
-    caller becomes inside. ``cwd``: where the command starts.
+    caller becomes inside. ``private_devices``: give the sandbox's /dev its
+    own copies of the NVIDIA nodes, usable by ``drop_to`` (root callers whose
+    nodes others cannot open). ``cwd``: where the command starts.
     """
 
     hidden: tuple[str, ...]
     expose: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     drop_to: int | None = NOBODY
+    private_devices: bool = False
     cwd: str = "/"
+    root_reason: str = ""  # why ``drop_to`` is None, for the refusal a root caller may get
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -129,7 +140,8 @@ class Layout:
     def from_json(cls, text: str) -> "Layout":
         d = json.loads(text)
         return cls(hidden=tuple(d["hidden"]), expose=tuple(d.get("expose", ())), writable=tuple(d.get("writable", ())),
-                   drop_to=d.get("drop_to"), cwd=d.get("cwd", "/"))
+                   drop_to=d.get("drop_to"), private_devices=bool(d.get("private_devices", False)),
+                   cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""))
 
     def covers(self, path: str | Path) -> bool:
         """Whether ``path`` is visible inside: not under a hidden directory, or exposed."""
@@ -189,18 +201,28 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
                 drop_privileges: bool = True) -> Layout:
     """The standard layout: hidden scratch and home, Python + ``expose`` bound back.
 
-    A root caller becomes ``nobody`` inside only when ``nobody`` can read every
-    path the evaluation needs; otherwise it stays uid 0 without any capability
-    (both keep the mounts, the namespaces and the empty environment).
+    A root caller becomes ``nobody`` inside when ``nobody`` can read every
+    path the evaluation needs; the GPU then comes through private device
+    nodes where the machine's are root-only. Otherwise it stays uid 0 without
+    any capability (``root_kept`` says why; both keep the mounts, the
+    namespaces and the empty environment).
     """
     hidden = hidden_dirs()
     needed = [*python_paths(), *(os.path.realpath(p) for p in expose)]
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
-    drop = (drop_privileges and all(readable_by_others(p, hidden) for p in [*needed, *rw] if os.path.exists(p))
-            and gpu_usable_by_others())
-    return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None, cwd=str(cwd))
+    unreadable = unreadable_paths([*needed, *rw], hidden)
+    drop = drop_privileges and not unreadable
+    why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
+    return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
+                  private_devices=drop and os.geteuid() == 0 and not gpu_usable_by_others(), cwd=str(cwd),
+                  root_reason=why)
+
+
+def unreadable_paths(paths: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
+    """The paths (that exist) a user with no relation to their owner cannot read."""
+    return [p for p in paths if os.path.exists(p) and not readable_by_others(p, hidden)]
 
 
 def gpu_usable_by_others() -> bool:
@@ -270,12 +292,37 @@ class Sandbox:
     def describe(self) -> str:
         if not self.available:
             return f"no sandbox ({self.reason})"
-        who = "root, dropping to nobody where it can, never keeping a capability" if self.as_root else "user namespace, no capabilities"
+        if not self.as_root:
+            who = "user namespace, no capabilities"
+        elif self.details.get("private_devices_refused"):
+            who = ("root: keeps uid 0 without capabilities (the NVIDIA device nodes are root-only and this machine "
+                   f"refused private copies: {self.details['private_devices_refused']})")
+        else:
+            who = "root, running as nobody, no capabilities"
         return f"{self.backend} ({who}; no network, own PID namespace, read-only filesystem, private /tmp and $HOME)"
+
+    def effective(self, layout: Layout) -> Layout:
+        """``layout`` as this machine can make it: where private device nodes were refused
+        and the machine's are root-only, the sandbox keeps uid 0 (without capabilities)."""
+        if self.as_root and layout.private_devices and self.details.get("private_devices_refused"):
+            return replace(layout, private_devices=False, drop_to=None, root_reason=(
+                "the NVIDIA device nodes are root-only and this machine refused private copies of them "
+                f"({self.details['private_devices_refused']})"))
+        return layout
+
+    def root_kept(self, layout: Layout) -> str | None:
+        """Why a sandbox with ``layout`` would keep uid 0 (None when it runs as nobody or in a
+        user namespace): a candidate that keeps uid 0 can read root-only files outside the
+        hidden folders, so candidates an LLM writes are refused then."""
+        if not self.available or not self.as_root:
+            return None
+        eff = self.effective(layout)
+        return None if eff.drop_to is not None else (eff.root_reason or "uid 0 kept")
 
     def wrap(self, argv: list[str], layout: Layout, python: str | None = None) -> list[str]:
         """``argv`` run inside a new sandbox with ``layout``."""
         py = python or sys.executable
+        layout = self.effective(layout)
         init = [py, "-m", INIT_MODULE, layout.to_json(), "--"]
         if self.backend == "unshare":
             cmd = [self.details["unshare"], "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child",
@@ -336,6 +383,11 @@ def probe() -> Sandbox:
             why = _probe_backend(sb.wrap(check, layout))
             if why is None:
                 return sb
+            if layout.private_devices:  # e.g. mknod refused: the GPU through the machine's nodes, as uid 0
+                shared = Sandbox("unshare", as_root=as_root, details={"unshare": unshare,
+                                                                      "private_devices_refused": why})
+                if _probe_backend(shared.wrap(check, layout)) is None:
+                    return shared
             reasons.append(f"unshare: {why}")
         else:
             reasons.append("unshare: not installed (util-linux)")

@@ -13,8 +13,12 @@ Trusted and small: it never imports torch or candidate code. In order:
 3. give the sandbox its own ``/dev``: a tmpfs holding only the ordinary
    character devices and the NVIDIA ones, bound from the real ``/dev``
    writable (CUDA maps the device files shared and writable, which a
-   read-only mount refuses), so nothing can be created in the machine's /dev;
-   then cover each hidden directory with an empty tmpfs;
+   read-only mount refuses), so nothing can be created in the machine's /dev.
+   With ``private_devices`` (a root caller whose NVIDIA nodes others cannot
+   open) the nodes CUDA needs are new nodes instead (``mknod``, the same
+   device numbers) that anyone inside may open, so the GPU works after the
+   drop to ``nobody``; the others (MIG capabilities, modeset) keep their
+   modes. Then cover each hidden directory with an empty tmpfs;
 4. bind the exposed paths back read-only, and the writable ones read-write;
 5. as real root, become ``nobody`` when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
@@ -30,6 +34,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
+import stat
 import sys
 from pathlib import Path
 
@@ -129,9 +135,35 @@ def writable_proc() -> None:
             mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(p))
 
 
-def own_dev(handles: dict[str, tuple[int, bool]]) -> None:
-    """A fresh /dev with the given nodes bound in (writable: the devices themselves decide)."""
+# the NVIDIA nodes a CUDA process opens: the only ones a private copy opens up to everyone inside
+CUDA_NODE = re.compile(r"nvidia(ctl|[0-9]+|-uvm|-uvm-tools)")
+
+
+def private_nodes(paths: list[str]) -> dict[str, tuple[int, int]]:
+    """path -> (mode, device) of the character devices at or under ``paths``, as private
+    copies get them: the nodes CUDA opens usable by anyone, the rest as they are."""
+    out: dict[str, tuple[int, int]] = {}
+    for top in paths:
+        found = [os.path.join(d, f) for d, _, files in os.walk(top) for f in files] if os.path.isdir(top) else [top]
+        for p in found:
+            st = os.stat(p)
+            if not stat.S_ISCHR(st.st_mode):
+                continue
+            mode = stat.S_IMODE(st.st_mode) & 0o777
+            if CUDA_NODE.fullmatch(os.path.basename(p)):
+                mode |= 0o666
+            out[p] = (mode, st.st_rdev)
+    return out
+
+
+def own_dev(handles: dict[str, tuple[int, bool]], nodes: dict[str, tuple[int, int]] | None = None) -> None:
+    """A fresh /dev with the given nodes bound in (writable: the devices themselves decide),
+    and ``nodes`` made anew (path -> (mode, device))."""
     mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755")
+    for p, (mode, dev) in sorted((nodes or {}).items()):
+        os.makedirs(os.path.dirname(p), mode=0o755, exist_ok=True)
+        os.mknod(p, stat.S_IFCHR | mode, dev)
+        os.chmod(p, mode)  # past the umask
     for p, (fd, is_dir) in sorted(handles.items()):
         _mountpoint(p, is_dir)
         mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | (MS_REC if is_dir else 0))
@@ -148,10 +180,16 @@ def prepare_mounts(layout: Layout) -> None:
     for p in (*layout.expose, *layout.writable):
         if os.path.exists(p):
             handles[p] = (os.open(p, os.O_PATH), os.path.isdir(p))
-    devices = {p: (os.open(p, os.O_PATH), os.path.isdir(p)) for p in device_nodes()}
+    nvidia = [p for p in device_nodes() if p.startswith("/dev/nvidia")]
+    nodes = private_nodes(nvidia) if layout.private_devices else {}
+    devices = {p: (os.open(p, os.O_PATH), os.path.isdir(p)) for p in device_nodes()
+               if not (layout.private_devices and p in nvidia)}
     make_readonly("/")
     writable_proc()
-    own_dev(devices)
+    try:
+        own_dev(devices, nodes)
+    except OSError as e:
+        raise SetupError(f"private device nodes: {e.strerror or e}") from None
     for h in layout.hidden:
         os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
         mode = "1777" if h in SCRATCH else "0755"

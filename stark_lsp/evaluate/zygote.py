@@ -1,6 +1,6 @@
 """The zygote: a warm process inside the sandbox that forks one fresh candidate process per request.
 
-    python -m stark_lsp.evaluate.zygote --fd N --device cuda|cpu [--sandboxed] [--wipe DIR ...]
+    python -m stark_lsp.evaluate.zygote --fd N --device cuda|cpu [--arch 90] [--sandboxed] [--wipe DIR ...]
 
 Started by the judge (through ``sandbox.py``), it imports torch and Triton
 once but never touches CUDA (a process that has initialised CUDA must not
@@ -11,9 +11,12 @@ candidate can kill it, and ``kill(-1)`` reaches all of them), wipes the
 writable scratch directories and SysV IPC objects, and only then forks. The
 child gets the descriptors the judge sent with the request (its channel, the
 shared output buffer, the write end of its output pipe), a private work
-directory, and a fresh Triton cache holding only the launcher stubs the
+directory, and a fresh Triton cache holding only the driver stubs the
 zygote compiled before any candidate existed. So no module, global, file,
-cache or monkeypatch reaches the next candidate.
+cache or monkeypatch reaches the next candidate. Given the GPU's
+architecture (``--arch``), the zygote also compiles a few trusted Triton
+kernels without touching CUDA (``triton_warm.py``), so that a candidate's
+first compile does not pay Triton's and LLVM's one-time setup.
 
 The zygote is not dumpable: a candidate (same uid, no capabilities) can
 neither ptrace it nor read its memory. Control messages are JSON with file
@@ -35,6 +38,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from stark_lsp.evaluate.triton_launchers import MAX_KEPT, valid_signatures
+from stark_lsp.evaluate.triton_launchers import build as build_launchers
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 RUN_DIR = "/tmp/stark-run"  # inside the sandbox: each candidate's private work directory
@@ -77,6 +83,18 @@ def warm_triton_files(device: str) -> dict[str, bytes]:
     return files
 
 
+def warm_triton_compiler(device: str, arch: int) -> tuple[int, float]:
+    """Triton's and LLVM's one-time setup, done here (see ``triton_warm.py``); (kernels, seconds)."""
+    if device == "cpu" or arch <= 0 or os.environ.get("TRITON_INTERPRET") == "1":
+        return 0, 0.0
+    try:
+        from stark_lsp.evaluate.triton_warm import warm_compile
+    except Exception as e:  # noqa: BLE001 - no Triton: nothing to warm
+        sys.stderr.write(f"zygote: no Triton warm-up ({type(e).__name__}: {e})\n")
+        return 0, 0.0
+    return warm_compile(arch)
+
+
 def wipe(root: str) -> None:
     """Remove everything under ``root`` except mount points (the read-only binds)."""
     try:
@@ -99,14 +117,16 @@ def wipe(root: str) -> None:
 
 
 class Zygote:
-    def __init__(self, ctrl: socket.socket, device: str, sandboxed: bool, wipe_dirs: list[str]):
+    def __init__(self, ctrl: socket.socket, device: str, sandboxed: bool, wipe_dirs: list[str], arch: int = 0):
         self.ctrl = ctrl
         self.device = device
+        self.arch = arch
         self.sandboxed = sandboxed and os.getpid() == 1
         self.wipe_dirs = wipe_dirs
         self.children: set[int] = set()
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
+        self.launchers: set[tuple[str, ...]] = set()
 
     def send(self, msg: dict) -> None:
         self.ctrl.send(json.dumps(msg).encode())
@@ -120,8 +140,9 @@ class Zygote:
         except ImportError:
             pass
         self.warm = warm_triton_files(self.device)
+        compiled, seconds = warm_triton_compiler(self.device, self.arch)
         self.send({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "pid1": os.getpid() == 1,
-                   "warm_files": len(self.warm)})
+                   "warm_files": len(self.warm), "warm_kernels": compiled, "warm_s": round(seconds, 3)})
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 8)
@@ -137,10 +158,14 @@ class Zygote:
             op = msg.get("op")
             if op == "spawn" and len(fds) == 3:
                 self.clean()
-                pid = self.spawn(*fds)
+                pid = self.spawn(*fds, profiler=msg.get("profiler") is True)
                 self.send({"spawned": pid})
             elif op == "wait":
                 self.send(self.wait(int(msg.get("pid", 0))))
+            elif op == "launchers":  # no answer: the next spawn waits behind the build
+                for fd in fds:
+                    os.close(fd)
+                self.add_launchers(msg.get("signatures"))
             elif op == "kill":
                 for fd in fds:
                     os.close(fd)
@@ -153,6 +178,17 @@ class Zygote:
                 for fd in fds:
                     os.close(fd)
                 self.send({"error": f"bad request {op!r}"})
+
+    def add_launchers(self, raw: object) -> None:
+        """Build Triton launcher stubs for the signatures the judge passed on (checked again
+        here); the candidate processes forked from now on find them in their caches."""
+        if self.device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
+            return
+        new = [s for s in valid_signatures(raw) if s not in self.launchers]
+        new = new[:max(0, MAX_KEPT - len(self.launchers))]
+        if new:
+            self.launchers.update(new)
+            self.warm.update(build_launchers(new))
 
     def wait(self, pid: int, timeout: float = 5.0) -> dict:
         """How a candidate process ended: {"exit": code} or {"signal": name}; {} if it has not."""
@@ -222,7 +258,7 @@ class Zygote:
                 return True
         return False
 
-    def spawn(self, sock_fd: int, buffer_fd: int, output_fd: int) -> int:
+    def spawn(self, sock_fd: int, buffer_fd: int, output_fd: int, profiler: bool = False) -> int:
         if self.sandboxed:
             workdir = RUN_DIR
         else:
@@ -235,7 +271,7 @@ class Zygote:
                 self._become_candidate(workdir, (sock_fd, buffer_fd, output_fd))
                 from stark_lsp.evaluate.candidate_process import child_main
 
-                code = child_main(sock_fd, buffer_fd, output_fd, self.device)
+                code = child_main(sock_fd, buffer_fd, output_fd, self.device, warm_profiler=profiler)
             except BaseException:  # noqa: BLE001 - never return into the zygote's loop
                 code = 1
             finally:
@@ -278,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--arch", type=int, default=0, help="the GPU's architecture (90 for sm_90): warm Triton for it")
     ap.add_argument("--sandboxed", action="store_true")
     ap.add_argument("--wipe", nargs="*", default=[])
     args = ap.parse_args(argv)
@@ -288,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["HOME"] = own
     ctrl = socket.socket(fileno=args.fd)
     try:
-        return Zygote(ctrl, args.device, args.sandboxed, args.wipe).run()
+        return Zygote(ctrl, args.device, args.sandboxed, args.wipe, args.arch).run()
     except Exception as e:  # noqa: BLE001 - the judge hears why
         try:
             ctrl.send(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}).encode())

@@ -1,0 +1,136 @@
+"""A root caller never leaves uid 0 to a candidate: the GPU comes through private device nodes.
+
+On machines whose NVIDIA device nodes only root may open (the H200 image),
+the sandbox used to keep uid 0 (without capabilities) so that CUDA worked,
+which left root-only files outside the hidden folders readable. Now the
+sandbox's own /dev gets new nodes with the same device numbers that anyone
+inside may open, and the process runs as nobody. These tests fake such a
+machine in a private mount namespace: a /dev whose ``nvidia*`` nodes are
+root-only clones of /dev/null.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate import sandbox
+from stark_lsp.evaluate.sandbox import NOBODY, Layout, Sandbox, make_layout
+from stark_lsp.evaluate.sandbox_init import private_nodes
+
+ROOT = Path(__file__).resolve().parents[1]
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mknod, mount namespaces)")
+with_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+
+
+@as_root
+def test_private_nodes_open_only_what_cuda_needs(tmp_path):
+    null = os.stat("/dev/null").st_rdev
+    for name, mode in (("nvidia0", 0o600), ("nvidiactl", 0o600), ("nvidia-uvm", 0o660), ("nvidia-modeset", 0o600),
+                       ("nvidia-caps/nvidia-cap1", 0o400)):
+        p = tmp_path / name
+        p.parent.mkdir(exist_ok=True)
+        os.mknod(p, stat.S_IFCHR | mode, null)
+        os.chmod(p, mode)
+    (tmp_path / "nvidia-notadevice").write_text("x")
+    got = private_nodes([str(p) for p in sorted(tmp_path.iterdir())])
+    modes = {Path(p).relative_to(tmp_path).as_posix(): oct(m) for p, (m, _) in got.items()}
+    assert modes == {"nvidia0": "0o666", "nvidiactl": "0o666", "nvidia-uvm": "0o666",
+                     "nvidia-modeset": "0o600", "nvidia-caps/nvidia-cap1": "0o400"}
+    assert {dev for _, dev in got.values()} == {null}
+
+
+def test_a_machine_that_refuses_private_nodes_keeps_root_and_says_why():
+    layout = Layout(hidden=("/tmp",), drop_to=NOBODY, private_devices=True)
+    ok = Sandbox("unshare", as_root=True, details={"unshare": "unshare"})
+    refused = Sandbox("unshare", as_root=True, details={"unshare": "unshare", "private_devices_refused": "mknod: EPERM"})
+    assert ok.root_kept(layout) is None and ok.effective(layout) == layout
+    assert refused.effective(layout).drop_to is None and not refused.effective(layout).private_devices
+    assert "refused private copies" in refused.root_kept(layout) and "EPERM" in refused.root_kept(layout)
+    assert "keeps uid 0" in refused.describe()
+    # the layout travels to sandbox_init as it will be made
+    made = [json.loads(a) for a in refused.wrap(["true"], layout) if a.startswith("{")]
+    assert [m["drop_to"] for m in made] == [None]
+    assert Sandbox("bwrap", as_root=False, details={"bwrap": "bwrap"}).root_kept(layout) is None
+
+
+@as_root
+def test_a_needed_path_nobody_can_read_keeps_root_and_names_it(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    layout = make_layout(expose=[private])
+    assert layout.drop_to is None and str(private) in layout.root_reason
+    assert Sandbox("unshare", as_root=True, details={"unshare": "unshare"}).root_kept(layout) == layout.root_reason
+
+
+INNER = """
+import json, os
+def can(path, mode):
+    try:
+        open(path, mode).close()
+        return True
+    except OSError:
+        return False
+print(json.dumps({"uid": os.getuid(), "gpu": can("/dev/nvidia0", "r+b") and can("/dev/nvidia-uvm", "r+b")
+                  and can("/dev/nvidiactl", "r+b"), "mig_cap": can("/dev/nvidia-caps/nvidia-cap1", "rb"),
+                  "secret": can("/mnt/root-only", "r")}))
+"""
+
+# A machine like the H200 image, faked in a private mount namespace: /dev has root-only
+# nvidia* nodes (clones of /dev/null), and /mnt holds a root-only file.
+FAKE_MACHINE = textwrap.dedent("""
+    import json, os, stat, subprocess, sys
+    real = {n: os.stat("/dev/" + n).st_rdev for n in ("null", "zero", "full", "random", "urandom")}
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/dev"], check=True)
+    for n, dev in real.items():
+        os.mknod("/dev/" + n, stat.S_IFCHR | 0o666, dev); os.chmod("/dev/" + n, 0o666)
+    os.makedirs("/dev/nvidia-caps")
+    for n, mode in (("nvidia0", 0o600), ("nvidiactl", 0o600), ("nvidia-uvm", 0o600), ("nvidia-caps/nvidia-cap1", 0o400)):
+        os.mknod("/dev/" + n, stat.S_IFCHR | mode, real["null"]); os.chmod("/dev/" + n, mode)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/mnt"], check=True)
+    with open("/mnt/root-only", "w") as f:
+        f.write("secret")
+    os.chmod("/mnt/root-only", 0o600)
+    from stark_lsp.evaluate import sandbox
+    sb = sandbox.probe()
+    layout = sandbox.make_layout()
+    inner = sys.argv[1]
+    out = subprocess.run(sb.wrap([sys.executable, "-c", inner], layout), capture_output=True, text=True,
+                         env=sandbox.scrubbed_env())
+    after = oct(stat.S_IMODE(os.stat("/dev/nvidia0").st_mode))
+    print(json.dumps({"backend": sb.backend, "private": layout.private_devices, "describe": sb.describe(),
+                      "kept": sb.root_kept(layout), "inside": out.stdout.strip(), "err": out.stderr[-500:],
+                      "host_mode_after": after}))
+""")
+
+
+@as_root
+@with_unshare
+def test_root_only_gpu_nodes_reach_nobody_and_root_only_files_do_not():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("STARK_SANDBOX", None)
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", FAKE_MACHINE, INNER],
+                       capture_output=True, text=True, env=env, timeout=120)
+    if r.returncode != 0 and "mount" in r.stderr and "permission" in r.stderr.lower():
+        pytest.skip(f"cannot fake a /dev here: {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["backend"] == "unshare" and got["private"] is True, got
+    assert got["kept"] is None and "running as nobody" in got["describe"], got
+    inside = json.loads(got["inside"]) if got["inside"] else {}
+    assert inside == {"uid": NOBODY, "gpu": True, "mig_cap": False, "secret": False}, got
+    assert got["host_mode_after"] == "0o600"  # the machine's own node is untouched
+
+
+def test_probe_is_cached_and_can_be_cleared():
+    sandbox.probe.cache_clear()
+    assert sandbox.probe() is sandbox.probe()
