@@ -48,7 +48,8 @@ def test_private_nodes_open_only_what_cuda_needs(tmp_path):
     assert {dev for _, dev in got.values()} == {null}
 
 
-def test_a_machine_that_refuses_private_nodes_keeps_root_and_says_why():
+def test_a_machine_that_refuses_private_nodes_keeps_root_and_says_why(monkeypatch):
+    monkeypatch.setattr(sandbox, "gpu_usable_by_others", lambda: False)
     layout = Layout(hidden=("/tmp",), drop_to=NOBODY, private_devices=True)
     ok = Sandbox("unshare", as_root=True, details={"unshare": "unshare"})
     refused = Sandbox("unshare", as_root=True, details={"unshare": "unshare", "private_devices_refused": "mknod: EPERM"})
@@ -60,6 +61,8 @@ def test_a_machine_that_refuses_private_nodes_keeps_root_and_says_why():
     made = [json.loads(a) for a in refused.wrap(["true"], layout) if a.startswith("{")]
     assert [m["drop_to"] for m in made] == [None]
     assert Sandbox("bwrap", as_root=False, details={"bwrap": "bwrap"}).root_kept(layout) is None
+    monkeypatch.setattr(sandbox, "gpu_usable_by_others", lambda: True)  # nodes anyone may open: no need for root
+    assert refused.root_kept(layout) is None and refused.effective(layout).drop_to == NOBODY
 
 
 @as_root

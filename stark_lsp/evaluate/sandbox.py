@@ -17,10 +17,10 @@ unprivileged user on Ubuntu 24.04):
 * an environment built from an allow-list (``scrubbed_env``);
 * when started as root: the real uid and gid become ``nobody`` (65534) after
   the mounts are made, so root-only files stay unreadable and no capability
-  is left. Where the NVIDIA device nodes are root-only (as on the H200
-  image), the sandbox's own ``/dev`` gets private copies of the nodes CUDA
-  needs (``mknod``, same device numbers, usable by anyone inside), so the
-  GPU stays reachable without uid 0; the machine's ``/dev`` is untouched.
+  is left. The sandbox's own ``/dev`` gets private copies of the NVIDIA
+  nodes CUDA needs (``mknod``, same device numbers, usable by anyone
+  inside), so the GPU stays reachable without uid 0 even where the
+  machine's nodes are root-only; the machine's ``/dev`` is untouched.
   When that, or reading a needed path as ``nobody``, is impossible, the
   sandbox keeps uid 0 without capabilities and says so (``root_kept``):
   candidates written by an LLM are then refused, as without a sandbox;
@@ -216,7 +216,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     drop = drop_privileges and not unreadable
     why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
-                  private_devices=drop and os.geteuid() == 0 and not gpu_usable_by_others(), cwd=str(cwd),
+                  private_devices=drop and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why)
 
 
@@ -294,7 +294,7 @@ class Sandbox:
             return f"no sandbox ({self.reason})"
         if not self.as_root:
             who = "user namespace, no capabilities"
-        elif self.details.get("private_devices_refused"):
+        elif self.details.get("private_devices_refused") and not gpu_usable_by_others():
             who = ("root: keeps uid 0 without capabilities (the NVIDIA device nodes are root-only and this machine "
                    f"refused private copies: {self.details['private_devices_refused']})")
         else:
@@ -305,6 +305,8 @@ class Sandbox:
         """``layout`` as this machine can make it: where private device nodes were refused
         and the machine's are root-only, the sandbox keeps uid 0 (without capabilities)."""
         if self.as_root and layout.private_devices and self.details.get("private_devices_refused"):
+            if gpu_usable_by_others():  # the machine's own nodes serve nobody as well
+                return replace(layout, private_devices=False)
             return replace(layout, private_devices=False, drop_to=None, root_reason=(
                 "the NVIDIA device nodes are root-only and this machine refused private copies of them "
                 f"({self.details['private_devices_refused']})"))

@@ -14,11 +14,12 @@ Trusted and small: it never imports torch or candidate code. In order:
    character devices and the NVIDIA ones, bound from the real ``/dev``
    writable (CUDA maps the device files shared and writable, which a
    read-only mount refuses), so nothing can be created in the machine's /dev.
-   With ``private_devices`` (a root caller whose NVIDIA nodes others cannot
-   open) the nodes CUDA needs are new nodes instead (``mknod``, the same
-   device numbers) that anyone inside may open, so the GPU works after the
-   drop to ``nobody``; the others (MIG capabilities, modeset) keep their
-   modes. Then cover each hidden directory with an empty tmpfs;
+   With ``private_devices`` (a root caller) the NVIDIA nodes are new nodes
+   instead (``mknod``, the same device numbers): those CUDA opens usable by
+   anyone inside, so the GPU works after the drop to ``nobody`` even where
+   the machine's nodes are root-only; the others (MIG capabilities,
+   modeset) keep their modes. Then cover each hidden directory with an
+   empty tmpfs;
 4. bind the exposed paths back read-only, and the writable ones read-write;
 5. as real root, become ``nobody`` when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
