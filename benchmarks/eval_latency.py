@@ -1,6 +1,6 @@
 """Seconds from candidate source to verified timing, per path, with a warm worker.
 
-    python benchmarks/eval_latency.py [--n 5] [--repeat 10] [--no-inline] [--only cuda,cuda_project] [--json FILE]
+    python benchmarks/eval_latency.py [--n 5] [--repeat 10] [--no-inline] [--only cuda,cuda_project] [--think S] [--json FILE]
 
 * CUDA fast path: nvcc -> shared library -> ctypes, each candidate a new source
   (a different block size), so every one is a real compile.
@@ -21,6 +21,10 @@
 
 Every candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md);
 the reference's timing is measured once per judge and task, as in a search.
+By default candidates are submitted back to back, so the next candidate
+process's start is on the clock; ``--think S`` submits each one S seconds
+after the previous verdict, as in a search where an agent writes the next
+candidate meanwhile (the seconds shown are still from submission to verdict).
 Prints a table; figures go to docs/benchmarks.md by hand.
 """
 
@@ -87,9 +91,13 @@ def project_variants(src: str, n: int) -> list[str]:
     return out
 
 
+THINK_S = 0.0  # seconds between a verdict and the next submission (--think)
+
+
 def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict]:
     rows = []
     for s in sources:
+        time.sleep(THINK_S)
         t0 = time.perf_counter()
         r = ev.evaluate(task, s, opts)
         wall = time.perf_counter() - t0
@@ -116,10 +124,14 @@ def main() -> int:
     ap.add_argument("--no-inline", action="store_true")
     ap.add_argument("--only", help="comma-separated paths to measure (cuda, cuda_project, triton, load_inline, "
                                    "hang, slow_mix, repeat); default: all")
+    ap.add_argument("--think", type=float, default=0.0,
+                    help="seconds between a verdict and the next submission (an agent's turn); default 0")
     ap.add_argument("--json")
     args = ap.parse_args()
+    global THINK_S
+    THINK_S = max(0.0, args.think)
     opts = EvalOptions()  # the defaults: 5 trials, 100 timed repetitions
-    results: dict = {}
+    results: dict = {"think_s": THINK_S}
     only = set(args.only.split(",")) if args.only else None
 
     def want(path: str) -> bool:

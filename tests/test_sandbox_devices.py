@@ -11,6 +11,7 @@ root-only clones of /dev/null.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -137,3 +138,23 @@ def test_root_only_gpu_nodes_reach_nobody_and_root_only_files_do_not():
 def test_probe_is_cached_and_can_be_cleared():
     sandbox.probe.cache_clear()
     assert sandbox.probe() is sandbox.probe()
+
+
+@as_root
+def test_a_sandbox_that_would_keep_root_refuses_llm_candidates_but_runs_the_users_own(monkeypatch):
+    from stark_lsp.evaluate import judge as J
+
+    if not sandbox.probe().available:
+        pytest.skip(f"no sandbox here: {sandbox.probe().reason}")
+    kept = dataclasses.replace(make_layout(), drop_to=None, private_devices=False,
+                               root_reason="/srv/venv is not readable by other users")
+    monkeypatch.setattr(J, "make_layout", lambda expose=(): kept)
+    judge = J.Judge(device="cpu")
+    try:
+        with pytest.raises(J.SandboxUnavailable, match="would keep uid 0 here .*/srv/venv is not readable"):
+            judge._zygote_for([], "required")
+        assert judge.zygote is None
+        z = judge._zygote_for([], "auto")  # the user's own code and the built-in team's: run, as uid 0
+        assert z.alive() and z.info["uid"] == 0
+    finally:
+        judge.close()

@@ -20,6 +20,7 @@ exact names (a kernel called
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import torch
@@ -146,9 +147,11 @@ def profiled_kernel_names(fn: Any, args: list[Any]) -> list[str]:
     """Names of the GPU kernels that ran during one call (CUDA only)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn(*args)
-        torch.cuda.synchronize()
+    with warnings.catch_warnings():  # a second session in the process warns about its cycles: not the candidate's
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn(*args)
+            torch.cuda.synchronize()
     names = []
     for ev in prof.events():
         dt = getattr(ev, "device_type", None)
