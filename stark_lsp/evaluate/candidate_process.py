@@ -96,19 +96,6 @@ class CandidateProcess:
         self.handed_bytes = 0
         self.keep_bytes = _KEEP_CPU if not self.is_gpu else min(
             _KEEP_GPU, torch.cuda.mem_get_info(self.device)[0] // 4)
-        if self.is_gpu:
-            self._reserve(self.keep_bytes)
-
-    def _reserve(self, nbytes: int) -> None:
-        """Have the caching allocator hold ``nbytes`` of device memory now, free: the inputs
-        kept alive (``draw``) are then carved from it instead of each costing a cudaMalloc of
-        its size inside a timed request (about 1.5 ms for 128 MB on an H200). Each input still
-        gets storage of its own, at an address no earlier input had."""
-        try:
-            block = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
-            del block
-        except RuntimeError:  # out of memory: allocations then happen as they come
-            torch.cuda.empty_cache()
 
     def _warm_protocol(self) -> None:
         """One timed request's own steps, once, on data of ours, before any task or candidate:
