@@ -26,6 +26,7 @@ FOREIGN = {
     "--expt-relaxed-constexpr": "stark_lsp/build/compile_db.py",  # an nvcc flag taken from compile_commands.json
     "--clock-control": "stark_lsp/profile/ncu.py",  # how stark runs ncu
     "--profile": "benchmarks/server_latency.py",
+    "--think": "benchmarks/eval_latency.py",
 }
 
 

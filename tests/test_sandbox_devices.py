@@ -158,3 +158,25 @@ def test_a_sandbox_that_would_keep_root_refuses_llm_candidates_but_runs_the_user
         assert z.alive() and z.info["uid"] == 0
     finally:
         judge.close()
+
+
+def test_nvcc_is_not_run_as_root_on_llm_source_and_needs_no_device_nodes(tmp_path, monkeypatch):
+    from stark_lsp.evaluate import cuda_build as CB
+
+    assert make_layout(gpu=False).private_devices is False  # a compiler needs no GPU: nothing keeps root for it
+    kept = Sandbox("unshare", as_root=True, details={"unshare": "unshare"})
+    monkeypatch.setattr(CB, "make_layout", lambda **kw: Layout(hidden=("/tmp",), drop_to=None,
+                                                                root_reason="/srv/cuda is not readable by other users"))
+    settings = types_settings()
+    builder = CB.CudaBuilder(tmp_path, sandbox=kept, required=True)
+    with pytest.raises(sandbox.SandboxRefused, match="keep uid 0 for nvcc here .*/srv/cuda"):
+        builder._run(["true"], tmp_path, settings, [], 10.0)
+    with pytest.raises(sandbox.SandboxRefused, match="not compiled without one"):  # and never without a sandbox
+        CB.CudaBuilder(tmp_path, sandbox=None, required=True)._run(["true"], tmp_path, settings, [], 10.0)
+    assert CB.CudaBuilder(tmp_path, sandbox=None)._run(["true"], tmp_path, settings, [], 10.0) == (True, "")
+
+
+def types_settings():
+    from stark_lsp.build.settings import BuildSettings
+
+    return BuildSettings()

@@ -65,18 +65,63 @@ def test_the_zygote_builds_stubs_as_bytes_and_restores_the_cache_setting(fake_dr
     assert os.environ["TRITON_CACHE_DIR"] == "/somewhere/else"
 
 
-def test_the_zygote_keeps_each_signature_once_within_its_bound(fake_driver, monkeypatch):
+def test_the_zygote_keeps_each_signature_once_and_the_newest_within_its_bound(fake_driver, monkeypatch):
     a, b = socket.socketpair()
     z = Z.Zygote(a, "cuda", sandboxed=False, wipe_dirs=[])
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     z.add_launchers([["*fp32", "i32"], ["*fp32", "i32"], ["bad type"]])
     z.add_launchers([["*fp32", "i32"]])
-    assert z.launchers == {("*fp32", "i32")} and len(z.warm) == 1
-    z.launchers.update(("i32",) * n for n in range(1, TL.MAX_KEPT))  # full
-    z.add_launchers([["*fp64"]])
-    assert ("*fp64",) not in z.launchers
+    assert list(z.launchers) == [("*fp32", "i32")] and len(z.warm) == 1
+    first = set(z.warm)
+    for n in range(1, TL.MAX_KEPT + 1):  # as many new ones as it keeps: the first makes room
+        z.add_launchers([["i32"] * n])
+    assert ("*fp32", "i32") not in z.launchers and len(z.launchers) == TL.MAX_KEPT
+    assert not first & set(z.warm) and len(z.warm) == TL.MAX_KEPT
     cpu = Z.Zygote(a, "cpu", sandboxed=False, wipe_dirs=[])
     cpu.add_launchers([["*fp32"]])
-    assert cpu.warm == {} and cpu.launchers == set()
+    assert cpu.warm == {} and not cpu.launchers
     a.close()
     b.close()
+
+
+def test_only_the_stub_libraries_the_build_made_are_kept(fake_driver, tmp_path):
+    """Whatever else turns up in the build's cache (a planted cache entry, a link to a secret,
+    a FIFO that would hang a reader, an oversized file) is not handed to later candidates."""
+    drv, _ = fake_driver
+    real_compile = drv.compile_module_from_src
+    secret = tmp_path / "secret"
+    secret.write_text("key")
+
+    def compile_and_plant(src, name, **kw):
+        real_compile(src, name, **kw)
+        cache = Path(os.environ["TRITON_CACHE_DIR"])
+        (cache / "planted").mkdir(exist_ok=True)
+        (cache / "planted" / "kernel.cubin").write_bytes(b"evil")
+        (cache / "planted" / "__triton_launcher.so").symlink_to(secret)
+        (cache / "k2").mkdir(exist_ok=True)
+        os.mkfifo(cache / "k2" / "__triton_launcher.cpython-312-x86_64-linux-gnu.so")
+        (cache / "k3").mkdir(exist_ok=True)
+        (cache / "k3" / "__triton_launcher.so").write_bytes(b"x" * (TL.MAX_STUB_BYTES + 1))
+
+    drv.compile_module_from_src = compile_and_plant
+    files = TL.build([("*fp32", "i32")])
+    assert [v.decode() for v in files.values()] == ["stub:*fp32,i32"], sorted(files)
+
+
+def test_the_zygote_kills_the_last_candidate_before_it_builds_stubs():
+    """A candidate's leftover process must not be alive while the zygote builds in the scratch
+    folders it shares with candidates: the ``launchers`` request starts with the clean-up."""
+    from stark_lsp.evaluate.candidate_link import SandboxedZygote
+    from stark_lsp.evaluate.sandbox import Layout
+
+    z = SandboxedZygote(None, Layout(hidden=()), "cpu", {})
+    try:
+        link = z.take(1 << 20)
+        link.wait_ready(60)
+        pid = link.pid
+        assert Path(f"/proc/{pid}").exists()
+        z.add_launchers([("*fp32", "i32")])
+        z.how_it_ended(link)  # a request answered after the launchers one: the clean-up is done
+        assert not Path(f"/proc/{pid}").exists()
+    finally:
+        z.close()

@@ -161,7 +161,12 @@ class RayEvaluator:
         builder = self._cuda_builder()
         if builder is None:
             return None
-        art = builder.build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
+        from stark_lsp.evaluate.sandbox import SandboxRefused
+
+        try:
+            art = builder.build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
+        except SandboxRefused as e:
+            raise EvaluatorUnavailable(str(e)) from e
         if art.report.ok:
             return None
         msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
@@ -180,7 +185,12 @@ class RayEvaluator:
                     except EvaluatorUnavailable:
                         hw = {}
                     cap = str(hw.get("capability", "9.0")) if hw.get("is_gpu") else "9.0"
-                    self._builder = CudaBuilder(self.cache_dir or default_cache_dir(), arch="sm_" + cap.replace(".", ""))
+                    from stark_lsp.evaluate.sandbox import probe
+
+                    sb = probe() if self.sandbox != "off" else None  # nvcc reads candidate source: sandboxed
+                    self._builder = CudaBuilder(self.cache_dir or default_cache_dir(), arch="sm_" + cap.replace(".", ""),
+                                                sandbox=sb if sb is not None and sb.available else None,
+                                                required=self.sandbox == "required")
             return self._builder or None
 
     # -- actors --------------------------------------------------------------------------

@@ -118,7 +118,13 @@ def compile_only(ev: Any, task: Any, source: str, opts: Any, shown: str) -> Any:
     from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
 
     if task.kind == "cuda":
-        art = ev.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
+        from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
+        from stark_lsp.evaluate.sandbox import SandboxRefused
+
+        try:
+            art = ev.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
+        except SandboxRefused as e:
+            raise EvaluatorUnavailable(str(e)) from e
         if not art.report.ok:
             msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
             return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)

@@ -87,6 +87,7 @@ class CandidateLink:
         self.ready = False
         self.dead = False
         self.last_limit_s = 0.0  # the limit the last request ran under (for the message when it passed)
+        self.profiler = False  # whether it started the profiler at its start
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -219,14 +220,18 @@ class SandboxedZygote:
             raise SandboxError(f"the zygote could not start a candidate process: {reply.get('error')}")
         tail = _OutputTail(out_r)
         tail.start()
-        return CandidateLink(self, Channel(judge_end), buffer_fd, tail, int(reply["spawned"]))
+        link = CandidateLink(self, Channel(judge_end), buffer_fd, tail, int(reply["spawned"]))
+        link.profiler = profiler
+        return link
 
     def take(self, buffer_bytes: int, profiler: bool = False) -> CandidateLink:
         """A fresh candidate process whose buffer holds ``buffer_bytes`` (the one started
         ahead when there is one; ``profiler``: start the profiler in a new one)."""
         link = self._next
         self._next = None
-        if link is None or link.capacity < buffer_bytes:
+        # a process that started the profiler is never handed to a role that did not ask for one
+        # (the reference's timing must not depend on what the last candidate's source named)
+        if link is None or link.capacity < buffer_bytes or link.profiler != profiler:
             if link is not None:
                 link.close()
             self.buffer_bytes = max(self.buffer_bytes, buffer_bytes)

@@ -53,7 +53,7 @@ from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
 from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
-from stark_lsp.evaluate.sandbox import Sandbox, make_layout
+from stark_lsp.evaluate.sandbox import Sandbox, SandboxRefused, make_layout
 
 SOURCE_NAME = "kernel.cu"
 SHIM = """
@@ -153,8 +153,9 @@ class CudaBuilder:
     """Compiles candidates with nvcc into ``cache_dir/cuda/<key>/``."""
 
     def __init__(self, cache_dir: Path, arch: str = "sm_90", max_parallel: int | None = None,
-                 sandbox: "Sandbox | None" = None):
+                 sandbox: "Sandbox | None" = None, required: bool = False):
         self.sandbox = sandbox  # nvcc reads candidate source: it runs sandboxed like the candidate
+        self.required = required  # the "required" policy: never without a sandbox, never as uid 0 (SandboxRefused)
         self.cache_dir = Path(cache_dir) / "cuda"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.manifests = I.Manifests(self.cache_dir / "manifests")
@@ -263,10 +264,20 @@ class CudaBuilder:
              timeout_s: float, also_expose: list[str] = ()) -> tuple[bool, str]:
         """``cmd`` in the sandbox (project read-only, ``writable`` writable); (ok, output)."""
         run = cmd
+        if self.sandbox is None and self.required:
+            raise SandboxRefused("no sandbox can be made here: source written by an LLM is not compiled without one "
+                                 "(nvcc reads any path it includes); install util-linux (unshare) or bubblewrap, or "
+                                 "pass --unsafe-no-sandbox")
         if self.sandbox is not None:
             for w in writable:
                 os.chmod(w, 0o777)  # the sandboxed compiler runs as nobody when we are root
-            layout = make_layout(expose=[*settings.roots, *also_expose], writable=[str(w) for w in writable], cwd=cwd)
+            layout = make_layout(expose=[*settings.roots, *also_expose], writable=[str(w) for w in writable], cwd=cwd,
+                                 gpu=False)
+            root = self.sandbox.root_kept(layout)
+            if root and self.required:
+                raise SandboxRefused(f"the sandbox would keep uid 0 for nvcc here ({root}): source written by an LLM "
+                                     f"is not compiled as root; make the path readable by others (chmod o+rX), run "
+                                     f"as another user, or pass --unsafe-no-sandbox")
             run = self.sandbox.wrap(cmd, layout)
         try:
             proc = subprocess.run(run, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,

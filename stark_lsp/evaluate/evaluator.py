@@ -31,9 +31,9 @@ from typing import Any
 
 from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
-from stark_lsp.evaluate.pool import SandboxRefused, WorkerPool, WorkerStartError
+from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
-from stark_lsp.evaluate.sandbox import Sandbox, probe
+from stark_lsp.evaluate.sandbox import Sandbox, SandboxRefused, probe
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
@@ -122,7 +122,8 @@ class Evaluator:
                     except WorkerStartError:
                         arch = "sm_90"
                 sb = self.sandbox_info()
-                self._builder = CudaBuilder(self.cache_dir, arch=arch, sandbox=sb if sb.available else None)
+                self._builder = CudaBuilder(self.cache_dir, arch=arch, sandbox=sb if sb.available else None,
+                                            required=self.sandbox_policy == "required")
             return self._builder
 
     def evaluate(self, task: TaskSpec, source: str, options: EvalOptions | None = None) -> EvalResult:

@@ -214,6 +214,10 @@ class Judge:
         z = self.zygote
         sandboxed = sandbox is not None
         if z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths):
+            root = sandbox.root_kept(z.layout) if sandbox is not None else None
+            if root and policy == "required":
+                raise SandboxUnavailable(f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM "
+                                         f"are not run as root; pass --unsafe-no-sandbox to run them anyway")
             return z
         keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
         layout = make_layout(expose=[*keep, *paths]) if sandboxed else Layout(hidden=())
@@ -285,7 +289,7 @@ class Judge:
                         self.zygote.add_launchers(self._launchers)
                         self._launchers = []
                     self.zygote.prepare_next(self._profiler_next)
-                except (SandboxError, OSError):
+                except Exception:  # noqa: BLE001 - a zygote that misbehaves is replaced, never trusted
                     self.close()
 
     def _evaluate(self, spec: TaskSpec, opts: EvalOptions, ref: Reference, ref_t: _RefTiming, param_seed: int,
@@ -484,8 +488,10 @@ class Judge:
                 t = torch.empty(h["nbytes"], dtype=torch.uint8, device=self.device)
                 if h["nbytes"]:  # one copy, from the shared buffer to the device: the snapshot the judge keeps
                     view = torch.frombuffer(link.buffer, dtype=torch.uint8, count=h["nbytes"], offset=h["offset"])
-                    t.copy_(view)
-                    del view
+                    try:
+                        t.copy_(view)
+                    finally:
+                        del view  # the buffer is unmapped when the link closes: no view may outlive it
                 outs.append(t.view(dtype).reshape(h["shape"]))
         return outs
 
@@ -631,7 +637,7 @@ class Judge:
         timed: dict[str, _Timed] = {}
         note = ""
         for role in ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",):
-            link = zygote.take(out_bytes + (1 << 20), self._profiler_next)
+            link = zygote.take(out_bytes + (1 << 20), profiler=False)
             try:
                 self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
                 reply = self._ask(link, {"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},

@@ -27,17 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.evaluate.sandbox import scrubbed_env
+from stark_lsp.evaluate.sandbox import SandboxRefused, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
 
 
 class WorkerStartError(RuntimeError):
     pass
-
-
-class SandboxRefused(RuntimeError):
-    """The job requires a sandbox and the judge cannot make one here."""
 
 
 @dataclass

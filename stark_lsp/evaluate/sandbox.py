@@ -68,6 +68,10 @@ HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # plus $HOME
 INIT_MODULE = "stark_lsp.evaluate.sandbox_init"
 
 
+class SandboxRefused(RuntimeError):
+    """The work requires a sandbox (candidates written by an LLM) and none fit for it can be made here."""
+
+
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """An allow-listed copy of the environment with anything secret-looking removed."""
     base = dict(os.environ if base is None else base)
@@ -198,14 +202,15 @@ def nvidia_runtime_paths() -> list[str]:
 
 
 def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), cwd: str | Path = "/",
-                drop_privileges: bool = True) -> Layout:
+                drop_privileges: bool = True, gpu: bool = True) -> Layout:
     """The standard layout: hidden scratch and home, Python + ``expose`` bound back.
 
     A root caller becomes ``nobody`` inside when ``nobody`` can read every
     path the evaluation needs; the GPU then comes through private device
     nodes where the machine's are root-only. Otherwise it stays uid 0 without
     any capability (``root_kept`` says why; both keep the mounts, the
-    namespaces and the empty environment).
+    namespaces and the empty environment). ``gpu=False`` (a compiler): no device
+    nodes are needed, so none are made and nothing about them keeps uid 0.
     """
     hidden = hidden_dirs()
     needed = [*python_paths(), *(os.path.realpath(p) for p in expose)]
@@ -216,7 +221,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     drop = drop_privileges and not unreadable
     why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
-                  private_devices=drop and os.geteuid() == 0, cwd=str(cwd),
+                  private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why)
 
 

@@ -11,13 +11,18 @@ planted under another kernel's key). So:
 2. the launch-check reply carries them to the judge, which keeps only
    signatures made of known type names (``valid_signatures``): a claim, not
    code;
-3. the judge hands them to the zygote, which generates each stub's C source
+3. the judge hands them to the zygote, which first kills every process of
+   the sandbox and wipes its scratch folders (so nothing of the candidate's
+   is alive to write into the build), then generates each stub's C source
    with Triton's own generator from the type names alone and compiles it
-   (``build``), content-addressed by Triton's own key; the next candidate
-   processes get copies in their fresh caches, like the driver stubs.
+   (``build``), content-addressed by Triton's own key, and keeps only the
+   regular ``__triton_launcher`` libraries the build made (no links, no
+   other files, a size cap); the next candidate processes get copies in
+   their fresh caches, like the driver stubs.
 
-A candidate can make the zygote build stubs for signatures it names (a few,
-bounded), never put its own bytes in another's cache.
+A candidate can make the zygote build stubs for signatures it names (a few
+per evaluation; the oldest stubs make room), never put its own bytes in
+another's cache.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-MAX_NEW = 8  # signatures one evaluation may add
+MAX_NEW = 4  # signatures one evaluation may add
 MAX_KEPT = 64  # signatures the zygote keeps stubs for
 MAX_ARGS = 64
+MAX_STUB_BYTES = 4 << 20  # a launcher library is about 50-100 KB
+STUB_NAME = "__triton_launcher"
 _TYPE = re.compile(r"\*?(?:i1|i8|i16|i32|i64|u1|u8|u16|u32|u64|fp16|bf16|fp32|f32|fp64|"
                    r"fp8e4nv|fp8e4b15|fp8e4b8|fp8e5|fp8e5b16)|constexpr")
 
@@ -50,6 +57,31 @@ def valid_signatures(raw: Any, limit: int = MAX_NEW) -> list[tuple[str, ...]]:
                 out.append(key)
         if len(out) >= limit:
             break
+    return out
+
+
+def stub_files(cache: Path) -> dict[str, bytes]:
+    """``<key>/__triton_launcher*.so`` under ``cache`` that are regular files within the size
+    cap (never a link, a FIFO or anything else), as bytes."""
+    import stat
+
+    out: dict[str, bytes] = {}
+    try:
+        for key in os.scandir(cache):
+            if not key.is_dir(follow_symlinks=False):
+                continue
+            for f in os.scandir(key.path):
+                if not (f.name.startswith(STUB_NAME) and f.name.endswith(".so")):
+                    continue
+                st = os.lstat(f.path)
+                if stat.S_ISREG(st.st_mode) and 0 < st.st_size <= MAX_STUB_BYTES:
+                    fd = os.open(f.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    with os.fdopen(fd, "rb") as fh:
+                        data = fh.read(MAX_STUB_BYTES + 1)
+                    if len(data) <= MAX_STUB_BYTES:
+                        out[f"{key.name}/{f.name}"] = data
+    except OSError as e:
+        sys.stderr.write(f"zygote: launcher stubs not collected ({e})\n")
     return out
 
 
@@ -93,13 +125,11 @@ def build(signatures: list[tuple[str, ...]]) -> dict[str, bytes]:
         for sig in signatures:
             try:
                 src = make({}, dict(enumerate(sig)), None)
-                compile_src(src=src, name="__triton_launcher", library_dirs=drv.library_dirs(),
+                compile_src(src=src, name=STUB_NAME, library_dirs=drv.library_dirs(),
                             include_dirs=drv.include_dirs, libraries=drv.libraries)
             except Exception as e:  # noqa: BLE001 - a stub not built costs one candidate a compile
                 sys.stderr.write(f"zygote: launcher stub for {list(sig)} not built ({type(e).__name__})\n")
-        for p in Path(cache).rglob("*"):
-            if p.is_file():
-                files[str(p.relative_to(cache))] = p.read_bytes()
+        files = stub_files(Path(cache))
     finally:
         if old is None:
             os.environ.pop("TRITON_CACHE_DIR", None)

@@ -26,6 +26,7 @@ descriptors attached (SCM_RIGHTS) on a SOCK_SEQPACKET socket from the judge.
 from __future__ import annotations
 
 import argparse
+import collections
 import ctypes
 import ctypes.util
 import json
@@ -126,7 +127,7 @@ class Zygote:
         self.children: set[int] = set()
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
-        self.launchers: set[tuple[str, ...]] = set()
+        self.launchers: collections.OrderedDict[tuple[str, ...], list[str]] = collections.OrderedDict()
 
     def send(self, msg: dict) -> None:
         self.ctrl.send(json.dumps(msg).encode())
@@ -165,7 +166,11 @@ class Zygote:
             elif op == "launchers":  # no answer: the next spawn waits behind the build
                 for fd in fds:
                     os.close(fd)
-                self.add_launchers(msg.get("signatures"))
+                self.clean()  # nothing of the last candidate may be alive to write into the build
+                try:
+                    self.add_launchers(msg.get("signatures"))
+                except Exception as e:  # noqa: BLE001 - stubs are an optimisation: the zygote goes on
+                    sys.stderr.write(f"zygote: launcher stubs failed ({type(e).__name__}: {e})\n")
             elif op == "kill":
                 for fd in fds:
                     os.close(fd)
@@ -185,10 +190,17 @@ class Zygote:
         if self.device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
             return
         new = [s for s in valid_signatures(raw) if s not in self.launchers]
-        new = new[:max(0, MAX_KEPT - len(self.launchers))]
-        if new:
-            self.launchers.update(new)
-            self.warm.update(build_launchers(new))
+        if not new:
+            return
+        built = build_launchers(new)
+        for sig in new:  # which files came with which signature is not known: one entry for the lot
+            self.launchers[sig] = list(built)
+        self.warm.update(built)
+        while len(self.launchers) > MAX_KEPT:  # the oldest stubs make room
+            _, files = self.launchers.popitem(last=False)
+            for f in files:
+                if not any(f in kept for kept in self.launchers.values()):
+                    self.warm.pop(f, None)
 
     def wait(self, pid: int, timeout: float = 5.0) -> dict:
         """How a candidate process ended: {"exit": code} or {"signal": name}; {} if it has not."""

@@ -424,7 +424,12 @@ class NcuProfiler:
         tool = os.path.dirname(os.path.realpath(cmd[0]))  # ncu itself, wherever it is installed
         expose = [tool, str(task.path.parent), str(work), str(self.cache_dir)] + (
             [str(task.harness.parent)] if task.harness else [])
-        return sb.wrap(cmd, make_layout(expose=expose, writable=[work], cwd=work, drop_privileges=False))
+        # the user's own code and the built-in team's: as uid 0 without capabilities, which the
+        # driver's restriction of GPU counters to administrators needs on some machines; code an
+        # LLM wrote: as nobody, always (where the counters are restricted ncu then fails, and the
+        # search goes on without its figures)
+        return sb.wrap(cmd, make_layout(expose=expose, writable=[work], cwd=work,
+                                        drop_privileges=self.sandbox == "required"))
 
     def _env(self, work: Path) -> dict[str, str]:
         from stark_lsp.evaluate.sandbox import scrubbed_env
