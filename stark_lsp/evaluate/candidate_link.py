@@ -250,6 +250,9 @@ class SandboxedZygote:
         ``triton_launchers.valid_signatures``) for the candidate processes it starts next."""
         new = [list(s) for s in signatures if s not in self._launchers]
         if new:
+            if self._next is not None:  # the zygote kills every process before it builds
+                self._next.close()
+                self._next = None
             self._launchers.update(tuple(s) for s in new)
             socket.send_fds(self.ctrl, [json.dumps({"op": "launchers", "signatures": new}).encode()], [])
 
