@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from stark_lsp.evaluate.triton_cache import scratch_cache
 
 MAX_NEW = 4  # signatures one evaluation may add
 MAX_KEPT = 64  # signatures the zygote keeps stubs for
@@ -117,11 +117,7 @@ def build(signatures: list[tuple[str, ...]]) -> dict[str, bytes]:
     compile_src = getattr(drv, "compile_module_from_src", None)
     if not callable(make) or not callable(compile_src):
         return {}
-    cache = tempfile.mkdtemp(prefix="stark-launchers-")
-    old = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = cache
-    files: dict[str, bytes] = {}
-    try:
+    with scratch_cache("stark-launchers-") as cache:
         for sig in signatures:
             try:
                 src = make({}, dict(enumerate(sig)), None)
@@ -129,11 +125,4 @@ def build(signatures: list[tuple[str, ...]]) -> dict[str, bytes]:
                             include_dirs=drv.include_dirs, libraries=drv.libraries)
             except Exception as e:  # noqa: BLE001 - a stub not built costs one candidate a compile
                 sys.stderr.write(f"zygote: launcher stub for {list(sig)} not built ({type(e).__name__})\n")
-        files = stub_files(Path(cache))
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = old
-        shutil.rmtree(cache, ignore_errors=True)
-    return files
+        return stub_files(cache)

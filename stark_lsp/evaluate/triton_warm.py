@@ -15,13 +15,13 @@ a tiled matrix product cover the lowering paths candidates use most.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 
 import triton
 import triton.language as tl
+
+from stark_lsp.evaluate.triton_cache import scratch_cache
 
 
 @triton.jit
@@ -80,11 +80,8 @@ def warm_compile(arch: int, warp_size: int = 32) -> tuple[int, float]:
     from triton.compiler import ASTSource
 
     target = GPUTarget("cuda", arch, warp_size)
-    old = os.environ.get("TRITON_CACHE_DIR")
-    cache = tempfile.mkdtemp(prefix="stark-warm-triton-")
-    os.environ["TRITON_CACHE_DIR"] = cache  # a scratch cache: only the process's warm state is kept
     t0, done = time.perf_counter(), 0
-    try:
+    with scratch_cache("stark-warm-triton-"):  # only the process's warm state is kept
         for fn, signature, constexprs in _jobs():
             try:
                 triton.compile(ASTSource(fn, signature, constexprs), target=target)
@@ -92,12 +89,4 @@ def warm_compile(arch: int, warp_size: int = 32) -> tuple[int, float]:
             except Exception as e:  # noqa: BLE001 - a kernel this Triton cannot build only costs warmth
                 sys.stderr.write(f"zygote: warm-up kernel {fn.__name__} not compiled ({type(e).__name__}: "
                                  f"{str(e).splitlines()[0] if str(e) else ''})\n")
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = old
-        import shutil
-
-        shutil.rmtree(cache, ignore_errors=True)
     return done, time.perf_counter() - t0

@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from stark_lsp.evaluate.triton_cache import scratch_cache
 from stark_lsp.evaluate.triton_launchers import MAX_KEPT, valid_signatures
 from stark_lsp.evaluate.triton_launchers import build as build_launchers
 
@@ -62,25 +63,17 @@ def warm_triton_files(device: str) -> dict[str, bytes]:
     """
     if device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
         return {}
-    cache = tempfile.mkdtemp(prefix="stark-zygote-triton-")
-    old = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = cache
     files: dict[str, bytes] = {}
-    try:
-        from triton.backends.nvidia.driver import CudaUtils
+    with scratch_cache("stark-zygote-triton-") as cache:
+        try:
+            from triton.backends.nvidia.driver import CudaUtils
 
-        CudaUtils()
-        for p in Path(cache).rglob("*"):
-            if p.is_file():
-                files[str(p.relative_to(cache))] = p.read_bytes()
-    except Exception as e:  # noqa: BLE001 - a missing stub only costs each candidate a compile
-        sys.stderr.write(f"zygote: no warm Triton stubs ({type(e).__name__}: {e})\n")
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = old
-        shutil.rmtree(cache, ignore_errors=True)
+            CudaUtils()
+            for p in cache.rglob("*"):  # before any candidate exists: nothing else can be there
+                if p.is_file():
+                    files[str(p.relative_to(cache))] = p.read_bytes()
+        except Exception as e:  # noqa: BLE001 - a missing stub only costs each candidate a compile
+            sys.stderr.write(f"zygote: no warm Triton stubs ({type(e).__name__}: {e})\n")
     return files
 
 
