@@ -17,7 +17,10 @@
 * Slow mix: candidates per minute on a task where every other candidate is
   far slower than the reference (they are cut after a few calls).
 * Overhead: the judge's clock around a timed call minus the time the
-  candidate process reports (what the cross-check compares), per path.
+  candidate process reports (what the cross-check compares), per path; and
+  where one timed request's time goes, step by step ("request draw= flush=
+  call= digest=", ms, the median over the timed calls, as the timing
+  process's own clock saw them; the rest is the round trip).
 
 Every candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md);
 the reference's timing is measured once per judge and task, as in a search.
@@ -108,9 +111,12 @@ def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict
                      "reps": rt.candidate.reps if rt else None,
                      "overhead_ms": (rt.candidate.wall_median_ms - rt.candidate.median_ms)
                      if rt and rt.candidate.wall_median_ms is not None else None,
+                     "steps_ms": dict(rt.candidate.steps_ms) if rt else {},
                      "phases": r.phases, "message": r.message})
         over = rows[-1]["overhead_ms"]
         steps = " ".join(f"{k.replace(' ', '_')}={v:.2f}" for k, v in r.phases.items() if v >= 0.05)
+        if rows[-1]["steps_ms"]:  # one timed request, step by step (the timing process's own clock, ms)
+            steps += "  request " + " ".join(f"{k}={v:.3f}" for k, v in rows[-1]["steps_ms"].items())
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "
               f"median {rows[-1]['median_ms'] or 0:.4f} ms  overhead {over if over is not None else float('nan'):.3f} ms"
               f"  [{steps}]  {r.message[:100]}", flush=True)

@@ -52,6 +52,8 @@ def test_plain_torch_candidate_is_correct_and_timed(ev, gpu):
     assert r.correctness.atol == 1e-4  # float32 default
     assert r.runtime.is_gpu == gpu
     assert r.runtime.candidate.reps >= 1 and r.runtime.speedup > 0
+    steps = r.runtime.candidate.steps_ms  # where a timed request's time goes, as the process saw it
+    assert set(steps) == {"draw", "flush", "call", "digest"} and all(v >= 0 for v in steps.values())
     if not gpu:
         assert "not a GPU figure" in r.runtime.note
 

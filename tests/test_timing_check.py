@@ -76,3 +76,13 @@ def test_one_cpu_call_gives_no_verdict():
     ce, cw = calls([0.05], [37.0])  # one stall of a busy machine
     re_, rw = calls([0.0] * 4, [2.0] * 4)
     assert not TC.untimed_work(ce, cw, re_, rw, is_gpu=False).cheat
+
+
+def test_step_times_are_a_claim_kept_only_when_well_formed():
+    from stark_lsp.evaluate.judge import rep_steps
+
+    assert rep_steps({"steps": {"draw": 0.2, "flush": 0.05, "call": 0.15, "digest": 0.1}}) == {
+        "draw": 0.2, "flush": 0.05, "call": 0.15, "digest": 0.1}
+    hostile = {"steps": {"draw": float("nan"), "flush": -1, "call": 10 ** 400, "digest": "0.1", "extra": 1.0}}
+    assert rep_steps(hostile) == {}
+    assert rep_steps({"steps": [1, 2]}) == {} and rep_steps({}) == {}

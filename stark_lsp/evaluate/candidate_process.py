@@ -248,11 +248,14 @@ class CandidateProcess:
         """One timed request, all of it on the judge's clock: draw the inputs of the seed, flush
         L2, then ``call`` between CUDA events (the host clock on the CPU) whose end waits for the
         whole device, then a digest of the output."""
+        t0 = _perf()
         inputs = self.draw(int(msg["seed"]))
+        t1 = _perf()
         if self.is_gpu:
             if self.flusher is not None and msg.get("flush", True):
                 self.flusher()
             self._sync()
+            t2 = _perf()
             start, end = T.new_events()
             T.record(start)
             out = call(inputs)
@@ -261,10 +264,14 @@ class CandidateProcess:
             self._sync()
             ms = T.elapsed(start, end)
         else:
-            t0 = _perf()
+            t2 = _perf()
             out = call(inputs)
-            ms = (_perf() - t0) * 1e3
-        return {"ms": ms, "digest": digest(out, int(msg["proj"]))}
+            ms = (_perf() - t2) * 1e3
+        t3 = _perf()
+        dg = digest(out, int(msg["proj"]))
+        t4 = _perf()
+        steps = {"draw": (t1 - t0) * 1e3, "flush": (t2 - t1) * 1e3, "call": (t3 - t2) * 1e3, "digest": (t4 - t3) * 1e3}
+        return {"ms": ms, "digest": dg, "steps": steps}
 
     def op_task(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The task's harness alone (trusted code), so the calibration can draw its inputs."""

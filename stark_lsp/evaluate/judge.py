@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ from stark_lsp.evaluate.channel import (
     aligned,
     check_output_headers,
     checked_number,
+    finite_number,
 )
 from stark_lsp.evaluate.compare import as_outputs, compare_outputs, tolerance_for
 from stark_lsp.evaluate.guards import (custom_kernel_names, launched_kernel_names, missing_launches, source_flags,
@@ -372,6 +374,7 @@ class Judge:
             if hidden.flag:  # the process's figures are below the judge's clock: report the clock's
                 cand_t = summarize(TC.judged_samples(timed.samples, timed.walls, hidden.reference_overhead_ms),
                                    timed.walls)
+                cand_t.steps_ms = dict(timed.timing.steps_ms)
             ev.mark("timing")
             if not ev.resources:
                 ev.resources = self._resources(link, source, ev, cancel_fd)
@@ -572,6 +575,7 @@ class Judge:
         rep_limit = max(call_limit, 20 * per_call_s) + 2.0  # one call plus drawing inputs, the flush and the digest
         phase_end = _perf() + n * rep_limit
         samples, walls = [], []
+        steps: dict[str, list[float]] = {k: [] for k in REP_STEPS}
         for i in range(n):
             t0 = _perf()  # the judge's clock: drawing the inputs, the flush, the call, the syncs, the digest
             reply = self._ask(link, {"op": "rep", "seed": rep_seeds[i], "proj": proj[i], "flush": opts.flush_l2},
@@ -597,7 +601,11 @@ class Judge:
                                       f"call {i + 1}, {why}", cheats=ev.cheats, output=link.output_tail()))
             samples.append(e)
             walls.append(w)
-        return _Timed(summarize(samples, walls), samples, walls, slow)
+            for k, v in rep_steps(reply).items():
+                steps[k].append(v)
+        timing = summarize(samples, walls)
+        timing.steps_ms = {k: round(statistics.median(v), 4) for k, v in steps.items() if v}
+        return _Timed(timing, samples, walls, slow)
 
     def _calibrate(self, link: CandidateLink, ref_out: list[Any], opts: EvalOptions, ev: _Eval,
                    cancel_fd: int | None) -> tuple[list[float], list[float]]:
@@ -669,6 +677,23 @@ class Judge:
             except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
                 self._floors[key] = None
         return self._floors[key]
+
+
+REP_STEPS = ("draw", "flush", "call", "digest")
+
+
+def rep_steps(reply: dict[str, Any]) -> dict[str, float]:
+    """The step times a timed request's reply claims (``Timing.steps_ms``): known keys with
+    finite, non-negative values under an hour; anything else is left out (a claim, not a check)."""
+    raw = reply.get("steps")
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for k in REP_STEPS:
+        v = raw.get(k)
+        if finite_number(v) and 0.0 <= float(v) < 3.6e6:
+            out[k] = float(v)
+    return out
 
 
 def _cuda_kernels(source: str) -> list[str]:

@@ -84,6 +84,10 @@ class Timing:
     std_ms: float
     reps: int
     wall_median_ms: float | None = None  # host clock around call + device sync
+    # the median time of each step of a timed request (draw, flush, call, digest) as the timing
+    # process's own host clock saw it: a claim, for finding where a request's overhead goes,
+    # never used by a verdict (the judge's clock is ``wall_median_ms``)
+    steps_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def spread(self) -> float:
