@@ -167,7 +167,7 @@ def test_nvcc_is_not_run_as_root_on_llm_source_and_needs_no_device_nodes(tmp_pat
     kept = Sandbox("unshare", as_root=True, details={"unshare": "unshare"})
     monkeypatch.setattr(CB, "make_layout", lambda **kw: Layout(hidden=("/tmp",), drop_to=None,
                                                                 root_reason="/srv/cuda is not readable by other users"))
-    settings = types_settings()
+    settings = _build_settings()
     builder = CB.CudaBuilder(tmp_path, sandbox=kept, required=True)
     with pytest.raises(sandbox.SandboxRefused, match="keep uid 0 for nvcc here .*/srv/cuda"):
         builder._run(["true"], tmp_path, settings, [], 10.0)
@@ -176,7 +176,7 @@ def test_nvcc_is_not_run_as_root_on_llm_source_and_needs_no_device_nodes(tmp_pat
     assert CB.CudaBuilder(tmp_path, sandbox=None)._run(["true"], tmp_path, settings, [], 10.0) == (True, "")
 
 
-def types_settings():
+def _build_settings():
     from stark_lsp.build.settings import BuildSettings
 
     return BuildSettings()

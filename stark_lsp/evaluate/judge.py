@@ -215,19 +215,19 @@ class Judge:
                 f"without one; install util-linux (unshare) or bubblewrap, or pass --unsafe-no-sandbox")
         z = self.zygote
         sandboxed = sandbox is not None
-        if z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths):
-            root = sandbox.root_kept(z.layout) if sandbox is not None else None
-            if root and policy == "required":
-                raise SandboxUnavailable(f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM "
-                                         f"are not run as root; pass --unsafe-no-sandbox to run them anyway")
-            return z
-        keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
-        layout = make_layout(expose=[*keep, *paths]) if sandboxed else Layout(hidden=())
+        reuse = z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths)
+        if reuse:
+            layout = z.layout
+        else:
+            keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
+            layout = make_layout(expose=[*keep, *paths]) if sandboxed else Layout(hidden=())
         root = sandbox.root_kept(layout) if sandbox is not None else None
         if root and policy == "required":
             raise SandboxUnavailable(
                 f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM are not run as root; "
                 f"make the path readable by others (chmod o+rX), run as another user, or pass --unsafe-no-sandbox")
+        if reuse:
+            return z
         self.close()
         self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=self._arch())
         return self.zygote
@@ -644,7 +644,8 @@ class Judge:
         del out
         timed: dict[str, _Timed] = {}
         note = ""
-        for role in ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",):
+        roles = ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",)
+        for role in roles:
             link = zygote.take(out_bytes + (1 << 20), profiler=False)
             try:
                 self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
@@ -659,7 +660,7 @@ class Judge:
                 note = f"torch.compile baseline unavailable: {v.result.message}"
             finally:
                 link.close()
-                zygote.prepare_next(self._profiler_next)
+                zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
         r = timed["reference"]
         compiled = timed.get("compiled")
         rt = _RefTiming(r.timing, r.samples, r.walls, compiled=compiled.timing if compiled else None, note=note)

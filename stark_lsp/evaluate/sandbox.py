@@ -125,8 +125,8 @@ class Layout:
     hidden directories everything is visible read-only anyway). ``writable``:
     paths bound read-write (a build directory). ``drop_to``: the uid/gid a root
     caller becomes inside. ``private_devices``: give the sandbox's /dev its
-    own copies of the NVIDIA nodes, usable by ``drop_to`` (root callers whose
-    nodes others cannot open). ``cwd``: where the command starts.
+    own copies of the NVIDIA nodes, usable by ``drop_to`` (root callers that
+    run GPU code). ``cwd``: where the command starts.
     """
 
     hidden: tuple[str, ...]
