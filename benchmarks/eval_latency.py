@@ -114,7 +114,7 @@ def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict
                      "steps_ms": dict(rt.candidate.steps_ms) if rt else {},
                      "phases": r.phases, "message": r.message})
         over = rows[-1]["overhead_ms"]
-        steps = " ".join(f"{k.replace(' ', '_')}={v:.2f}" for k, v in r.phases.items() if v >= 0.05)
+        steps = " ".join(f"{k.replace(' ', '_')}={v:.2f}" for k, v in r.phases.items() if v >= 0.005)
         if rows[-1]["steps_ms"]:  # one timed request, step by step (the timing process's own clock, ms)
             steps += "  request " + " ".join(f"{k}={v:.3f}" for k, v in rows[-1]["steps_ms"].items())
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "

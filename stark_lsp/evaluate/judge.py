@@ -368,7 +368,8 @@ class Judge:
             ev.mark("launch check")
 
             # 4. timing ------------------------------------------------------------------
-            timed = self._time(link, ref, opts, param_seed, ref_ms, ev, cancel_fd, role="candidate", atol=atol, rtol=rtol)
+            timed = self._time(link, ref, opts, param_seed, ref_ms, ev, cancel_fd, role="candidate", atol=atol, rtol=rtol,
+                               overhead_ms=TC.protocol_overhead_ms(cal_e, cal_w, self.is_gpu))
             cand_t, slow = timed.timing, timed.slow
             hidden = TC.untimed_work(timed.samples, timed.walls, cal_e, cal_w, self.is_gpu)
             if hidden.flag:  # the process's figures are below the judge's clock: report the clock's
@@ -542,13 +543,17 @@ class Judge:
     # ------------------------------------------------------------------
     def _time(self, link: CandidateLink, ref: Reference, opts: EvalOptions, param_seed: int, ref_ms: float | None,
               ev: _Eval, cancel_fd: int | None, role: str, atol: float | None = None,
-              rtol: float | None = None) -> _Timed:
-        """Warm up, then time calls one by one, each on fresh inputs, the judge's clock around each."""
+              rtol: float | None = None, overhead_ms: float = 0.0) -> _Timed:
+        """Warm up, then time calls one by one, each on fresh inputs, the judge's clock around each.
+
+        ``overhead_ms``: this process's own cost per request (its calibration), taken off the
+        judge's clock around the first warm-up call to tell a slow candidate (cut after a few
+        calls) from a fast one whose request is mostly drawing inputs and the round trip."""
         call_limit = TC.phase_limit_s(ref_ms, 1) if ref_ms else opts.load_timeout_s
         seed = self._seeds(opts, 1, 1000)[0]
         t0 = _perf()
         self._ask(link, {"op": "warm", "seed": seed, "calls": 1}, call_limit + 2.0, ev, cancel_fd, "warm-up")
-        one = (_perf() - t0) * 1e3
+        one = TC.call_estimate_ms((_perf() - t0) * 1e3, overhead_ms)
         slow = ref_ms is not None and TC.is_slow(one, ref_ms)
         if not slow:
             calls = int(min(50, max(2, opts.warmup_ms / max(one, 1e-3))))
@@ -562,7 +567,8 @@ class Judge:
         else:
             n = max(1, opts.cpu_reps)
         rep_seeds = self._seeds(opts, n, 5000)
-        proj = [self._rng.randrange(1, 2**31) for _ in range(n)]
+        # one sign seed for the phase: each process draws its signs once and keeps them (``digest.py``)
+        proj = [self._rng.randrange(1, 2**31)] * n
         checked: dict[int, tuple[list[list[float]], list[float]]] = {}
         if role == "candidate":  # the reference digests of a few calls, chosen in secret, before any is timed
             for i in self._rng.sample(range(n), min(max(1, opts.verified_reps), n)):
@@ -617,9 +623,10 @@ class Judge:
                   for o in ref_out if isinstance(o, torch.Tensor)]
         n, skip = (12, 2) if self.is_gpu else (5, 1)
         samples, walls = [], []
+        proj = self._rng.randrange(1, 2**31)
         for i, seed in enumerate(self._seeds(opts, n, 7000)):
             t0 = _perf()
-            reply = self._ask(link, {"op": "calib", "outputs": shapes, "proj": self._rng.randrange(1, 2**31),
+            reply = self._ask(link, {"op": "calib", "outputs": shapes, "proj": proj,
                                      "seed": seed, "flush": opts.flush_l2}, 30.0, ev, cancel_fd, "calibration")
             w = (_perf() - t0) * 1e3
             if "error" in reply:  # nothing of the candidate's has run yet: the evaluator's own failure

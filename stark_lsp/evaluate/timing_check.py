@@ -85,6 +85,24 @@ def judged_samples(cand_e: list[float], cand_w: list[float], overhead_ms: float)
     return [max(e, w - overhead_ms) for e, w in zip(cand_e, cand_w)]
 
 
+def protocol_overhead_ms(cal_e: list[float], cal_w: list[float], is_gpu: bool) -> float:
+    """What a request costs this process beyond the call itself (drawing the inputs, the
+    syncs, the round trip; the flush and the digest too), by the judge's clock: the median
+    of the calibration's ``w - e`` on a GPU, the least on a shared CPU."""
+    over = [w - e for w, e in zip(cal_w, cal_e)]
+    if not over:
+        return 0.0
+    return max(0.0, statistics.median(over) if is_gpu else min(over))
+
+
+def call_estimate_ms(request_wall_ms: float, overhead_ms: float) -> float:
+    """One call's time from the judge's clock around a request that made it: the request
+    minus the process's protocol overhead (never below a microsecond). The overhead
+    counts a flush and a digest that a warm-up request does not make, so this leans
+    fast: a candidate is called slow only when it clearly is."""
+    return max(1e-3, request_wall_ms - overhead_ms)
+
+
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
     """Slower than SLOW_FACTOR x the reference (by more than launch noise)."""
     return candidate_call_ms > SLOW_FACTOR * reference_call_ms and candidate_call_ms - reference_call_ms > 1.0
