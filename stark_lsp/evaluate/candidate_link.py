@@ -149,6 +149,21 @@ class CandidateLink:
             pass
 
 
+class _PendingSpawn:
+    """The judge's ends of a candidate process asked for, until the zygote answers."""
+
+    def __init__(self, judge_end: socket.socket, buffer_fd: int, out_r: int, profiler: bool):
+        self.judge_end, self.buffer_fd, self.out_r, self.profiler = judge_end, buffer_fd, out_r, profiler
+
+    def discard(self) -> None:
+        self.judge_end.close()
+        for fd in (self.buffer_fd, self.out_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class SandboxedZygote:
     """The zygote process (in the sandbox, or plainly when ``sandbox`` is None)."""
 
@@ -159,6 +174,7 @@ class SandboxedZygote:
         self.device = device
         self.buffer_bytes = buffer_bytes
         self._next: CandidateLink | None = None
+        self._pending: _PendingSpawn | None = None  # a spawn asked for, its answer not read yet
         self._launchers: set[tuple[str, ...]] = set()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctrl = parent
@@ -202,31 +218,53 @@ class SandboxedZygote:
     def covers(self, paths: list[str]) -> bool:
         return all(self.layout.covers(p) for p in paths)
 
-    def _spawn(self, profiler: bool = False) -> CandidateLink:
+    def _request_spawn(self, profiler: bool = False) -> "_PendingSpawn":
+        """Ask the zygote for a new candidate process (it first clears away the last one: its
+        exit, the reaping, the wipe), without waiting for the answer."""
         judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         buffer_fd = create_buffer(self.buffer_bytes)
         out_r, out_w = os.pipe()
+        pending = _PendingSpawn(judge_end, buffer_fd, out_r, profiler)
         try:
             socket.send_fds(self.ctrl, [json.dumps({"op": "spawn", "profiler": profiler}).encode()],
                             [cand_end.fileno(), buffer_fd, out_w])
-            reply = self._recv(60.0)
         except OSError as e:
+            pending.discard()
             raise SandboxError(f"the zygote is gone ({e}): {self._why()}") from None
         finally:
             cand_end.close()
             os.close(out_w)
+        return pending
+
+    def _finish_spawn(self, pending: "_PendingSpawn") -> CandidateLink:
+        try:
+            reply = self._recv(60.0)
+        except SandboxError:
+            pending.discard()
+            raise
         if "spawned" not in reply:
-            os.close(out_r)
+            pending.discard()
             raise SandboxError(f"the zygote could not start a candidate process: {reply.get('error')}")
-        tail = _OutputTail(out_r)
+        tail = _OutputTail(pending.out_r)
         tail.start()
-        link = CandidateLink(self, Channel(judge_end), buffer_fd, tail, int(reply["spawned"]))
-        link.profiler = profiler
+        link = CandidateLink(self, Channel(pending.judge_end), pending.buffer_fd, tail, int(reply["spawned"]))
+        link.profiler = pending.profiler
         return link
+
+    def _spawn(self, profiler: bool = False) -> CandidateLink:
+        self._settle()
+        return self._finish_spawn(self._request_spawn(profiler))
+
+    def _settle(self) -> None:
+        """Read the answer to a spawn asked for ahead (answers come in order: before any other)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._next = self._finish_spawn(pending)
 
     def take(self, buffer_bytes: int, profiler: bool = False) -> CandidateLink:
         """A fresh candidate process whose buffer holds ``buffer_bytes`` (the one started
         ahead when there is one; ``profiler``: start the profiler in a new one)."""
+        self._settle()
         link = self._next
         self._next = None
         # a process that started the profiler is never handed to a role that did not ask for one
@@ -239,17 +277,19 @@ class SandboxedZygote:
         return link
 
     def prepare_next(self, profiler: bool = False) -> None:
-        """Kill whatever ran, clean up, and start the next candidate process now: it creates
-        its CUDA context, and with ``profiler`` starts the profiler once (the launch check of
-        CUDA kernels needs it), while the caller does other work (an agent's turn, a build)."""
-        if self._next is None:
-            self._next = self._spawn(profiler)
+        """Have the zygote kill whatever ran, clean up, and start the next candidate process,
+        and return at once: the process creates its CUDA context, and with ``profiler`` starts
+        the profiler once (the launch check of CUDA kernels needs it), while the judge answers
+        and the caller does other work (an agent's turn, a build). ``take`` collects it."""
+        if self._next is None and self._pending is None:
+            self._pending = self._request_spawn(profiler)
 
     def add_launchers(self, signatures: list[tuple[str, ...]]) -> None:
         """Have the zygote build Triton launcher stubs for these signatures (checked ones:
         ``triton_launchers.valid_signatures``) for the candidate processes it starts next."""
         new = [list(s) for s in signatures if s not in self._launchers]
         if new:
+            self._settle()
             if self._next is not None:  # the zygote kills every process before it builds
                 self._next.close()
                 self._next = None
@@ -259,6 +299,7 @@ class SandboxedZygote:
     def how_it_ended(self, link: "CandidateLink") -> str:
         """" (SIGSEGV)", " (exit code 3)", or "" when the zygote cannot tell."""
         try:
+            self._settle()
             socket.send_fds(self.ctrl, [json.dumps({"op": "wait", "pid": link.pid}).encode()], [])
             msg = self._recv(10.0)
         except (OSError, SandboxError, ValueError):
@@ -270,6 +311,7 @@ class SandboxedZygote:
         return ""
 
     def kill_all(self) -> None:
+        self._settle()
         if self._next is not None:
             self._next.close()
             self._next = None
@@ -277,6 +319,9 @@ class SandboxedZygote:
         self._recv(120.0)
 
     def close(self) -> None:
+        if self._pending is not None:
+            self._pending.discard()
+            self._pending = None
         if self._next is not None:
             self._next.close()
             self._next = None
