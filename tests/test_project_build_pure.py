@@ -235,3 +235,14 @@ def test_eval_output_names_the_header_of_a_header_error():
         Diagnostic("no sources")]))
     text = render_result(r, "k.cu")
     assert "error at /p/include/a.cuh:12: bad" in text and "error at line 3: worse" in text and "error: no sources" in text
+
+
+def test_nvcc_runs_a_units_steps_in_parallel_where_it_can(monkeypatch):
+    from stark_lsp.evaluate import cuda_build
+
+    monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "Build cuda_13.0.r13.0/compiler.36424714_0")
+    assert cuda_build.parallel_flags("nvcc") == ["--threads", "0"]
+    monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "Build cuda_11.2.r11.2/compiler.29618528_0")
+    assert cuda_build.parallel_flags("nvcc") == []  # before 11.3: no --threads
+    monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "unknown")
+    assert cuda_build.parallel_flags("nvcc") == []
