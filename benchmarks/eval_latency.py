@@ -20,7 +20,9 @@
   candidate process reports (what the cross-check compares), per path; and
   where one timed request's time goes, step by step ("request draw= flush=
   call= digest=", ms, the median over the timed calls, as the timing
-  process's own clock saw them; the rest is the round trip).
+  process's own clock saw them; the rest is the round trip); "rest=" is the
+  seconds outside the judge's phases and nvcc (the evaluator's own messages,
+  waiting for the zygote).
 
 Every candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md);
 the reference's timing is measured once per judge and task, as in a search.
@@ -114,7 +116,8 @@ def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict
                      "steps_ms": dict(rt.candidate.steps_ms) if rt else {},
                      "phases": r.phases, "message": r.message})
         over = rows[-1]["overhead_ms"]
-        steps = " ".join(f"{k.replace(' ', '_')}={v:.2f}" for k, v in r.phases.items() if v >= 0.005)
+        steps = " ".join(f"{k.replace(' ', '_')}={v:.3f}" for k, v in r.phases.items() if v >= 0.005)
+        steps += f" rest={wall - sum(r.phases.values()) - (r.compile.seconds if r.compile and task.kind == 'cuda' else 0.0):.3f}"
         if rows[-1]["steps_ms"]:  # one timed request, step by step (the timing process's own clock, ms)
             steps += "  request " + " ".join(f"{k}={v:.3f}" for k, v in rows[-1]["steps_ms"].items())
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "
@@ -150,10 +153,10 @@ def main() -> int:
         results["worker_start_s"] = time.perf_counter() - t0
         print(f"device: {hw}; worker ready in {results['worker_start_s']:.1f} s", flush=True)
         cuda_task, triton_task = load_task(TASKS / "axpy.cu"), load_task(TASKS / "axpy_triton.py")
-        # warm: the reference timings and the first Triton JIT of the process
-        ev.evaluate(cuda_task, cuda_task.root_source(), opts)
-        ev.evaluate(triton_task, triton_task.root_source(), opts)
+        # each path starts as a search does: the user's kernel first (the reference's timing,
+        # the first Triton JIT of the process), then the candidates
         if want("cuda"):
+            ev.evaluate(cuda_task, cuda_task.root_source(), opts)
             print("CUDA fast path (new source each):", flush=True)
             results["cuda"] = run(ev, cuda_task, cuda_variants(args.n), opts)
         if want("cuda_project"):
@@ -170,6 +173,8 @@ def main() -> int:
                 header.write_text(header.read_text() + "\n// changed header\n")
                 print("CUDA project after a header change (both units rebuilt):", flush=True)
                 results["cuda_project_header"] = run(ev, ptask, project_variants(ptask.root_source(), 1), opts)
+        if want("triton") or want("slow_mix"):
+            ev.evaluate(triton_task, triton_task.root_source(), opts)
         if want("triton"):
             print("Triton (new kernel each):", flush=True)
             results["triton"] = run(ev, triton_task, triton_variants(args.n), opts)

@@ -28,6 +28,7 @@ from typing import Any
 
 from stark_lsp.evaluate.candidate_errors import clean_text
 from stark_lsp.evaluate.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
+from stark_lsp.evaluate.pinned import pin, unpin
 from stark_lsp.evaluate.sandbox import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
@@ -88,6 +89,7 @@ class CandidateLink:
         self.dead = False
         self.last_limit_s = 0.0  # the limit the last request ran under (for the message when it passed)
         self.profiler = False  # whether it started the profiler at its start
+        self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -124,6 +126,12 @@ class CandidateLink:
                 continue
             return reply
 
+    def pin_buffer(self) -> None:
+        """Page-lock the judge's mapping of the buffer for its copies to the GPU (once; the judge
+        process only, after CUDA started there); unpinned in ``close``."""
+        if not self.pinned and not self.dead:
+            self.pinned = pin(self.buffer)
+
     def read_bytes(self, offset: int, nbytes: int) -> bytes:
         return bytes(self.buffer[offset: offset + nbytes])  # a snapshot: the process may keep writing
 
@@ -139,6 +147,9 @@ class CandidateLink:
             self.chan.sock.close()
         except OSError:
             pass
+        if self.pinned:
+            unpin(self.pinned)
+            self.pinned = 0
         try:
             self.buffer.close()
         except (BufferError, ValueError):

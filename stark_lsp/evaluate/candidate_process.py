@@ -47,6 +47,7 @@ from stark_lsp.evaluate.compare import as_outputs, same_tensors
 from stark_lsp.evaluate.digest import digest
 from stark_lsp.evaluate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names
 from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, clone_inputs, load_candidate, load_reference
+from stark_lsp.evaluate.pinned import pin
 from stark_lsp.evaluate.triton_launchers import log_signatures
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -81,6 +82,7 @@ class CandidateProcess:
                 profiled_kernel_names(lambda: torch.ones(1, device=self.device).add_(1), [])
         self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
         if self.is_gpu:
+            pin(self.buf)  # outputs copied straight from the GPU (its pages are made now, not in a trial)
             self._warm_protocol()
         self.launches = LaunchCounter()
         self.launches.install()  # before any candidate code is imported

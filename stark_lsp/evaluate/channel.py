@@ -118,7 +118,7 @@ class Channel:
 
 def create_buffer(size: int) -> int:
     """A sealed memfd of ``size`` bytes (judge side); the caller owns the descriptor."""
-    size = max(ALIGN, int(size))
+    size = -(-max(ALIGN, int(size)) // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages: all of it can be pinned
     fd = os.memfd_create("stark-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, size)
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)

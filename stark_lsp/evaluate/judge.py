@@ -83,6 +83,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
 READY_LIMIT_S = 120.0
+_PIN_FROM = 4 << 20  # output bytes from which pinning the judge's mapping pays (a few ms once per process)
 PROGRESS_SLACK_S = 15.0  # a first call's time after a kernel launched (module loads, the next compile)
 
 
@@ -479,6 +480,8 @@ class Judge:
             raise _Verdict(ev.result(Status.CHEAT, f"the candidate process sent invalid outputs ({e})",
                                      cheats=ev.cheats, output=link.output_tail())) from None
         outs: list[Any] = []
+        if self.is_gpu and any(h["kind"] == "tensor" and h["stored"] and h["nbytes"] >= _PIN_FROM for h in checked):
+            link.pin_buffer()
         for i, h in enumerate(checked):
             if h["kind"] == "other":
                 raise _Verdict(ev.result(Status.INCORRECT, f"output {i} is a {h['type']}, not a tensor or a number",
