@@ -16,5 +16,9 @@ py=${PYTHON:-python3}
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv 2>&1 | tee "$out/gpu.txt"
 "$py" -m stark_lsp.profile.check --out "$out" 2>&1 | tee "$out/check.txt"
 status=${PIPESTATUS[0]}
+# as an LLM-written candidate is profiled: in the sandbox, as nobody (where the driver keeps the
+# counters for admins, this says so as the profile's reason)
+"$py" -m stark_lsp.profile.check --out "$out/required" --sandbox required samples/triton/softmax.py 2>&1 \
+  | tee "$out/check_required.txt" | grep -E "^(sandbox|FAILED|Plan agent|[0-9]+/[0-9]+ profiled)"
 "$py" -m pytest -q -p no:cacheprovider tests/test_profile_ncu.py tests/test_profile_search.py 2>&1 | tail -3 | tee "$out/pytest.txt"
 exit "$status"

@@ -1,6 +1,6 @@
 """Check the Nsight Compute path on a GPU machine, end to end:
 
-    python -m stark_lsp.profile.check [--out DIR] [--timeout S] [TASK ...]
+    python -m stark_lsp.profile.check [--out DIR] [--timeout S] [--sandbox required] [TASK ...]
 
 For each task (default: samples/triton/softmax.py and
 samples/cuda/softmax_rows.cu) it profiles the root kernel exactly as the
@@ -8,7 +8,8 @@ search does (``NcuProfiler``: ncu around ``stark_lsp.profile.run_once``, CUDA
 built by ``CudaBuilder``), prints the parsed KernelProfiles and the line the
 Plan agent would see, and keeps ncu's raw CSV in DIR (default out/ncu) to
 replace the hand-written samples in tests/data/ncu/. Exit 0 when every task
-gave a profile.
+gave a profile. ``--sandbox required`` profiles as an LLM-written candidate
+is profiled (in the sandbox, as ``nobody``, refused where neither can be had).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="out/ncu")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--launch-count", type=int, default=3)
+    ap.add_argument("--sandbox", choices=("auto", "required", "off"), default="auto",
+                    help="as for an LLM-written candidate: required (default auto: the user's own kernel)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -45,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         print("    " + (v.stdout.strip().splitlines() or ["?"])[-1])
     print(f"GPU present: {gpu_present()}")
     profiler = NcuProfiler(ncu, cache_dir=out / "cache", timeout_s=args.timeout, launch_count=args.launch_count,
-                           device="cuda")
+                           device="cuda", sandbox=args.sandbox)
+    print(f"sandbox: {args.sandbox}")
     failures = 0
     for t in args.tasks:
         task = load_task(t)
