@@ -83,3 +83,18 @@ def test_a_nan_among_finite_values_is_counted_and_left_out_of_the_sum():
     masked = x.clone()
     masked[17] = masked[400] = 0.0
     assert d[0] == D.digest([masked], 2)[0][0]
+
+
+def test_a_gpu_with_memory_to_spare_keeps_more_signs(monkeypatch):
+    class Props:
+        def __init__(self, total):
+            self.total_memory = total
+
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props(141 << 30))  # an H200
+    assert D.keep_for(cuda) >= 16384 * 8192  # the softmax sample's output: kept
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props(24 << 30))
+    assert D.keep_for(cuda) == D.KEEP_ELEMENTS  # a 24 GB card: the floor
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props(1 << 40))
+    assert D.keep_for(cuda) == D.KEEP_MAX
+    assert D.keep_for(torch.device("cpu")) == D.KEEP_ELEMENTS

@@ -35,7 +35,8 @@ import torch
 from stark_lsp.evaluate.channel import finite_number
 
 CHUNK = 1 << 24  # elements per step where the signs are not kept
-KEEP_ELEMENTS = 1 << 26  # sign elements a process keeps, all sizes together (256 MB in float32)
+KEEP_ELEMENTS = 1 << 26  # sign elements a process keeps, all sizes together (256 MB in float32) ...
+KEEP_MAX = 1 << 28  # ... on a GPU, a 1/256th of its memory in float32 signs, up to this many (1 GB)
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
 
@@ -65,8 +66,8 @@ def _draw_signs(g: torch.Generator, n: int, dtype: torch.dtype, device: torch.de
 class _SignCache:
     """Sign vectors by (device, seed, output index, size, dtype), least recently used first out."""
 
-    def __init__(self, keep: int = KEEP_ELEMENTS):
-        self.keep = keep
+    def __init__(self, keep: int | None = None):
+        self.keep = keep  # None: by the device (``keep_for``)
         self.items: OrderedDict[tuple[Any, ...], torch.Tensor] = OrderedDict()
         self.size = 0
 
@@ -77,11 +78,26 @@ class _SignCache:
             self.items.move_to_end(key)
             return s
         s = _draw_signs(_generator(seed, k, device), n, dtype, device)
+        if self.keep is None:
+            self.keep = keep_for(device)
         self.items[key] = s
         self.size += n
         while self.size > self.keep and len(self.items) > 1:
             self.size -= self.items.popitem(last=False)[1].numel()
         return s
+
+
+def keep_for(device: torch.device) -> int:
+    """How many sign elements a process keeps: more on a GPU with memory to spare (a 16384 x 8192
+    output is 2^27 elements: kept on an H200, drawn afresh for every call on a 24 GB card)."""
+    if device.type != "cuda":
+        return KEEP_ELEMENTS
+    total = torch.cuda.get_device_properties(device).total_memory
+    return max(KEEP_ELEMENTS, min(KEEP_MAX, total // 1024))
+
+
+def keeps(n: int, device: torch.device) -> bool:
+    return n <= (_SIGNS.keep if _SIGNS.keep is not None else keep_for(device))
 
 
 _SIGNS = _SignCache()
@@ -90,7 +106,7 @@ _SIGNS = _SignCache()
 def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
     """sum(sign_i * x_i) in float64, as a 0-d tensor (no synchronization)."""
     dtype, n = _sign_dtype(flat.dtype), flat.numel()
-    if n <= KEEP_ELEMENTS:
+    if keeps(n, flat.device):
         return (flat * _SIGNS.get(seed, k, n, dtype, flat.device)).sum(dtype=torch.float64)
     g = _generator(seed, k, flat.device)  # too big to keep: drawn chunk by chunk, in order
     acc = torch.zeros((), dtype=torch.float64, device=flat.device)
