@@ -27,6 +27,7 @@ FOREIGN = {
     "--clock-control": "stark_lsp/profile/ncu.py",  # how stark runs ncu
     "--profile": "benchmarks/server_latency.py",
     "--think": "benchmarks/eval_latency.py",
+    "--sandbox": "stark_lsp/profile/check.py",  # the ncu check, as an LLM-written candidate is profiled
 }
 
 

@@ -73,6 +73,14 @@ def test_2_work_deferred_past_the_call_is_caught_or_counted(ev):
         assert r.status is Status.CHEAT and r.cheats[0].kind in ("untimed_work", "wrong_while_timed"), r.summary()
 
 
+def test_4_a_digest_forged_from_the_input_gains_nothing(ev):
+    # the timed calls' digests are checked, not their outputs: a candidate that knows the signs
+    # could forge a linear task's digests from its input; the signs are new for every call, so
+    # forging costs the task's own product, outside the call and on the judge's clock
+    r = run(ev, "forge_digest_linear.py", task=ATTACKS / "linear_task.py")
+    assert r.status in NOT_OK or (r.runtime is not None and r.runtime.speedup < 2.0), r.summary()
+
+
 def test_3_patching_torch_cannot_change_the_reference(ev):
     assert_no_forged_number(run(ev, "patch_torch_add.py"))
 

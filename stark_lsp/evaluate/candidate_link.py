@@ -90,6 +90,7 @@ class CandidateLink:
         self.last_limit_s = 0.0  # the limit the last request ran under (for the message when it passed)
         self.profiler = False  # whether it started the profiler at its start
         self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
+        self.pin_tried = False
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -129,7 +130,8 @@ class CandidateLink:
     def pin_buffer(self) -> None:
         """Page-lock the judge's mapping of the buffer for its copies to the GPU (once; the judge
         process only, after CUDA started there); unpinned in ``close``."""
-        if not self.pinned and not self.dead:
+        if not self.pin_tried and not self.dead:
+            self.pin_tried = True  # a refusal is not asked again for every output read
             self.pinned = pin(self.buffer)
 
     def read_bytes(self, offset: int, nbytes: int) -> bytes:
@@ -265,6 +267,11 @@ class SandboxedZygote:
     def _spawn(self, profiler: bool = False) -> CandidateLink:
         self._settle()
         return self._finish_spawn(self._request_spawn(profiler))
+
+    def settle(self) -> None:
+        """Collect the process asked for ahead (``prepare_next``): the zygote's cleanup of the
+        last one is done when this returns. Raises ``SandboxError`` when it could not."""
+        self._settle()
 
     def _settle(self) -> None:
         """Read the answer to a spawn asked for ahead (answers come in order: before any other)."""

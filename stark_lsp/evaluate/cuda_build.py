@@ -123,10 +123,12 @@ def nvcc_version(nvcc: str) -> str:
 _VERSION_CACHE_HOST: dict[str, str] = {}
 
 
-def parallel_flags(nvcc: str) -> list[str]:
+def parallel_flags(nvcc: str, flags: list[str] | None = None) -> list[str]:
     """``--threads 0`` where nvcc has it (CUDA 11.3 on): it runs independent steps of one
     unit's build at once (the host and device preprocessing: 0.99 -> 0.88 s for a small kernel
     on the H200's host, docs/benchmarks.md). It changes no output, so no cache key holds it."""
+    if any(f == "-t" or f.startswith(("--threads", "-t=")) or re.fullmatch(r"-t\d+", f) for f in flags or []):
+        return []  # the project's own setting stands
     m = re.search(r"cuda_(\d+)\.(\d+)", nvcc_version(nvcc))
     return ["--threads", "0"] if m and (int(m.group(1)), int(m.group(2))) >= (11, 3) else []
 
@@ -181,7 +183,7 @@ class CudaBuilder:
     def command(self, nvcc: str, src: Path, out: Path, flags: list[str], depfile: str | None = None) -> list[str]:
         """The one-unit build: compile and link in one nvcc call."""
         dep = ["-MD", "-MF", depfile] if depfile else []
-        return [nvcc, *flags, *parallel_flags(nvcc), self.gencode(), "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
+        return [nvcc, *flags, *parallel_flags(nvcc, flags), self.gencode(), "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
                 *dep, "-o", str(out), str(src)]
 
     def settings_for(self, task: Any) -> BuildSettings:
@@ -386,7 +388,7 @@ class CudaBuilder:
             ok, log = self._run([ninja, "-C", str(objdir)], objdir, settings, [objdir], timeout_s)
         if not ok:
             return False, _ninja_log(log, nvcc), f"ninja -C {objdir}", []
-        cand = NinjaBuild([nvcc, *flags, *parallel_flags(nvcc), self.gencode(), "-Xcompiler", "-fPIC", "-Xptxas", "-v"],
+        cand = NinjaBuild([nvcc, *flags, *parallel_flags(nvcc, flags), self.gencode(), "-Xcompiler", "-fPIC", "-Xptxas", "-v"],
                           link_argv=[nvcc, self.gencode(), "-shared"],
                           objects=[("kernel.o", SOURCE_NAME)],
                           link=("lib.so", ["kernel.o", *(o for o, _ in objs)]))

@@ -14,29 +14,30 @@ differ by a few standard deviations ``sqrt(sum(tol^2))`` at most
 values themselves, far beyond that bound, at any tensor size. Needs torch;
 used in the judge and in the candidate process alike.
 
-Cost, since it is on every timed call's clock: the judge sends one seed for
-a whole timing phase, so each process draws a sign vector once per output
-size and keeps it (``_SignCache``); a call's digest is then one product and
-one float64 sum over the output (the elements are read as they are, signs
-flip them exactly), gathered with one device synchronization. Only an output
-whose sum is not finite (it holds a NaN or an infinity) pays for the counts.
-The signs being known ahead does not help a cheat: a digest that matches
-the reference's needs the reference's output (see docs/EVALUATOR.md).
+Cost, since it is on every timed call's clock: the signs are never stored
+as numbers. Each call draws one random byte per element (0 or 1, from the
+call's seed), and the signed sum is ``sum(x) - 2 * sum(x where the byte is
+1)``, both in float64 over the elements as they are (a sign flip is exact),
+gathered with one device synchronization. Only an output whose sum is not
+finite (it holds a NaN or an infinity) pays for the counts.
+
+The signs are new for every call, and secret until the call's request
+arrives. A sign vector known ahead would let a candidate forge the digest of
+a linear task without doing its work (``sum(S * (x W^T)) = sum((S W) * x)``:
+``S W`` once, then one cheap product per call); with new signs, ``S W`` is a
+product as big as the task's own, on the judge's clock.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Any
 
 import torch
 
 from stark_lsp.evaluate.channel import finite_number
 
-CHUNK = 1 << 24  # elements per step where the signs are not kept
-KEEP_ELEMENTS = 1 << 26  # sign elements a process keeps, all sizes together (256 MB in float32) ...
-KEEP_MAX = 1 << 28  # ... on a GPU, a 1/256th of its memory in float32 signs, up to this many (1 GB)
+CHUNK = 1 << 26  # elements per step (a step's flip bytes and masked copy are transient)
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
 
@@ -44,12 +45,18 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     t = t.detach()
     if t.is_complex():
         t = torch.view_as_real(t)
-    return t.reshape(-1)
+    t = t.reshape(-1)
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    if not t.dtype.is_floating_point:  # integers: in a float that holds them exactly (negation included)
+        t = t.to(_exact_float(t.dtype))
+    return t
 
 
-def _sign_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The narrowest float that holds every value of ``dtype`` exactly (times +-1)."""
-    return torch.float64 if dtype in (torch.float64, torch.int32, torch.int64) else torch.float32
+def _exact_float(dtype: torch.dtype) -> torch.dtype:
+    """The narrowest float that holds every value of ``dtype`` and its negation exactly."""
+    wide = {torch.int32, torch.int64, getattr(torch, "uint32", torch.int32), getattr(torch, "uint64", torch.int64)}
+    return torch.float64 if dtype in wide else torch.float32
 
 
 def _generator(seed: int, k: int, device: torch.device) -> torch.Generator:
@@ -58,69 +65,23 @@ def _generator(seed: int, k: int, device: torch.device) -> torch.Generator:
     return g
 
 
-def _draw_signs(g: torch.Generator, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    s = torch.empty(n, dtype=dtype, device=device)
-    return s.bernoulli_(0.5, generator=g).mul_(2).sub_(1)
-
-
-class _SignCache:
-    """Sign vectors by (device, seed, output index, size, dtype), least recently used first out."""
-
-    def __init__(self, keep: int | None = None):
-        self.keep = keep  # None: by the device (``keep_for``)
-        self.items: OrderedDict[tuple[Any, ...], torch.Tensor] = OrderedDict()
-        self.size = 0
-
-    def get(self, seed: int, k: int, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        key = (str(device), seed, k, n, dtype)
-        s = self.items.get(key)
-        if s is not None:
-            self.items.move_to_end(key)
-            return s
-        s = _draw_signs(_generator(seed, k, device), n, dtype, device)
-        if self.keep is None:
-            self.keep = keep_for(device)
-        self.items[key] = s
-        self.size += n
-        while self.size > self.keep and len(self.items) > 1:
-            self.size -= self.items.popitem(last=False)[1].numel()
-        return s
-
-
-def keep_for(device: torch.device) -> int:
-    """How many sign elements a process keeps: more on a GPU with memory to spare (a 16384 x 8192
-    output is 2^27 elements: kept on an H200, drawn afresh for every call on a 24 GB card)."""
-    if device.type != "cuda":
-        return KEEP_ELEMENTS
-    total = torch.cuda.get_device_properties(device).total_memory
-    return max(KEEP_ELEMENTS, min(KEEP_MAX, total // 1024))
-
-
-def keeps(n: int, device: torch.device) -> bool:
-    return n <= (_SIGNS.keep if _SIGNS.keep is not None else keep_for(device))
-
-
-_SIGNS = _SignCache()
-
-
 def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
-    """sum(sign_i * x_i) in float64, as a 0-d tensor (no synchronization)."""
-    dtype, n = _sign_dtype(flat.dtype), flat.numel()
-    if keeps(n, flat.device):
-        return (flat * _SIGNS.get(seed, k, n, dtype, flat.device)).sum(dtype=torch.float64)
-    g = _generator(seed, k, flat.device)  # too big to keep: drawn chunk by chunk, in order
+    """sum(sign_i * x_i) in float64, as a 0-d tensor (no synchronization); the signs are
+    drawn from ``(seed, k)`` step by step, in order, so every process gets the same ones."""
+    g = _generator(seed, k, flat.device)
     acc = torch.zeros((), dtype=torch.float64, device=flat.device)
-    for start in range(0, n, CHUNK):
+    for start in range(0, flat.numel(), CHUNK):
         x = flat[start:start + CHUNK]
-        acc += (x * _draw_signs(g, x.numel(), dtype, x.device)).sum(dtype=torch.float64)
+        flip = torch.randint(0, 2, (x.numel(),), generator=g, dtype=torch.uint8, device=x.device).view(torch.bool)
+        acc += x.sum(dtype=torch.float64) - 2.0 * torch.where(flip, x, 0).sum(dtype=torch.float64)
     return acc
 
 
 def _special(flat: torch.Tensor, seed: int, k: int) -> list[float]:
     """The digest of an output that holds NaN or infinities: the signed sum of its finite
-    elements and the three counts (the rare path: it reads the output a few more times)."""
+    elements (the same signs) and the three counts (the rare path: it reads the output again)."""
     finite = torch.isfinite(flat)
-    total = _signed_sum(torch.where(finite, flat, torch.zeros((), dtype=flat.dtype, device=flat.device)), seed, k)
+    total = _signed_sum(torch.where(finite, flat, 0), seed, k)
     counts = torch.stack([torch.isnan(flat).sum(), torch.isposinf(flat).sum(), torch.isneginf(flat).sum()])
     return [float(total)] + [float(c) for c in counts.tolist()]
 
@@ -139,40 +100,34 @@ def digest(values: list[Any], seed: int) -> list[list[float]]:
             out.append([0.0 if not math.isfinite(x) else x, float(math.isnan(x)), float(x == math.inf), float(x == -math.inf)])
             continue
         flat = _flat(v)
-        if flat.dtype == torch.bool:
-            flat = flat.view(torch.uint8)
-        parts.append((len(out), flat, _signed_sum(flat, seed, k)))
+        parts.append((k, flat, _signed_sum(flat, seed, k)))
         out.append(None)
     if parts:
         sums = torch.stack([s.to(parts[0][2].device) for _, _, s in parts]).tolist()
-        for (i, flat, _), total in zip(parts, sums):
-            out[i] = [total, 0.0, 0.0, 0.0] if math.isfinite(total) else _special(flat, seed, i)
+        for (k, flat, _), total in zip(parts, sums):
+            out[k] = [total, 0.0, 0.0, 0.0] if math.isfinite(total) else _special(flat, seed, k)
     return [o for o in out if o is not None]
 
 
 def bound(values: list[Any], atol: float, rtol: float) -> list[float]:
     """Per output: how far an honest candidate's signed sum may be from the reference's."""
     out: list[float | None] = []
-    parts: list[tuple[int, torch.Tensor, bool]] = []
+    parts: list[tuple[int, torch.Tensor]] = []
     for v in values:
         if not isinstance(v, torch.Tensor):
             out.append(1e-6 * max(1.0, abs(float(v))) if isinstance(v, (int, float)) and math.isfinite(float(v)) else 0.0)
             continue
-        flat = _flat(v)
-        if flat.dtype == torch.bool:
-            flat = flat.view(torch.uint8)
-        exact = not flat.dtype.is_floating_point
-        a = flat.abs().to(_sign_dtype(flat.dtype))
-        a = torch.where(torch.isfinite(a), a, torch.zeros((), dtype=a.dtype, device=a.device))
-        mag = a.sum(dtype=torch.float64)
-        var = torch.zeros((), dtype=torch.float64, device=a.device) if exact else \
-            (a.mul(rtol).add_(atol).square_()).sum(dtype=torch.float64)
-        parts.append((len(out), torch.stack([mag, var]), exact))
+        exact = not (v.dtype.is_floating_point or v.is_complex())
+        a = _flat(v).to(torch.float64).abs()  # float64 before abs and squares: no overflow, no INT_MIN
+        a = torch.where(torch.isfinite(a), a, 0.0)
+        mag = a.sum()
+        var = torch.zeros((), dtype=torch.float64, device=a.device) if exact else (a * rtol + atol).square().sum()
+        parts.append((len(out), torch.stack([mag, var])))
         out.append(None)
     if parts:
-        gathered = torch.stack([p.to(parts[0][1].device) for _, p, _ in parts]).tolist()
-        for (i, _, _), (mag, var) in zip(parts, gathered):
-            # plus float64 rounding of the sums themselves
+        gathered = torch.stack([p.to(parts[0][1].device) for _, p in parts]).tolist()
+        for (i, _), (mag, var) in zip(parts, gathered):
+            # plus float64 rounding of the sums themselves (two sums, a difference)
             out[i] = SIGMAS * math.sqrt(var) + 1e-12 * mag + 1e-9
     return [o for o in out if o is not None]
 

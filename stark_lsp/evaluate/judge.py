@@ -171,6 +171,7 @@ class Judge:
         self._sandbox_probed = False
         self._profiler_next = False  # whether the candidate processes started ahead start the profiler
         self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
+        self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
 
     # ------------------------------------------------------------------
     def hardware(self) -> dict[str, Any]:
@@ -227,11 +228,33 @@ class Judge:
             raise SandboxUnavailable(
                 f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM are not run as root; "
                 f"make the path readable by others (chmod o+rX), run as another user, or pass --unsafe-no-sandbox")
+        self._zygote_args = (paths, policy)
         if reuse:
             return z
         self.close()
         self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=self._arch())
         return self.zygote
+
+    def _take(self, buffer_bytes: int, profiler: bool) -> CandidateLink:
+        """A fresh candidate process; where the zygote cannot give one (it threw its sandbox
+        away: something the last candidate left could not be removed), a new zygote's."""
+        assert self.zygote is not None
+        try:
+            return self.zygote.take(buffer_bytes, profiler)
+        except SandboxError:
+            self.close()
+            return self._zygote_for(*self._zygote_args).take(buffer_bytes, profiler)
+
+    def settle(self) -> None:
+        """After a verdict went out: wait for the zygote to clear away the last candidate and
+        start the next process, so that neither the next evaluation nor another judge on this
+        GPU meets what is left of it; a zygote that cannot is replaced now."""
+        if self.zygote is None:
+            return
+        try:
+            self.zygote.settle()
+        except Exception:  # noqa: BLE001 - never trusted after misbehaving
+            self.close()
 
     # ------------------------------------------------------------------
     def _reference(self, spec: TaskSpec) -> Reference:
@@ -305,15 +328,14 @@ class Judge:
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
         ev.io = TaskIO(inputs=[_value_info(v) for v in inputs0], outputs=[_value_info(v) for v in ref_out0])
         ev.mark("reference outputs")
-        link = zygote.take(out_bytes + (1 << 20), self._profiler_next)
+        link = self._take(out_bytes + (1 << 20), self._profiler_next)
         try:
             self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
             ev.mark("process start")
             reply = self._ask(link, {"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, ev, cancel_fd,
                               "loading the task")
             self._raise_on_error(reply, ev, link, role="reference")
-            proj = self._rng.randrange(1, 2**31)  # the digests' sign seed, for the calibration and the timing
-            cal_e, cal_w = self._calibrate(link, ref_out0, opts, ev, cancel_fd, proj)
+            cal_e, cal_w = self._calibrate(link, ref_out0, opts, ev, cancel_fd)
             ev.mark("calibration")
             load_limit = opts.load_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
             tl = _perf()
@@ -371,7 +393,7 @@ class Judge:
 
             # 4. timing ------------------------------------------------------------------
             timed = self._time(link, ref, opts, param_seed, ref_ms, ev, cancel_fd, role="candidate", atol=atol, rtol=rtol,
-                               overhead_ms=TC.protocol_overhead_ms(cal_e, cal_w, self.is_gpu), proj=proj)
+                               overhead_ms=TC.protocol_overhead_ms(cal_e, cal_w, self.is_gpu))
             cand_t, slow = timed.timing, timed.slow
             hidden = TC.untimed_work(timed.samples, timed.walls, cal_e, cal_w, self.is_gpu)
             if hidden.flag:  # the process's figures are below the judge's clock: report the clock's
@@ -547,7 +569,7 @@ class Judge:
     # ------------------------------------------------------------------
     def _time(self, link: CandidateLink, ref: Reference, opts: EvalOptions, param_seed: int, ref_ms: float | None,
               ev: _Eval, cancel_fd: int | None, role: str, atol: float | None = None,
-              rtol: float | None = None, overhead_ms: float = 0.0, proj: int | None = None) -> _Timed:
+              rtol: float | None = None, overhead_ms: float = 0.0) -> _Timed:
         """Warm up, then time calls one by one, each on fresh inputs, the judge's clock around each.
 
         ``overhead_ms``: this process's own cost per request (its calibration), taken off the
@@ -557,13 +579,15 @@ class Judge:
         seed = self._seeds(opts, 1, 1000)[0]
         t0 = _perf()
         self._ask(link, {"op": "warm", "seed": seed, "calls": 1}, call_limit + 2.0, ev, cancel_fd, "warm-up")
-        one = TC.call_estimate_ms((_perf() - t0) * 1e3, overhead_ms)
+        request = (_perf() - t0) * 1e3  # what a timed request will cost, about
+        one = TC.call_estimate_ms(request, overhead_ms)  # what the call alone costs
         if ref_ms is not None and TC.is_slow(one, ref_ms):
             # one request is one sample: the first call after the trials can meet an idle GPU's low
             # clocks (seen on the H200 cutting a fast candidate to 3 calls); slow only if a second says so
             t0 = _perf()
             self._ask(link, {"op": "warm", "seed": seed, "calls": 1}, call_limit + 2.0, ev, cancel_fd, "warm-up")
-            one = min(one, TC.call_estimate_ms((_perf() - t0) * 1e3, overhead_ms))
+            again = (_perf() - t0) * 1e3
+            request, one = min(request, again), min(one, TC.call_estimate_ms(again, overhead_ms))
         slow = ref_ms is not None and TC.is_slow(one, ref_ms)
         if not slow:
             calls = int(min(50, max(2, opts.warmup_ms / max(one, 1e-3))))
@@ -573,13 +597,13 @@ class Judge:
         if slow:
             n = TC.SLOW_REPS
         elif self.is_gpu:
-            n = TC.reps_for(one, opts.reps, opts.time_budget_s)
+            n = TC.reps_for(request, opts.reps, opts.time_budget_s)  # the budget holds whole requests
         else:
             n = max(1, opts.cpu_reps)
         rep_seeds = self._seeds(opts, n, 5000)
-        # one sign seed for the phase (the calibration's): each process draws its signs once and keeps them
-        proj_seed = proj if proj is not None else self._rng.randrange(1, 2**31)
-        projs = [proj_seed] * n
+        # new digest signs for every call, secret until its request (``digest.py``: signs known
+        # ahead would let a candidate forge the digest of a linear task without its work)
+        projs = [self._rng.randrange(1, 2**31) for _ in range(n)]
         checked: dict[int, tuple[list[list[float]], list[float]]] = {}
         if role == "candidate":  # the reference digests of a few calls, chosen in secret, before any is timed
             for i in self._rng.sample(range(n), min(max(1, opts.verified_reps), n)):
@@ -588,7 +612,7 @@ class Judge:
                 checked[i] = (D.digest(out, projs[i]), bounds)
                 del out
             ev.mark("reference digests")
-        per_call_s = max(one, ref_ms or 0.0) / 1000.0
+        per_call_s = max(request, ref_ms or 0.0) / 1000.0
         rep_limit = max(call_limit, 20 * per_call_s) + 2.0  # one call plus drawing inputs, the flush and the digest
         phase_end = _perf() + n * rep_limit
         samples, walls = [], []
@@ -625,7 +649,7 @@ class Judge:
         return _Timed(timing, samples, walls, slow)
 
     def _calibrate(self, link: CandidateLink, ref_out: list[Any], opts: EvalOptions, ev: _Eval,
-                   cancel_fd: int | None, proj: int) -> tuple[list[float], list[float]]:
+                   cancel_fd: int | None) -> tuple[list[float], list[float]]:
         """This process's own overhead per timed call, measured before candidate code exists in
         it: calls that do nothing, answered with a digest of outputs shaped like the reference's.
         The candidate's calls are compared with these, in the same process (same allocator, same
@@ -636,7 +660,7 @@ class Judge:
         samples, walls = [], []
         for i, seed in enumerate(self._seeds(opts, n, 7000)):
             t0 = _perf()
-            reply = self._ask(link, {"op": "calib", "outputs": shapes, "proj": proj,
+            reply = self._ask(link, {"op": "calib", "outputs": shapes, "proj": self._rng.randrange(1, 2**31),
                                      "seed": seed, "flush": opts.flush_l2}, 30.0, ev, cancel_fd, "calibration")
             w = (_perf() - t0) * 1e3
             if "error" in reply:  # nothing of the candidate's has run yet: the evaluator's own failure
@@ -663,7 +687,7 @@ class Judge:
         note = ""
         roles = ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",)
         for role in roles:
-            link = zygote.take(out_bytes + (1 << 20), profiler=False)
+            link = self._take(out_bytes + (1 << 20), profiler=False)
             try:
                 self._ask(link, None, READY_LIMIT_S, ev, cancel_fd, "start")
                 reply = self._ask(link, {"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
@@ -677,7 +701,8 @@ class Judge:
                 note = f"torch.compile baseline unavailable: {v.result.message}"
             finally:
                 link.close()
-                zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
+                if self.zygote is not None:
+                    self.zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
         r = timed["reference"]
         compiled = timed.get("compiled")
         rt = _RefTiming(r.timing, r.samples, r.walls, compiled=compiled.timing if compiled else None, note=note)

@@ -117,11 +117,16 @@ def main(argv: list[str] | None = None) -> int:
                 with GpuLock(lock_key) if lock_key else nullcontext() as lock:  # one evaluation per GPU, machine-wide
                     send({"started": True, "waited_s": getattr(lock, "waited_s", 0.0)})
                     result = judge.evaluate(job, cancel_fd=args.fd_in)
-                while rx.pending():  # a cancel that came in as the job ended
-                    extra = rx.next()
-                    if extra is None or extra.get("op") == "exit":
-                        send({"result": result.to_dict(), "recycle": True})
-                        return 0
+                    while rx.pending():  # a cancel that came in as the job ended
+                        extra = rx.next()
+                        if extra is None or extra.get("op") == "exit":
+                            send({"result": result.to_dict(), "recycle": True})
+                            return 0
+                    send({"result": result.to_dict(), "recycle": False})
+                    # the verdict is out; the GPU is held until the candidate is gone (cleared away
+                    # by the zygote, its failure to do so replacing it), not by the next evaluation
+                    judge.settle()
+                continue
             except SandboxUnavailable as e:
                 send({"unavailable": str(e)})
                 continue

@@ -55,6 +55,10 @@ PR_CAPBSET_DROP, PR_SET_SECUREBITS = 24, 28
 SECBITS_LOCKED_NOROOT = 0x3F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED (and their locks)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable tmpfs (sticky); other hidden dirs 0755
+# what a candidate may write into each private tmpfs (memory, and files the zygote wipes before the
+# next process: 65536 of them take it about 3 s); /tmp holds the candidate's work directory (its
+# Triton cache, a load_inline build)
+TMPFS_LIMITS = {True: "size=4g,nr_inodes=65536", False: "size=1g,nr_inodes=65536"}
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -194,7 +198,7 @@ def prepare_mounts(layout: Layout) -> None:
     for h in layout.hidden:
         os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
         mode = "1777" if h in SCRATCH else "0755"
-        mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+        mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},{TMPFS_LIMITS[h == '/tmp']}")
     for p in sorted(handles, key=len):
         fd, is_dir = handles[p]
         if under_hidden(p):

@@ -29,11 +29,13 @@ import argparse
 import collections
 import ctypes
 import ctypes.util
+import errno
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -89,25 +91,74 @@ def warm_triton_compiler(device: str, arch: int) -> tuple[int, float]:
     return warm_compile(arch)
 
 
-def wipe(root: str) -> None:
-    """Remove everything under ``root`` except mount points (the read-only binds)."""
+WIPE_DEPTH = 64  # folders deeper than this under a scratch directory: the sandbox is replaced instead
+
+
+class WipeFailed(RuntimeError):
+    """Something a candidate left could not be removed: the sandbox must not be reused."""
+
+
+def scratch_dirs(dirs: list[str], mountinfo: str | None = None) -> list[str]:
+    """The folders of ``dirs`` that are the sandbox's own tmpfs on top (the candidates' scratch
+    space). One that a bind covers (a Python path or a folder the evaluation reads, exposed
+    where a hidden folder was) is the machine's, read-only: never wiped."""
+    if mountinfo is None:
+        try:
+            with open("/proc/self/mountinfo") as f:
+                mountinfo = f.read()
+        except OSError:
+            return list(dirs)
+    top: dict[str, str] = {}
+    for line in mountinfo.splitlines():  # in mount order: the last entry at a path is on top
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) >= 5 and rest:
+            top[parts[4].encode().decode("unicode_escape")] = rest.split()[0]
+    return [d for d in dirs if top.get(d, "tmpfs") == "tmpfs"]
+
+
+def wipe(root: str, depth: int = 0, dev: int | None = None) -> bool:
+    """Remove everything a candidate could have made under ``root`` (its own files and folders,
+    on ``root``'s file system: mount points and what leads to them stay). False when any of
+    that could not be removed (a tree too deep or with names too long to reach, a file that
+    would not go): the caller then throws the whole sandbox away rather than hand what is
+    left to the next candidate."""
+    if depth > WIPE_DEPTH:
+        return False
     try:
+        if dev is None:
+            dev = os.stat(root).st_dev
         entries = list(os.scandir(root))
     except OSError:
-        return
+        return False
+    me, ok = os.getuid(), True
     for e in entries:
         path = e.path
         try:
-            if os.path.ismount(path):
-                continue
-            if e.is_dir(follow_symlinks=False):
-                os.chmod(path, 0o700)
-                wipe(path)
-                os.rmdir(path)
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            ok = False
+            continue
+        if st.st_dev != dev:
+            continue  # a mount point: a bind of the machine's, not the candidate's
+        mine = st.st_uid == me
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                if mine:
+                    os.chmod(path, 0o700)
+                ok = wipe(path, depth + 1, dev) and ok
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass  # it leads to a mount point, or is not ours (made by the sandbox's setup)
             else:
                 os.unlink(path)
-        except OSError:
-            pass  # a directory holding a mount point, or not ours
+        except OSError as ex:
+            if mine and ex.errno not in (errno.ENOENT, errno.EROFS):
+                ok = False  # the candidate's own, and it stays
+    return ok
 
 
 class Zygote:
@@ -116,7 +167,7 @@ class Zygote:
         self.device = device
         self.arch = arch
         self.sandboxed = sandboxed and os.getpid() == 1
-        self.wipe_dirs = wipe_dirs
+        self.wipe_dirs = scratch_dirs(wipe_dirs) if self.sandboxed else wipe_dirs
         self.children: set[int] = set()
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
@@ -137,6 +188,17 @@ class Zygote:
         compiled, seconds = warm_triton_compiler(self.device, self.arch)
         self.send({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "pid1": os.getpid() == 1,
                    "warm_files": len(self.warm), "warm_kernels": compiled, "warm_s": round(seconds, 3)})
+        try:
+            return self.serve()
+        except WipeFailed as e:  # this sandbox is spent: the judge starts a new one
+            sys.stderr.write(f"zygote: {e}; exiting\n")
+            try:
+                self.send({"error": str(e)})
+            except OSError:
+                pass
+            return 3
+
+    def serve(self) -> int:
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(self.ctrl, 1 << 16, 8)
@@ -244,8 +306,8 @@ class Zygote:
             self.children.discard(pid)
         self.children.clear()
         if self.sandboxed:
-            for d in self.wipe_dirs:
-                wipe(d)
+            if not all([wipe(d) for d in self.wipe_dirs]):
+                raise WipeFailed("what the last candidate left in its scratch folders could not all be removed")
             if shutil.which("ipcrm"):
                 subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         for d in self.private_dirs:

@@ -12,6 +12,11 @@ if hasattr(builtins, "STARK_LEFTOVER") or hasattr(torch, "STARK_LEFTOVER") or "s
 for d in ("/tmp", os.environ.get("HOME", "/tmp"), os.environ.get("TMPDIR", "/tmp"), "/dev/shm", "/var/tmp"):
     if os.path.exists(os.path.join(d, "stark_leftover")):
         left.append(d)
+for d in ("/tmp", "/var/tmp"):
+    for top, dirs, files in os.walk(d):
+        if "stark_leftover_deep" in files or "stark_leftover_locked" in files or "locked" in dirs:
+            left.append(f"a tree under {d}")
+            break
 others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())] if os.getpid() < 100 else []
 if others:
     left.append(f"processes {others}")

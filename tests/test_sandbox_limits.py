@@ -1,0 +1,74 @@
+"""What a candidate can leave behind is bounded: its private tmpfs has a size and a file count, and
+what the zygote's wipe cannot remove (a tree too deep) makes it throw the sandbox away, never hand
+it on to the next candidate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from stark_lsp.evaluate import sandbox
+from stark_lsp.evaluate.zygote import wipe
+
+
+def test_a_tree_is_wiped_even_where_a_candidate_locked_its_folders(tmp_path):
+    root = tmp_path / "scratch"
+    root.mkdir()
+    d = root
+    for _ in range(40):
+        d = d / "d"
+        d.mkdir()
+    (d / "leaf").write_text("x")
+    (root / "file").write_text("y")
+    ro = root / "ro"
+    ro.mkdir()
+    (ro / "inner").write_text("z")
+    ro.chmod(0o000)  # the wipe makes folders usable before it empties them
+    assert wipe(str(root)) is True
+    assert root.exists() and list(root.iterdir()) == []
+
+
+def test_the_sandboxs_tmp_has_a_size_and_a_file_count():
+    sb = sandbox.probe()
+    if not sb.available or sb.backend != "unshare":
+        pytest.skip(f"limits are set by the unshare backend: {sb.describe()}")
+    inner = ("import os, json; v = os.statvfs('/tmp'); h = os.statvfs('/var/tmp');"
+             "print(json.dumps([v.f_files, v.f_blocks * v.f_frsize, h.f_files, h.f_blocks * h.f_frsize]))")
+    out = subprocess.run(sb.wrap([sys.executable, "-c", inner], sandbox.make_layout()), capture_output=True,
+                         text=True, env=sandbox.scrubbed_env(), timeout=120)
+    assert out.returncode == 0, out.stderr[-1000:]
+    files, size, vfiles, vsize = json.loads(out.stdout.strip().splitlines()[-1])
+    assert files <= 65536 and size <= 4 << 30, (files, size)
+    assert vfiles <= 65536 and vsize <= 1 << 30, (vfiles, vsize)
+    assert os.statvfs("/tmp").f_files != files or size == 4 << 30  # inside, not the host's /tmp
+
+
+def test_what_cannot_be_removed_fails_the_wipe(tmp_path):
+    root = tmp_path / "scratch"
+    d = root
+    for _ in range(70):  # deeper than the wipe goes: the sandbox is replaced instead
+        d = d / "d"
+    d.mkdir(parents=True)
+    (d / "hidden").write_text("left for the next candidate")
+    assert wipe(str(root)) is False
+    shallow = tmp_path / "shallow"
+    (shallow / "a" / "b").mkdir(parents=True)
+    (shallow / "a" / "b" / "f").write_text("x")
+    assert wipe(str(shallow)) is True and list(shallow.iterdir()) == []
+
+
+def test_a_hidden_folder_that_a_bind_covers_is_not_wiped():
+    from stark_lsp.evaluate.zygote import scratch_dirs
+
+    info = "\n".join([
+        "46 45 254:0 / / ro,relatime - ext4 /dev/vda rw",
+        "79 46 0:43 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw,size=4194304k",
+        "80 46 0:44 / /var/tmp rw,nosuid,nodev - tmpfs tmpfs rw",
+        "84 79 254:0 /tmp /tmp ro,relatime - ext4 /dev/vda rw",  # the machine's /tmp, exposed on top
+        "85 80 254:0 /srv/x /var/tmp/x ro,relatime - ext4 /dev/vda rw",  # a bind inside: fine
+    ])
+    assert scratch_dirs(["/tmp", "/var/tmp", "/dev/shm"], info) == ["/var/tmp", "/dev/shm"]
