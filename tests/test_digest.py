@@ -40,9 +40,9 @@ def test_malformed_digests_are_refused():
         assert D.agrees(bad, want, bounds)
 
 
-def _flips(seed, n):
+def _flips(seed, n, dtype=torch.float32):
     g = D._generator(seed, 0, torch.device("cpu"))
-    return torch.randint(0, 2, (n,), generator=g, dtype=torch.uint8)
+    return torch.empty(n, dtype=dtype).bernoulli_(0.5, generator=g)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
@@ -52,7 +52,8 @@ def test_the_signed_sum_is_exact_in_float64_for_every_dtype(dtype):
     x = torch.randn(5000, generator=g) * 100
     x = torch.complex(x, -x) if dtype.is_complex else x.to(dtype)
     flat = torch.view_as_real(x).reshape(-1) if dtype.is_complex else x.reshape(-1)
-    signs = 1.0 - 2.0 * _flips(11, flat.numel()).double()
+    work = D._flat(x).dtype
+    signs = 1.0 - 2.0 * _flips(11, flat.numel(), torch.float32 if work != torch.float64 else torch.float64).double()
     exact = float((flat.to(torch.float64) * signs).sum())
     got = D.digest([x], 11)[0]
     assert got[1:] == [0.0, 0.0, 0.0] and abs(got[0] - exact) <= 1e-12 * float(flat.double().abs().sum()) + 1e-9
@@ -74,6 +75,12 @@ def test_every_call_gets_new_signs():
     # input (tests/data/attacks/forge_digest_linear.py): no two seeds give the same signs
     a, b = _flips(1, 4096), _flips(2, 4096)
     assert not torch.equal(a, b) and 1500 < int(a.sum()) < 2600
+
+
+def test_the_largest_halves_do_not_overflow():
+    x = torch.full((64,), 65504.0, dtype=torch.float16)
+    d = D.digest([x], 3)[0]
+    assert d[1:] == [0.0, 0.0, 0.0] and math.isfinite(d[0])
 
 
 def test_the_bound_holds_for_extreme_values():

