@@ -104,3 +104,15 @@ def test_a_nan_among_finite_values_is_counted_and_left_out_of_the_sum():
     masked = x.clone()
     masked[17] = masked[400] = 0.0
     assert d[0] == D.digest([masked], 2)[0][0]
+
+
+def test_digests_reuse_their_buffers():
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(8))
+    first = D.digest([x], 1)
+    bufs = D._WORK.items[(str(x.device), torch.float32, 4096)]
+    ptrs = [b.data_ptr() for b in bufs]
+    assert D.digest([x], 2) != first  # new signs ...
+    assert [b.data_ptr() for b in D._WORK.items[(str(x.device), torch.float32, 4096)]] == ptrs  # ... same memory
+    for n in range(1, 8):  # a few sizes at most are kept
+        D.digest([torch.zeros(n)], 1)
+    assert len(D._WORK.items) <= D._Workspace.KEEP

@@ -64,6 +64,33 @@ def _generator(seed: int, k: int, device: torch.device) -> torch.Generator:
     return g
 
 
+class _Workspace:
+    """Buffers a process reuses for its digests, by (device, dtype, size): a digest allocates
+    nothing of an output's size, so the caching allocator's blocks stay as the timed call left
+    them (a call that had to get its output's memory anew would be timed with it)."""
+
+    KEEP = 4  # sizes kept, and at most KEEP_BYTES in all (but the newest)
+    KEEP_BYTES = 1 << 30
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, torch.dtype, int], list[torch.Tensor]] = {}
+
+    def get(self, n: int, dtype: torch.dtype, device: torch.device, count: int) -> list[torch.Tensor]:
+        key = (str(device), dtype, n)
+        bufs = self.items.pop(key, [])
+        bufs += [torch.empty(n, dtype=dtype, device=device) for _ in range(count - len(bufs))]
+        self.items[key] = bufs  # most recently used last
+        while len(self.items) > 1 and (len(self.items) > self.KEEP or self._bytes() > self.KEEP_BYTES):
+            self.items.pop(next(iter(self.items)))
+        return bufs
+
+    def _bytes(self) -> int:
+        return sum(b.numel() * b.element_size() for bufs in self.items.values() for b in bufs)
+
+
+_WORK = _Workspace()
+
+
 def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
     """sum(sign_i * x_i) in float64, as a 0-d tensor (no synchronization); the signs are
     drawn from ``(seed, k)`` step by step, in order, so every process gets the same ones."""
@@ -71,11 +98,14 @@ def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
     acc = torch.zeros((), dtype=torch.float64, device=flat.device)
     for start in range(0, flat.numel(), CHUNK):
         x = flat[start:start + CHUNK]
-        if x.dtype in (torch.float16, torch.bfloat16):
-            x = x.float()  # -2x of a half near its largest value would overflow
-        flip = torch.empty(x.numel(), dtype=x.dtype, device=x.device).bernoulli_(0.5, generator=g)
+        half = x.dtype in (torch.float16, torch.bfloat16)
+        dtype = torch.float32 if half else x.dtype
+        bufs = _WORK.get(x.numel(), dtype, x.device, 3 if half else 2)
+        if half:
+            x = bufs[2].copy_(x)  # -2x of a half near its largest value would overflow
+        flip = bufs[0].bernoulli_(0.5, generator=g)
         # x - 2 x flip: exactly -x or x (products by 0, 1 and -2 and that sum are exact)
-        acc += torch.addcmul(x, x, flip, value=-2.0).sum(dtype=torch.float64)
+        acc += torch.addcmul(x, x, flip, value=-2.0, out=bufs[1]).sum(dtype=torch.float64)
     return acc
 
 
