@@ -72,3 +72,11 @@ def test_a_hidden_folder_that_a_bind_covers_is_not_wiped():
         "85 80 254:0 /srv/x /var/tmp/x ro,relatime - ext4 /dev/vda rw",  # a bind inside: fine
     ])
     assert scratch_dirs(["/tmp", "/var/tmp", "/dev/shm"], info) == ["/var/tmp", "/dev/shm"]
+
+
+def test_a_python_path_that_is_a_hidden_folder_is_not_brought_back(monkeypatch):
+    home = os.path.realpath(os.path.expanduser("~"))
+    monkeypatch.setattr(sys, "path", [*sys.path, home, "/tmp"])
+    layout = sandbox.make_layout()
+    assert home in layout.hidden and "/tmp" in layout.hidden
+    assert home not in layout.expose and "/tmp" not in layout.expose

@@ -213,7 +213,9 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     nodes are needed, so none are made and nothing about them keeps uid 0.
     """
     hidden = hidden_dirs()
-    needed = [*python_paths(), *(os.path.realpath(p) for p in expose)]
+    # a Python path that is a hidden folder itself (PYTHONPATH=$HOME, a script run from /tmp) would
+    # bring the whole folder back: Python needs its own installation, not the user's home
+    needed = [*(p for p in python_paths() if p not in hidden), *(os.path.realpath(p) for p in expose)]
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
