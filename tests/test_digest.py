@@ -116,3 +116,16 @@ def test_digests_reuse_their_buffers():
     for n in range(1, 8):  # a few sizes at most are kept
         D.digest([torch.zeros(n)], 1)
     assert len(D._WORK.items) <= D._Workspace.KEEP
+
+
+def test_the_largest_finite_values_fail_closed():
+    # 3e38 * -2 overflowed float32 in an earlier flip (x - 2 x flip): the reference's digest
+    # became NaN, and any digest "agreed" with it
+    x = torch.tensor([3e38, -3e38, 2e38, 1.0] * 4, dtype=torch.float32)
+    want, b = D.digest([x], 4), D.bound([x], 1e-5, 1e-5)
+    assert all(math.isfinite(v) for v in want[0]) and math.isfinite(b[0])
+    assert D.agrees(D.digest([x], 4), want, b) == ""
+    assert D.agrees([[0.0, 0.0, 0.0, 0.0]], want, b)  # a forged zero does not pass
+    assert D.agrees([[0.0, 0.0, 0.0, 0.0]], [[float("nan"), 0.0, 0.0, 0.0]], [1.0])  # nor against a NaN
+    huge = torch.full((4,), 1e200, dtype=torch.float64)
+    assert math.isfinite(D.bound([huge], 1e-5, 1e-5)[0])

@@ -80,3 +80,30 @@ def test_a_python_path_that_is_a_hidden_folder_is_not_brought_back(monkeypatch):
     layout = sandbox.make_layout()
     assert home in layout.hidden and "/tmp" in layout.hidden
     assert home not in layout.expose and "/tmp" not in layout.expose
+
+
+def test_a_scratch_folder_the_candidate_owns_is_put_back_as_it_was(tmp_path):
+    # in a user namespace the candidate is the owner of its scratch folders: a mode or a default
+    # ACL it sets there would shut out the next process
+    import socket
+    import stat
+
+    from stark_lsp.evaluate.zygote import Zygote
+
+    d = tmp_path / "scratch"
+    d.mkdir(mode=0o1777)
+    d.chmod(0o1777)
+    a, b = socket.socketpair()
+    z = Zygote(a, "cpu", sandboxed=False, wipe_dirs=[str(d)])
+    d.chmod(0o000)
+    try:
+        os.setxattr(d, "user.stark_test", b"x")
+        xattr = True
+    except OSError:  # a file system without user attributes
+        xattr = False
+    z._restore_roots()
+    assert stat.S_IMODE(d.stat().st_mode) == 0o1777
+    if xattr:
+        assert os.listxattr(d) == []
+    a.close()
+    b.close()

@@ -238,12 +238,12 @@ class Judge:
     def _take(self, buffer_bytes: int, profiler: bool) -> CandidateLink:
         """A fresh candidate process; where the zygote cannot give one (it threw its sandbox
         away: something the last candidate left could not be removed), a new zygote's."""
-        assert self.zygote is not None
-        try:
-            return self.zygote.take(buffer_bytes, profiler)
-        except SandboxError:
-            self.close()
-            return self._zygote_for(*self._zygote_args).take(buffer_bytes, profiler)
+        if self.zygote is not None and self.zygote.alive():
+            try:
+                return self.zygote.take(buffer_bytes, profiler)
+            except SandboxError:
+                self.close()
+        return self._zygote_for(*self._zygote_args).take(buffer_bytes, profiler)
 
     def settle(self) -> None:
         """After a verdict went out: wait for the zygote to clear away the last candidate and
@@ -253,8 +253,12 @@ class Judge:
             return
         try:
             self.zygote.settle()
-        except Exception:  # noqa: BLE001 - never trusted after misbehaving
+        except Exception:  # noqa: BLE001 - never trusted after misbehaving: a new one now, not on the next clock
             self.close()
+            try:
+                self._zygote_for(*self._zygote_args).prepare_next(self._profiler_next)
+            except Exception:  # noqa: BLE001 - the next evaluation tries again, and says why
+                self.close()
 
     # ------------------------------------------------------------------
     def _reference(self, spec: TaskSpec) -> Reference:
@@ -616,6 +620,7 @@ class Judge:
         rep_limit = max(call_limit, 20 * per_call_s) + 2.0  # one call plus drawing inputs, the flush and the digest
         phase_end = _perf() + n * rep_limit
         samples, walls = [], []
+        claimed: dict[int, Any] = {}  # the digests of the checked calls, as the process sent them
         steps: dict[str, list[float]] = {k: [] for k in REP_STEPS}
         for i in range(n):
             t0 = _perf()  # the judge's clock: drawing the inputs, the flush, the call, the syncs, the digest
@@ -629,21 +634,23 @@ class Judge:
                 ev.cheats.append(Cheat("channel", str(err)))
                 raise _Verdict(ev.result(Status.CHEAT, f"timed call {i + 1}: {err}", cheats=ev.cheats,
                                          output=link.output_tail())) from None
-            if i in checked:
-                why = D.agrees(reply.get("digest"), *checked[i])
-                if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
-                    raise _Verdict(ev.result(
-                        Status.INCORRECT, f"on the inputs of timed call {i + 1} (seed {rep_seeds[i]}): {why}",
-                        output=link.output_tail()))
-                if why:
-                    ev.cheats.append(Cheat("wrong_while_timed", f"timed call {i + 1}: {why}"))
-                    raise _Verdict(ev.result(
-                        Status.CHEAT, f"a timed call's output was wrong (results cached, or work skipped while timed): "
-                                      f"call {i + 1}, {why}", cheats=ev.cheats, output=link.output_tail()))
+            if i in checked:  # compared after the loop: no call is answered sooner or later for being checked
+                claimed[i] = reply.get("digest")
             samples.append(e)
             walls.append(w)
             for k, v in rep_steps(reply).items():
                 steps[k].append(v)
+        for i in sorted(claimed):
+            why = D.agrees(claimed[i], *checked[i])
+            if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
+                raise _Verdict(ev.result(
+                    Status.INCORRECT, f"on the inputs of timed call {i + 1} (seed {rep_seeds[i]}): {why}",
+                    output=link.output_tail()))
+            if why:
+                ev.cheats.append(Cheat("wrong_while_timed", f"timed call {i + 1}: {why}"))
+                raise _Verdict(ev.result(
+                    Status.CHEAT, f"a timed call's output was wrong (results cached, or work skipped while timed): "
+                                  f"call {i + 1}, {why}", cheats=ev.cheats, output=link.output_tail()))
         timing = summarize(samples, walls)
         timing.steps_ms = {k: round(statistics.median(v), 4) for k, v in steps.items() if v}
         return _Timed(timing, samples, walls, slow)
@@ -701,8 +708,11 @@ class Judge:
                 note = f"torch.compile baseline unavailable: {v.result.message}"
             finally:
                 link.close()
-                if self.zygote is not None:
-                    self.zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
+                try:
+                    if self.zygote is not None:
+                        self.zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
+                except (SandboxError, OSError):  # the next take starts a new zygote
+                    self.close()
         r = timed["reference"]
         compiled = timed.get("compiled")
         rt = _RefTiming(r.timing, r.samples, r.walls, compiled=compiled.timing if compiled else None, note=note)

@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 if pending is None or pending.get("op") == "exit":
                     break
+            sent = False  # one answer per job, whatever fails after it went out
             try:
                 with GpuLock(lock_key) if lock_key else nullcontext() as lock:  # one evaluation per GPU, machine-wide
                     send({"started": True, "waited_s": getattr(lock, "waited_s", 0.0)})
@@ -123,14 +124,18 @@ def main(argv: list[str] | None = None) -> int:
                             send({"result": result.to_dict(), "recycle": True})
                             return 0
                     send({"result": result.to_dict(), "recycle": False})
+                    sent = True
                     # the verdict is out; the GPU is held until the candidate is gone (cleared away
                     # by the zygote, its failure to do so replacing it), not by the next evaluation
                     judge.settle()
                 continue
             except SandboxUnavailable as e:
-                send({"unavailable": str(e)})
+                if not sent:
+                    send({"unavailable": str(e)})
                 continue
             except Exception as e:  # a bug in the evaluator itself: report, and start afresh
+                if sent:
+                    break
                 result = EvalResult(Status.RUNTIME_ERROR, f"evaluator error: {type(e).__name__}: {e}")
                 result.output = traceback.format_exc()[-4000:]
                 recycle = True

@@ -92,6 +92,8 @@ def apply_limits(max_file_bytes: int = 8 << 30, max_open_files: int = 4096, max_
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _lower(resource.RLIMIT_FSIZE, max_file_bytes)
     _lower(resource.RLIMIT_NOFILE, max_open_files)
+    if hasattr(resource, "RLIMIT_MSGQUEUE"):  # a POSIX message queue would outlive the process: none
+        _lower(resource.RLIMIT_MSGQUEUE, 0)
     if max_address_bytes:  # only without CUDA: the driver reserves huge address ranges
         _lower(resource.RLIMIT_AS, max_address_bytes)
 
@@ -344,18 +346,22 @@ class Sandbox:
         raise RuntimeError(f"no sandbox: {self.reason}")
 
 
+TMPFS_BYTES = {True: 4 << 30, False: 1 << 30}  # /tmp, and every other hidden folder (sandbox_init's limits)
+
+
 def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
     """bubblewrap's rendering of a layout (user namespace; no uid switch: used by non-root callers)."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--as-pid-1", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for dev in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(dev), str(dev)]
-    for d in layout.hidden:
-        args += ["--tmpfs", d]
+    for d in layout.hidden:  # sized like sandbox_init's (bwrap has no file-count limit)
+        args += ["--size", str(TMPFS_BYTES[d == "/tmp"]), "--tmpfs", d]
     for p in layout.expose:
         args += ["--ro-bind", p, p]
     for p in layout.writable:
         args += ["--bind", p, p]
+    args += ["--remount-ro", "/dev"]  # the candidate is uid 0 of its namespace here: /dev must not be its
     # sandbox_init sees bwrap's mounts already made: an empty layout keeps it from mounting again
     return args + ["--chdir", layout.cwd, "--setenv", "STARK_SANDBOX_PREPARED", "bwrap"]
 

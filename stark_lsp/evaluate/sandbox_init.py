@@ -58,7 +58,7 @@ SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable tmpfs (sticky); oth
 # what a candidate may write into each private tmpfs (memory, and files the zygote wipes before the
 # next process: 65536 of them take it about 3 s); /tmp holds the candidate's work directory (its
 # Triton cache, a load_inline build)
-TMPFS_LIMITS = {True: "size=4g,nr_inodes=65536", False: "size=1g,nr_inodes=65536"}
+TMPFS_LIMITS = {True: "size=4g,nr_inodes=65536", False: "size=1g,nr_inodes=65536"}  # as sandbox.TMPFS_BYTES
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -207,6 +207,9 @@ def prepare_mounts(layout: Layout) -> None:
         ro = MS_RDONLY if p not in layout.writable else 0
         mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
         os.close(fd)
+    # the sandbox's own /dev, read-only once made (its device nodes still open for writing): in a
+    # user namespace the candidate is its owner, and a node or link it changed would meet the next
+    mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags("/dev"))
 
 
 def in_user_namespace() -> bool:

@@ -168,6 +168,7 @@ class Zygote:
         self.arch = arch
         self.sandboxed = sandboxed and os.getpid() == 1
         self.wipe_dirs = scratch_dirs(wipe_dirs) if self.sandboxed else wipe_dirs
+        self.root_modes = {d: stat.S_IMODE(os.stat(d).st_mode) for d in self.wipe_dirs if os.path.isdir(d)}
         self.children: set[int] = set()
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
@@ -308,11 +309,29 @@ class Zygote:
         if self.sandboxed:
             if not all([wipe(d) for d in self.wipe_dirs]):
                 raise WipeFailed("what the last candidate left in its scratch folders could not all be removed")
+            self._restore_roots()
             if shutil.which("ipcrm"):
                 subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         for d in self.private_dirs:
             shutil.rmtree(d, ignore_errors=True)
         self.private_dirs.clear()
+
+    def _restore_roots(self) -> None:
+        """The scratch folders themselves as the sandbox made them: where candidates own them (a
+        user namespace makes them uid 0 of it), their mode and any extended attribute or ACL
+        they set (a default ACL that shuts out the next process) are put back or removed."""
+        me = os.getuid()
+        for d, mode in self.root_modes.items():
+            try:
+                st = os.stat(d)
+                if st.st_uid != me:
+                    continue  # the sandbox's setup owns it (root): no candidate could change it
+                if stat.S_IMODE(st.st_mode) != mode:
+                    os.chmod(d, mode)
+                for name in os.listxattr(d):
+                    os.removexattr(d, name)
+            except OSError as e:
+                raise WipeFailed(f"{d} could not be put back as it was ({e.strerror or e})") from None
 
     def _children_alive(self) -> bool:
         for pid in list(self.children):
