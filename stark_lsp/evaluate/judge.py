@@ -158,6 +158,9 @@ class Judge:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.is_gpu = self.device.type == "cuda"
+        # the least a call may take: on the CPU, Triton's interpreter runs a kernel hundreds of times
+        # slower than eager PyTorch (a fused level-2 model was cut at 2 s in CI on a busy 2-core machine)
+        self._floor_s = 2.0 if self.is_gpu else TC.CPU_FLOOR_S
         self.env = dict(env or {})
         self.session_seed = secrets.randbits(31)  # model parameters: unknown to any candidate source
         self._rng = random.SystemRandom()
@@ -326,7 +329,7 @@ class Judge:
                   zygote: SandboxedZygote, cand_file: Path, source: str, job: dict[str, Any], ev: _Eval,
                   cancel_fd: int | None) -> EvalResult:
         ref_ms = ref_t.timing.median_ms
-        call_limit = TC.phase_limit_s(ref_ms, 1)
+        call_limit = TC.phase_limit_s(ref_ms, 1, self._floor_s)
         seeds = self._seeds(opts, max(1, opts.trials), 0)
         inputs0, ref_out0 = self._reference_outputs(ref, seeds[0], param_seed)
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
@@ -579,7 +582,7 @@ class Judge:
         ``overhead_ms``: this process's own cost per request (its calibration), taken off the
         judge's clock around the first warm-up call to tell a slow candidate (cut after a few
         calls) from a fast one whose request is mostly drawing inputs and the round trip."""
-        call_limit = TC.phase_limit_s(ref_ms, 1) if ref_ms else opts.load_timeout_s
+        call_limit = TC.phase_limit_s(ref_ms, 1, self._floor_s) if ref_ms else opts.load_timeout_s
         seed = self._seeds(opts, 1, 1000)[0]
         t0 = _perf()
         self._ask(link, {"op": "warm", "seed": seed, "calls": 1}, call_limit + 2.0, ev, cancel_fd, "warm-up")
@@ -595,7 +598,7 @@ class Judge:
         slow = ref_ms is not None and TC.is_slow(one, ref_ms)
         if not slow:
             calls = int(min(50, max(2, opts.warmup_ms / max(one, 1e-3))))
-            limit = (TC.phase_limit_s(ref_ms, calls) if ref_ms else opts.load_timeout_s) + 2.0
+            limit = (TC.phase_limit_s(ref_ms, calls, self._floor_s) if ref_ms else opts.load_timeout_s) + 2.0
             self._ask(link, {"op": "warm", "seed": seed, "calls": calls}, limit, ev, cancel_fd, "warm-up")
         ev.mark("warm-up")
         if slow:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 SLOW_FACTOR = 10.0  # a candidate slower than this many times the reference is cut short
 SLOW_REPS = 3
+CPU_FLOOR_S = 10.0  # the least time one call gets on the CPU (Triton's interpreter); 2 s on a GPU
 CPU_MARGIN_MS = 25.0  # a stall on a busy 2-core machine was seen at 35 ms in one call
 
 
