@@ -265,16 +265,12 @@ class SandboxedZygote:
         return link
 
     def _spawn(self, profiler: bool = False) -> CandidateLink:
-        self._settle()
         return self._finish_spawn(self._request_spawn(profiler))
 
     def settle(self) -> None:
         """Collect the process asked for ahead (``prepare_next``): the zygote's cleanup of the
-        last one is done when this returns. Raises ``SandboxError`` when it could not."""
-        self._settle()
-
-    def _settle(self) -> None:
-        """Read the answer to a spawn asked for ahead (answers come in order: before any other)."""
+        last one is done when this returns; raises ``SandboxError`` when it could not. Answers
+        come in order, so every other request on the control socket settles first."""
         pending, self._pending = self._pending, None
         if pending is not None:
             self._next = self._finish_spawn(pending)
@@ -282,7 +278,7 @@ class SandboxedZygote:
     def take(self, buffer_bytes: int, profiler: bool = False) -> CandidateLink:
         """A fresh candidate process whose buffer holds ``buffer_bytes`` (the one started
         ahead when there is one; ``profiler``: start the profiler in a new one)."""
-        self._settle()
+        self.settle()
         link = self._next
         self._next = None
         # a process that started the profiler is never handed to a role that did not ask for one
@@ -307,7 +303,7 @@ class SandboxedZygote:
         ``triton_launchers.valid_signatures``) for the candidate processes it starts next."""
         new = [list(s) for s in signatures if s not in self._launchers]
         if new:
-            self._settle()
+            self.settle()
             if self._next is not None:  # the zygote kills every process before it builds
                 self._next.close()
                 self._next = None
@@ -317,7 +313,7 @@ class SandboxedZygote:
     def how_it_ended(self, link: "CandidateLink") -> str:
         """" (SIGSEGV)", " (exit code 3)", or "" when the zygote cannot tell."""
         try:
-            self._settle()
+            self.settle()
             socket.send_fds(self.ctrl, [json.dumps({"op": "wait", "pid": link.pid}).encode()], [])
             msg = self._recv(10.0)
         except (OSError, SandboxError, ValueError):
@@ -329,7 +325,7 @@ class SandboxedZygote:
         return ""
 
     def kill_all(self) -> None:
-        self._settle()
+        self.settle()
         if self._next is not None:
             self._next.close()
             self._next = None

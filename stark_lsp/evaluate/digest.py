@@ -16,10 +16,10 @@ used in the judge and in the candidate process alike.
 
 Cost, since it is on every timed call's clock: each call draws one random
 sign per element (from the call's seed), multiplies (exact, no overflow) and
-sums in float64 over the elements as they are,
-gathered with one device synchronization (16M floats: 0.27 ms on an H200;
-the buffers are reused, so a digest allocates nothing of an output's size). Only an output whose sum is not
-finite (it holds a NaN or an infinity) pays for the counts.
+sums in float64 over the elements as they are, gathered with one device
+synchronization (16M floats: 0.27 ms on an H200). The buffers are reused, so
+a digest allocates nothing of an output's size. Only an output whose sum is
+not finite (it holds a NaN or an infinity) pays for the counts.
 
 The signs are new for every call, and secret until the call's request
 arrives. A sign vector known ahead would let a candidate forge the digest of
@@ -37,7 +37,7 @@ import torch
 
 from stark_lsp.evaluate.channel import finite_number
 
-CHUNK = 1 << 26  # elements per step (a step's flip bytes and masked copy are transient)
+CHUNK = 1 << 26  # elements per step: the size of the largest buffers a digest keeps
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
 

@@ -306,11 +306,11 @@ class Judge:
         param_seed = self.session_seed if opts.seed is None else opts.seed
         paths = [str(p) for p in job.get("expose", [])]
         try:
-            zygote = self._zygote_for(paths, job.get("sandbox", "auto"))
+            self._zygote_for(paths, job.get("sandbox", "auto"))
             ev.mark("sandbox")
-            ref_t = self._time_reference(spec, ref, opts, param_seed, zygote, cancel_fd)
+            ref_t = self._time_reference(spec, ref, opts, param_seed, cancel_fd)
             ev.mark("reference timing")
-            return self._evaluate(spec, opts, ref, ref_t, param_seed, zygote, cand_file, source, job, ev, cancel_fd)
+            return self._evaluate(spec, opts, ref, ref_t, param_seed, cand_file, source, job, ev, cancel_fd)
         except _Verdict as v:
             return v.result
         except Cancelled:
@@ -326,7 +326,7 @@ class Judge:
                     self.close()
 
     def _evaluate(self, spec: TaskSpec, opts: EvalOptions, ref: Reference, ref_t: _RefTiming, param_seed: int,
-                  zygote: SandboxedZygote, cand_file: Path, source: str, job: dict[str, Any], ev: _Eval,
+                  cand_file: Path, source: str, job: dict[str, Any], ev: _Eval,
                   cancel_fd: int | None) -> EvalResult:
         ref_ms = ref_t.timing.median_ms
         call_limit = TC.phase_limit_s(ref_ms, 1, self._floor_s)
@@ -682,7 +682,7 @@ class Judge:
         return samples, walls
 
     def _time_reference(self, spec: TaskSpec, ref: Reference, opts: EvalOptions, param_seed: int,
-                        zygote: SandboxedZygote, cancel_fd: int | None) -> _RefTiming:
+                        cancel_fd: int | None) -> _RefTiming:
         """The reference (and torch.compile of it), timed in their own fresh processes by the
         same protocol as candidates; once per task and settings."""
         key = (spec.task_id(), param_seed, opts.reps, opts.cpu_reps, opts.flush_l2, opts.compile_baseline,

@@ -346,7 +346,10 @@ class Sandbox:
         raise RuntimeError(f"no sandbox: {self.reason}")
 
 
-TMPFS_BYTES = {True: 4 << 30, False: 1 << 30}  # /tmp, and every other hidden folder (sandbox_init's limits)
+# what a candidate may write into each private tmpfs: memory, and files the zygote wipes before the
+# next process (65536 take it about 3 s); /tmp holds its work directory (Triton cache, a load_inline build)
+TMPFS_BYTES = {True: 4 << 30, False: 1 << 30}  # /tmp, and every other hidden folder
+TMPFS_FILES = 65536  # (sandbox_init's tmpfs; bwrap sets the size only)
 
 
 def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
@@ -355,7 +358,7 @@ def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for dev in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(dev), str(dev)]
-    for d in layout.hidden:  # sized like sandbox_init's (bwrap has no file-count limit)
+    for d in layout.hidden:
         args += ["--size", str(TMPFS_BYTES[d == "/tmp"]), "--tmpfs", d]
     for p in layout.expose:
         args += ["--ro-bind", p, p]

@@ -40,7 +40,7 @@ import stat
 import sys
 from pathlib import Path
 
-from stark_lsp.evaluate.sandbox import Layout
+from stark_lsp.evaluate.sandbox import TMPFS_BYTES, TMPFS_FILES, Layout
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
@@ -55,10 +55,6 @@ PR_CAPBSET_DROP, PR_SET_SECUREBITS = 24, 28
 SECBITS_LOCKED_NOROOT = 0x3F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED (and their locks)
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable tmpfs (sticky); other hidden dirs 0755
-# what a candidate may write into each private tmpfs (memory, and files the zygote wipes before the
-# next process: 65536 of them take it about 3 s); /tmp holds the candidate's work directory (its
-# Triton cache, a load_inline build)
-TMPFS_LIMITS = {True: "size=4g,nr_inodes=65536", False: "size=1g,nr_inodes=65536"}  # as sandbox.TMPFS_BYTES
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -198,7 +194,8 @@ def prepare_mounts(layout: Layout) -> None:
     for h in layout.hidden:
         os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
         mode = "1777" if h in SCRATCH else "0755"
-        mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},{TMPFS_LIMITS[h == '/tmp']}")
+        limits = f"size={TMPFS_BYTES[h == '/tmp']},nr_inodes={TMPFS_FILES}"
+        mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},{limits}")
     for p in sorted(handles, key=len):
         fd, is_dir = handles[p]
         if under_hidden(p):
