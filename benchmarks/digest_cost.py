@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from stark_lsp.evaluate import digest as D  # noqa: E402
+from stark_lsp.evaluate.wire import digest as D  # noqa: E402
 
 
 def median_ms(fn, reps: int, sync) -> float:

@@ -7,7 +7,7 @@ imports torch and Triton but never touches CUDA. This measures what the
 candidate process pays on its first call of a new Triton kernel: CUDA's
 start, Triton's compile (the kernel, its launcher), the launch. "cold": the
 zygote only imported Triton; "warm": it also compiled the trusted kernels of
-``stark_lsp/evaluate/triton_warm.py`` for the GPU's architecture first (what
+``stark_lsp/evaluate/sandbox/triton_warm.py`` for the GPU's architecture first (what
 the evaluator's zygote does). Each child gets its own empty Triton cache and
 a kernel source no process has compiled before. Prints one line per child.
 """
@@ -100,7 +100,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         for label in ("cold", "warm"):
             if label == "warm":
-                from stark_lsp.evaluate.triton_warm import warm_compile
+                from stark_lsp.evaluate.sandbox.triton_warm import warm_compile
 
                 done, secs = warm_compile(args.arch)
                 print(f"zygote warm-up: {done} kernels compiled for sm_{args.arch} in {secs:.2f} s", flush=True)

@@ -8,6 +8,8 @@ made safe to store, encode and print.
   characters (except newline and tab) are shown as ``\\x1b``-style escapes, so an
   answer cannot move the cursor, recolour the screen or retitle the window.
 * ``cap``: the head of a long text, with a note of how much was cut.
+* ``clean_text``: printable text from anything a candidate process sent (the
+  tail: errors come last); ``first_line``: its first non-blank line.
 
 Pure: no imports beyond the standard library.
 """
@@ -15,6 +17,7 @@ Pure: no imports beyond the standard library.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,3 +51,22 @@ def cap(text: str, limit_bytes: int, what: str = "text") -> str:
     head = data[:limit_bytes].decode("utf-8", "ignore")
     cut = len(data) - len(head.encode("utf-8"))
     return f"{head}\n[... {cut} more bytes of this {what} were cut: it is stored up to {limit_bytes // 1024} KiB]"
+
+
+_CONTROL_OR_ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def clean_text(value: Any, limit: int = 4000) -> str:
+    """Printable text from anything a candidate sent: no control or escape sequences, no
+    lone surrogates, at most ``limit`` characters (the end is kept: errors come last)."""
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
+    text = _CONTROL_OR_ESCAPE.sub("", text.replace("\r\n", "\n"))
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def first_line(s: str) -> str:
+    for ln in s.splitlines():
+        if ln.strip():
+            return ln.strip()[:500]
+    return ""

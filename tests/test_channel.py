@@ -2,8 +2,8 @@
 
 import pytest
 
-from stark_lsp.evaluate.channel import ALIGN, ChannelError, check_output_headers, checked_number
-from stark_lsp.evaluate.digest import agrees
+from stark_lsp.evaluate.wire.channel import ALIGN, ChannelError, check_output_headers, checked_number
+from stark_lsp.evaluate.wire.digest import agrees
 
 HUGE = int("1" + "0" * 400)  # parses as JSON, overflows math.isfinite
 

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from stark_lsp.evaluate import digest as D  # noqa: E402
+from stark_lsp.evaluate.wire import digest as D  # noqa: E402
 
 
 def test_an_honest_output_within_tolerance_agrees_and_a_stale_one_does_not():

@@ -17,7 +17,7 @@ import pytest
 from stark_lsp.evaluate.evaluator import Evaluator, EvaluatorUnavailable
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
-from stark_lsp.evaluate.sandbox import probe
+from stark_lsp.evaluate.sandbox.policy import probe
 from stark_lsp.tasks.spec import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +229,7 @@ def test_12_cancel_stops_an_evaluation_in_flight(ev):
 
 def test_a_required_sandbox_that_cannot_be_made_refuses(tmp_path, monkeypatch):
     monkeypatch.setenv("STARK_SANDBOX", "none")
-    from stark_lsp.evaluate import sandbox
+    from stark_lsp.evaluate.sandbox import policy as sandbox
 
     sandbox.probe.cache_clear()
     try:

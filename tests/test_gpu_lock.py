@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.evaluate.gpu_lock import GpuLock, lock_path
+from stark_lsp.evaluate.judge.gpu_lock import GpuLock, lock_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 HOLD = r"""
 import json, sys, time
-from stark_lsp.evaluate.gpu_lock import GpuLock
+from stark_lsp.evaluate.judge.gpu_lock import GpuLock
 with GpuLock(sys.argv[1]):
     t0 = time.time()
     print("held", flush=True)
@@ -100,7 +100,7 @@ def test_the_time_limit_runs_from_when_the_worker_holds_the_gpu(lock_env, monkey
 def test_the_lock_name_comes_from_the_gpu_uuid_else_a_fallback():
     from types import SimpleNamespace
 
-    from stark_lsp.evaluate.gpu_lock import gpu_key
+    from stark_lsp.evaluate.judge.gpu_lock import gpu_key
 
     def fake_torch(props):
         def get(device):
@@ -116,7 +116,7 @@ def test_the_lock_name_comes_from_the_gpu_uuid_else_a_fallback():
 
 
 def test_a_lock_file_that_cannot_be_written_still_locks_and_none_at_all_does_not_fail(lock_env, monkeypatch):
-    import stark_lsp.evaluate.gpu_lock as gl
+    import stark_lsp.evaluate.judge.gpu_lock as gl
 
     lock_path("GPU-ro").parent.mkdir(parents=True, exist_ok=True)
     lock_path("GPU-ro").touch()

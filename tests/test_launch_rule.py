@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from stark_lsp.evaluate.guards import missing_launches  # noqa: E402
+from stark_lsp.evaluate.judge.launch_rule import missing_launches  # noqa: E402
 
 DISPATCH = """
 if inner == 1:
@@ -54,7 +54,7 @@ def test_a_kernel_reached_but_not_launched_is_a_failed_launch_even_when_another_
 
 
 def test_kernel_names_behind_launch_bounds_and_other_attributes():
-    from stark_lsp.evaluate.guards import custom_kernel_names
+    from stark_lsp.evaluate.judge.launch_rule import custom_kernel_names
 
     src = """
 __global__ void __launch_bounds__(256) add(const float* x) {}

@@ -2,8 +2,8 @@
 
 import mmap
 
-from stark_lsp.evaluate import pinned
-from stark_lsp.evaluate.channel import create_buffer, map_buffer
+from stark_lsp.evaluate.wire import pinned
+from stark_lsp.evaluate.wire.channel import create_buffer, map_buffer
 
 
 def test_the_buffer_is_whole_pages_and_pinning_without_cuda_leaves_it_usable():

@@ -303,7 +303,7 @@ def test_the_gpu_check_says_what_is_missing(tmp_path, monkeypatch, capsys):
 
 
 def test_ncu_runs_in_the_evaluators_sandbox(tmp_path):
-    from stark_lsp.evaluate.sandbox import probe
+    from stark_lsp.evaluate.sandbox.policy import probe
 
     task = load_task(ROOT / "samples/triton/softmax.py")
     cmd = ["/usr/local/cuda/bin/ncu", "--csv", "python3", "-m", "stark_lsp.profile.run_once", "job.json"]

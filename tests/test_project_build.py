@@ -18,7 +18,7 @@ from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.evaluator import Evaluator
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import Status
-from stark_lsp.evaluate.sandbox import probe
+from stark_lsp.evaluate.sandbox.policy import probe
 from stark_lsp.tasks.spec import load_task
 
 ROOT = Path(__file__).resolve().parents[1]

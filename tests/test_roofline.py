@@ -2,7 +2,7 @@
 import torch
 
 from stark_lsp.evaluate.result import EvalResult, Floor, Runtime, Status, Timing
-from stark_lsp.evaluate.roofline import count_flops, main_dtype, tensor_bytes
+from stark_lsp.evaluate.judge.roofline import count_flops, main_dtype, tensor_bytes
 
 
 def test_flops_of_a_matrix_product_are_counted():

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.evaluate import sandbox
-from stark_lsp.evaluate.sandbox import NOBODY, Layout, Sandbox, make_layout
-from stark_lsp.evaluate.sandbox_init import private_nodes
+from stark_lsp.evaluate.sandbox import policy as sandbox
+from stark_lsp.evaluate.sandbox.policy import NOBODY, Layout, Sandbox, make_layout
+from stark_lsp.evaluate.sandbox.init import private_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mknod, mount namespaces)")
@@ -104,7 +104,7 @@ FAKE_MACHINE = textwrap.dedent("""
     with open("/mnt/root-only", "w") as f:
         f.write("secret")
     os.chmod("/mnt/root-only", 0o600)
-    from stark_lsp.evaluate import sandbox
+    from stark_lsp.evaluate.sandbox import policy as sandbox
     sb = sandbox.probe()
     layout = sandbox.make_layout()
     inner = sys.argv[1]
@@ -142,7 +142,7 @@ def test_probe_is_cached_and_can_be_cleared():
 
 @as_root
 def test_a_sandbox_that_would_keep_root_refuses_llm_candidates_but_runs_the_users_own(monkeypatch):
-    from stark_lsp.evaluate import judge as J
+    from stark_lsp.evaluate.judge import judge as J
 
     if not sandbox.probe().available:
         pytest.skip(f"no sandbox here: {sandbox.probe().reason}")

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from stark_lsp.evaluate import sandbox
-from stark_lsp.evaluate.zygote import wipe
+from stark_lsp.evaluate.sandbox import policy as sandbox
+from stark_lsp.evaluate.sandbox.zygote import wipe
 
 
 def test_a_tree_is_wiped_even_where_a_candidate_locked_its_folders(tmp_path):
@@ -62,7 +62,7 @@ def test_what_cannot_be_removed_fails_the_wipe(tmp_path):
 
 
 def test_a_hidden_folder_that_a_bind_covers_is_not_wiped():
-    from stark_lsp.evaluate.zygote import scratch_dirs
+    from stark_lsp.evaluate.sandbox.zygote import scratch_dirs
 
     info = "\n".join([
         "46 45 254:0 / / ro,relatime - ext4 /dev/vda rw",
@@ -88,7 +88,7 @@ def test_a_scratch_folder_the_candidate_owns_is_put_back_as_it_was(tmp_path):
     import socket
     import stat
 
-    from stark_lsp.evaluate.zygote import Zygote
+    from stark_lsp.evaluate.sandbox.zygote import Zygote
 
     d = tmp_path / "scratch"
     d.mkdir(mode=0o1777)

@@ -92,7 +92,7 @@ def test_one_cpu_call_gives_no_verdict():
 
 
 def test_step_times_are_a_claim_kept_only_when_well_formed():
-    from stark_lsp.evaluate.judge import rep_steps
+    from stark_lsp.evaluate.judge.judge import rep_steps
 
     assert rep_steps({"steps": {"draw": 0.2, "flush": 0.05, "call": 0.15, "digest": 0.1}}) == {
         "draw": 0.2, "flush": 0.05, "call": 0.15, "digest": 0.1}

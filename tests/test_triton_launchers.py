@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.evaluate import triton_launchers as TL
-from stark_lsp.evaluate import zygote as Z
+from stark_lsp.evaluate.sandbox import triton_launchers as TL
+from stark_lsp.evaluate.sandbox import zygote as Z
 
 
 def test_only_signatures_of_known_type_names_pass():
@@ -111,8 +111,8 @@ def test_only_the_stub_libraries_the_build_made_are_kept(fake_driver, tmp_path):
 def test_the_zygote_kills_the_last_candidate_before_it_builds_stubs():
     """A candidate's leftover process must not be alive while the zygote builds in the scratch
     folders it shares with candidates: the ``launchers`` request starts with the clean-up."""
-    from stark_lsp.evaluate.candidate_link import SandboxedZygote
-    from stark_lsp.evaluate.sandbox import Layout
+    from stark_lsp.evaluate.judge.link import SandboxedZygote
+    from stark_lsp.evaluate.sandbox.policy import Layout
 
     z = SandboxedZygote(None, Layout(hidden=()), "cpu", {})
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp.cluster.env import drop_secrets
-from stark_lsp.evaluate.sandbox import scrubbed_env
+from stark_lsp.evaluate.sandbox.policy import scrubbed_env
 
 
 def task_payload(task: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Mapping, MutableMapping
 
-from stark_lsp.evaluate.sandbox import _SECRET  # one definition of "secret-looking"
+from stark_lsp.evaluate.sandbox.policy import _SECRET  # one definition of "secret-looking"
 
 FORWARD_EXACT = ("STARK_SMALL",)
 FORWARD_PREFIX = ("STARK_EVAL_",)

@@ -161,7 +161,7 @@ class RayEvaluator:
         builder = self._cuda_builder()
         if builder is None:
             return None
-        from stark_lsp.evaluate.sandbox import SandboxRefused
+        from stark_lsp.evaluate.sandbox.policy import SandboxRefused
 
         try:
             art = builder.build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
@@ -185,7 +185,7 @@ class RayEvaluator:
                     except EvaluatorUnavailable:
                         hw = {}
                     cap = str(hw.get("capability", "9.0")) if hw.get("is_gpu") else "9.0"
-                    from stark_lsp.evaluate.sandbox import probe
+                    from stark_lsp.evaluate.sandbox.policy import probe
 
                     sb = probe() if self.sandbox != "off" else None  # nvcc reads candidate source: sandboxed
                     self._builder = CudaBuilder(self.cache_dir or default_cache_dir(), arch="sm_" + cap.replace(".", ""),

@@ -70,7 +70,7 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     """One evaluator, or with --gpus a list of them, one per GPU."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    from stark_lsp.evaluate.sandbox import policy
+    from stark_lsp.evaluate.sandbox.policy import policy
 
     sandbox = policy(args.llm, getattr(args, "unsafe_no_sandbox", False))
     gpus = parse_gpus(getattr(args, "gpus", None))

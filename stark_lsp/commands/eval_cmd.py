@@ -119,7 +119,7 @@ def compile_only(ev: Any, task: Any, source: str, opts: Any, shown: str) -> Any:
 
     if task.kind == "cuda":
         from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
-        from stark_lsp.evaluate.sandbox import SandboxRefused
+        from stark_lsp.evaluate.sandbox.policy import SandboxRefused
 
         try:
             art = ev.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)

@@ -80,7 +80,7 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
 
 
 def sandbox_policy(args: argparse.Namespace) -> str:
-    from stark_lsp.evaluate.sandbox import policy
+    from stark_lsp.evaluate.sandbox.policy import policy
 
     return policy(getattr(args, "llm", "builtin"), getattr(args, "unsafe_no_sandbox", False))
 

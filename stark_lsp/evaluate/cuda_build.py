@@ -53,7 +53,7 @@ from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
 from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
-from stark_lsp.evaluate.sandbox import Sandbox, SandboxRefused, make_layout
+from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
 
 SOURCE_NAME = "kernel.cu"
 SHIM = """
@@ -459,7 +459,7 @@ def _header_lines(diags: list[Diagnostic], log: str, roots: list[str]) -> list[D
 
 
 def _compiler_env() -> dict[str, str]:
-    from stark_lsp.evaluate.sandbox import scrubbed_env
+    from stark_lsp.evaluate.sandbox.policy import scrubbed_env
 
     env = scrubbed_env()
     env.pop("HOME", None)  # nothing of the user's home, even by name

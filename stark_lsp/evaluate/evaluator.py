@@ -33,7 +33,7 @@ from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
-from stark_lsp.evaluate.sandbox import Sandbox, SandboxRefused, probe
+from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, probe
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")

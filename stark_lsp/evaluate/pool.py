@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.evaluate.sandbox import SandboxRefused, scrubbed_env
+from stark_lsp.evaluate.sandbox.policy import SandboxRefused, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
 
@@ -271,7 +271,7 @@ class WorkerPool:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("HOME", str(self.workdir))
         env["TMPDIR"] = str(self.workdir)
-        cmd = [sys.executable, "-m", "stark_lsp.evaluate.judge_process", "--fd-in", str(p2c_r), "--fd-out", str(c2p_w),
+        cmd = [sys.executable, "-m", "stark_lsp.evaluate.judge.process", "--fd-in", str(p2c_r), "--fd-out", str(c2p_w),
                "--device", self.device, "--log", str(log)]
         if self.memory_fraction:
             cmd += ["--memory-fraction", str(self.memory_fraction)]

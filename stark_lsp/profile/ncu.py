@@ -410,7 +410,7 @@ class NcuProfiler:
         """ncu and the candidate it runs, inside the evaluator's sandbox (candidate code is hostile
         here too). ncu reads the GPU's counters, which a process without capabilities may be
         refused where the driver restricts profiling to admins: the report then says so."""
-        from stark_lsp.evaluate.sandbox import make_layout, probe
+        from stark_lsp.evaluate.sandbox.policy import make_layout, probe
 
         if self.sandbox == "off":
             return cmd
@@ -432,7 +432,7 @@ class NcuProfiler:
                                         drop_privileges=self.sandbox == "required"))
 
     def _env(self, work: Path) -> dict[str, str]:
-        from stark_lsp.evaluate.sandbox import scrubbed_env
+        from stark_lsp.evaluate.sandbox.policy import scrubbed_env
 
         extra = {"TRITON_CACHE_DIR": str(work / "triton"), "HOME": str(work), **self.env}
         env = scrubbed_env(extra)

@@ -5,7 +5,7 @@
 JOB: ``{"task": TaskSpec dict, "candidate_file": path, "library": path or
 null (CUDA: built by the caller), "calls": 3, "seed": 0, "device": "auto"}``.
 The task's harness gives the reference's inputs and how to call the candidate,
-exactly as in the evaluator (``stark_lsp.evaluate.loading``). No checks, no
+exactly as in the evaluator (``stark_lsp.evaluate.candidate.load``). No checks, no
 timing: the evaluator has judged this candidate already.
 
 Stdout is left to the profiler (ncu prints its CSV there): whatever the
@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, load_candidate, load_reference
+        from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
+        from stark_lsp.evaluate.harness import HarnessError, load_reference
         from stark_lsp.tasks.spec import TaskSpec
     except Exception as e:  # noqa: BLE001 - a broken environment is a reason, not a crash
         return _fail(f"cannot import torch / stark_lsp: {type(e).__name__}: {e}")
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"{type(e).__name__}: {e}")
     from contextlib import nullcontext
 
-    from stark_lsp.evaluate.gpu_lock import GpuLock, gpu_key
+    from stark_lsp.evaluate.judge.gpu_lock import GpuLock, gpu_key
 
     try:
         # ncu's replays must not overlap another process's timing on this GPU (gpu_lock.py)

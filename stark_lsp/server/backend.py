@@ -73,7 +73,7 @@ class Backend:
             from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
             try:
-                from stark_lsp.evaluate.sandbox import policy
+                from stark_lsp.evaluate.sandbox.policy import policy
 
                 return cluster_evaluator(settings.cluster, device=settings.device, cpu_actors=settings.workers,
                                          sandbox=policy(settings.llm))
@@ -83,7 +83,7 @@ class Backend:
             from stark_lsp.evaluate.evaluator import Evaluator
         except ImportError as e:
             raise BackendUnavailable(f"the evaluator cannot be imported: {e}") from e
-        from stark_lsp.evaluate.sandbox import policy
+        from stark_lsp.evaluate.sandbox.policy import policy
 
         return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm))
 

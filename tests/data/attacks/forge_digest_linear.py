@@ -9,8 +9,8 @@ import sys
 import torch
 import torch.nn as nn
 
-cp = sys.modules["stark_lsp.evaluate.candidate_process"]
-D = sys.modules["stark_lsp.evaluate.digest"]
+cp = sys.modules["stark_lsp.evaluate.candidate.process"]
+D = sys.modules["stark_lsp.evaluate.wire.digest"]
 state = {"timed": False, "x": None, "model": None, "made": {}}
 real_digest, real_rep = cp.digest, cp.CandidateProcess.op_rep
 

@@ -5,7 +5,7 @@ import time
 
 import torch.nn as nn
 
-CP = sys.modules["stark_lsp.evaluate.candidate_process"].CandidateProcess
+CP = sys.modules["stark_lsp.evaluate.candidate.process"].CandidateProcess
 _draw, _done = CP.draw, {}
 
 

@@ -1,6 +1,6 @@
 """The judge process: long-lived, warm, trusted; started by ``pool.py``.
 
-    python -m stark_lsp.evaluate.judge_process --fd-in N --fd-out M --device D --log FILE
+    python -m stark_lsp.evaluate.judge.process --fd-in N --fd-out M --device D --log FILE
 
 It imports torch and creates its CUDA context once, starts the sandbox's
 zygote, and then judges one evaluation at a time (``judge.py``). It never
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-fraction", type=float, default=0.0)
     args = ap.parse_args(argv)
 
-    from stark_lsp.evaluate.sandbox import apply_limits
+    from stark_lsp.evaluate.sandbox.limits import apply_limits
 
     apply_limits()
     _redirect_output(args.log)
@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from stark_lsp.evaluate.gpu_lock import GpuLock, gpu_key
-        from stark_lsp.evaluate.judge import Judge, SandboxUnavailable
+        from stark_lsp.evaluate.judge.gpu_lock import GpuLock, gpu_key
+        from stark_lsp.evaluate.judge.judge import Judge, SandboxUnavailable
         from stark_lsp.evaluate.result import EvalResult, Status
 
         judge = Judge(args.device, env={k: v for k, v in os.environ.items()})

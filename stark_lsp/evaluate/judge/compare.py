@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stark_lsp.evaluate.harness import as_outputs
+
 DEFAULT_TOLERANCE = {
     "float64": 1e-7,
     "float32": 1e-4,
@@ -29,13 +31,6 @@ class Comparison:
     message: str
     atol: float | None
     rtol: float | None
-
-
-def as_outputs(value: Any) -> list[Any]:
-    """A model may return a tensor, a tuple/list of tensors, or numbers."""
-    if isinstance(value, (tuple, list)):
-        return list(value)
-    return [value]
 
 
 def tolerance_for(dtype: Any, atol: float | None, rtol: float | None) -> tuple[float, float]:
@@ -116,20 +111,3 @@ def _same_scalar(r: Any, c: Any) -> bool:
 
 def _dt(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
-
-
-def same_tensors(before: list[Any], after: list[Any]) -> int | None:
-    """Index of the first input that changed, bit for bit, or None."""
-    import torch
-
-    for i, (b, a) in enumerate(zip(before, after)):
-        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            if b.shape != a.shape or b.dtype != a.dtype:
-                return i
-            if b.dtype.is_floating_point:
-                eq = (b == a) | (torch.isnan(b) & torch.isnan(a))
-                if not bool(eq.all()):
-                    return i
-            elif not torch.equal(b, a):
-                return i
-    return None

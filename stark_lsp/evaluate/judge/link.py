@@ -26,10 +26,10 @@ import time
 from collections import deque
 from typing import Any
 
-from stark_lsp.evaluate.candidate_errors import clean_text
-from stark_lsp.evaluate.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
-from stark_lsp.evaluate.pinned import pin, unpin
-from stark_lsp.evaluate.sandbox import Layout, Sandbox, scrubbed_env
+from stark_lsp.safe_text import clean_text
+from stark_lsp.evaluate.wire.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
+from stark_lsp.evaluate.wire.pinned import pin, unpin
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
 OUTPUT_KEEP = 64 << 10
@@ -191,7 +191,7 @@ class SandboxedZygote:
         self._launchers: set[tuple[str, ...]] = set()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctrl = parent
-        argv = [sys.executable, "-m", "stark_lsp.evaluate.zygote", "--fd", str(child.fileno()), "--device", device,
+        argv = [sys.executable, "-m", "stark_lsp.evaluate.sandbox.zygote", "--fd", str(child.fileno()), "--device", device,
                 "--arch", str(arch)]
         if sandbox is not None:
             argv += ["--sandboxed", "--wipe", *layout.hidden]

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from stark_lsp.evaluate.channel import finite_number
+from stark_lsp.evaluate.wire.channel import finite_number
 
 CHUNK = 1 << 26  # elements per step: the size of the largest buffers a digest keeps
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)

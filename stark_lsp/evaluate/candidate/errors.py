@@ -12,30 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp.evaluate.diagnostics import find_kernel_line, locate_snippet, parse_compiler_output, traceback_diagnostics
-from stark_lsp.evaluate.guards import custom_kernel_names
+from stark_lsp.evaluate.judge.launch_rule import custom_kernel_names
+from stark_lsp.safe_text import first_line
 from stark_lsp.evaluate.result import Diagnostic
 
 STICKY_CUDA = ("illegal memory access", "misaligned address", "unspecified launch failure", "device-side assert",
                "illegal instruction", "an illegal", "CUDA error: unknown error", "launch timed out")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def clean_text(value: Any, limit: int = 4000) -> str:
-    """Printable text from anything a candidate sent: no control or escape sequences, no
-    lone surrogates, at most ``limit`` characters (the end is kept: errors come last)."""
-    text = value if isinstance(value, str) else ("" if value is None else str(value))
-    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
-    text = _CONTROL.sub("", text.replace("\r\n", "\n"))
-    return text if len(text) <= limit else "...\n" + text[-limit:]
-
-
-def first_line(s: str) -> str:
-    for ln in s.splitlines():
-        if ln.strip():
-            return ln.strip()[:500]
-    return ""
-
-
 def is_triton_compile_error(e: BaseException) -> bool:
     return type(e).__module__.startswith("triton.compiler") or type(e).__name__ in ("CompilationError", "CompileTimeAssertionFailure")
 

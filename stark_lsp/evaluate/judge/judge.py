@@ -39,12 +39,12 @@ from typing import Any
 
 import torch
 
-from stark_lsp.evaluate import digest as D
+from stark_lsp.evaluate.wire import digest as D
 from stark_lsp.evaluate import timing_check as TC
 from stark_lsp.speedups import ratio_text, speedup_text
-from stark_lsp.evaluate.candidate_errors import clean_text, first_line
-from stark_lsp.evaluate.candidate_link import CandidateLink, SandboxedZygote, SandboxError
-from stark_lsp.evaluate.channel import (
+from stark_lsp.safe_text import clean_text, first_line
+from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
+from stark_lsp.evaluate.wire.channel import (
     ChannelError,
     Deadline,
     Interrupted,
@@ -54,10 +54,10 @@ from stark_lsp.evaluate.channel import (
     checked_number,
     finite_number,
 )
-from stark_lsp.evaluate.compare import as_outputs, compare_outputs, tolerance_for
-from stark_lsp.evaluate.guards import (custom_kernel_names, launched_kernel_names, missing_launches, source_flags,
+from stark_lsp.evaluate.judge.compare import as_outputs, compare_outputs, tolerance_for
+from stark_lsp.evaluate.judge.launch_rule import (custom_kernel_names, launched_kernel_names, missing_launches, source_flags,
                                        triton_kernel_names)
-from stark_lsp.evaluate.loading import HarnessError, Reference, clone_inputs, load_reference
+from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (
     Cheat,
@@ -75,10 +75,10 @@ from stark_lsp.evaluate.result import (
     ValueInfo,
     build_dataclass,
 )
-from stark_lsp.evaluate.roofline import Ceilings, task_floor
-from stark_lsp.evaluate.sandbox import Layout, Sandbox, make_layout, probe
+from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, make_layout, probe
 from stark_lsp.evaluate.timing import L2Flusher, summarize
-from stark_lsp.evaluate.triton_launchers import valid_signatures
+from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter

@@ -1,6 +1,6 @@
 """The first program inside a new sandbox: make its mounts, drop privileges, exec.
 
-    unshare --mount --pid --net ... -- python -m stark_lsp.evaluate.sandbox_init LAYOUT_JSON -- CMD...
+    unshare --mount --pid --net ... -- python -m stark_lsp.evaluate.sandbox.init LAYOUT_JSON -- CMD...
 
 Started by ``unshare`` (or ``bwrap``) in fresh namespaces (see ``sandbox.py``).
 Trusted and small: it never imports torch or candidate code. In order:
@@ -40,7 +40,7 @@ import stat
 import sys
 from pathlib import Path
 
-from stark_lsp.evaluate.sandbox import TMPFS_BYTES, TMPFS_FILES, Layout
+from stark_lsp.evaluate.sandbox.policy import TMPFS_BYTES, TMPFS_FILES, Layout
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384

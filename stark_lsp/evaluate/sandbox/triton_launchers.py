@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.evaluate.triton_cache import scratch_cache
+from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
 
 MAX_NEW = 4  # signatures one evaluation may add
 MAX_KEPT = 64  # signatures the zygote keeps stubs for

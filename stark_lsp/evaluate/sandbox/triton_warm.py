@@ -21,7 +21,7 @@ import time
 import triton
 import triton.language as tl
 
-from stark_lsp.evaluate.triton_cache import scratch_cache
+from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
 
 
 @triton.jit

@@ -1,6 +1,6 @@
 """The zygote: a warm process inside the sandbox that forks one fresh candidate process per request.
 
-    python -m stark_lsp.evaluate.zygote --fd N --device cuda|cpu [--arch 90] [--sandboxed] [--wipe DIR ...]
+    python -m stark_lsp.evaluate.sandbox.zygote --fd N --device cuda|cpu [--arch 90] [--sandboxed] [--wipe DIR ...]
 
 Started by the judge (through ``sandbox.py``), it imports torch and Triton
 once but never touches CUDA (a process that has initialised CUDA must not
@@ -42,9 +42,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from stark_lsp.evaluate.triton_cache import scratch_cache
-from stark_lsp.evaluate.triton_launchers import MAX_KEPT, valid_signatures
-from stark_lsp.evaluate.triton_launchers import build as build_launchers
+from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
+from stark_lsp.evaluate.sandbox.triton_launchers import MAX_KEPT, valid_signatures
+from stark_lsp.evaluate.sandbox.triton_launchers import build as build_launchers
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 RUN_DIR = "/tmp/stark-run"  # inside the sandbox: each candidate's private work directory
@@ -84,7 +84,7 @@ def warm_triton_compiler(device: str, arch: int) -> tuple[int, float]:
     if device == "cpu" or arch <= 0 or os.environ.get("TRITON_INTERPRET") == "1":
         return 0, 0.0
     try:
-        from stark_lsp.evaluate.triton_warm import warm_compile
+        from stark_lsp.evaluate.sandbox.triton_warm import warm_compile
     except Exception as e:  # noqa: BLE001 - no Triton: nothing to warm
         sys.stderr.write(f"zygote: no Triton warm-up ({type(e).__name__}: {e})\n")
         return 0, 0.0
@@ -180,7 +180,7 @@ class Zygote:
     def run(self) -> int:
         import torch  # noqa: F401  (the slow imports, once; no CUDA)
 
-        from stark_lsp.evaluate import candidate_process  # noqa: F401
+        from stark_lsp.evaluate.candidate import process  # noqa: F401
         try:
             import triton  # noqa: F401
         except ImportError:
@@ -355,7 +355,7 @@ class Zygote:
             code = 1
             try:
                 self._become_candidate(workdir, (sock_fd, buffer_fd, output_fd))
-                from stark_lsp.evaluate.candidate_process import child_main
+                from stark_lsp.evaluate.candidate.process import child_main
 
                 code = child_main(sock_fd, buffer_fd, output_fd, self.device, warm_profiler=profiler)
             except BaseException:  # noqa: BLE001 - never return into the zygote's loop
@@ -391,7 +391,7 @@ class Zygote:
                           XDG_CACHE_HOME=os.path.join(dirs["home"], ".cache"))
         tempfile.tempdir = None
         os.chdir(workdir)
-        from stark_lsp.evaluate.sandbox import apply_limits
+        from stark_lsp.evaluate.sandbox.limits import apply_limits
 
         apply_limits()
 

@@ -41,14 +41,16 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate import timing as T
-from stark_lsp.evaluate.candidate_errors import call_failure, error_reply, first_line, load_diagnostics
-from stark_lsp.evaluate.channel import Channel, PeerClosed, aligned, map_buffer
-from stark_lsp.evaluate.compare import as_outputs, same_tensors
-from stark_lsp.evaluate.digest import digest
-from stark_lsp.evaluate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names
-from stark_lsp.evaluate.loading import CandidateLoadError, HarnessError, clone_inputs, load_candidate, load_reference
-from stark_lsp.evaluate.pinned import pin
-from stark_lsp.evaluate.triton_launchers import log_signatures
+from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_diagnostics
+from stark_lsp.safe_text import first_line
+from stark_lsp.evaluate.wire.channel import Channel, PeerClosed, aligned, map_buffer
+
+from stark_lsp.evaluate.wire.digest import digest
+from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
+from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
+from stark_lsp.evaluate.harness import HarnessError, as_outputs, clone_inputs, load_reference
+from stark_lsp.evaluate.wire.pinned import pin
+from stark_lsp.evaluate.sandbox.triton_launchers import log_signatures
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter

@@ -1,0 +1,132 @@
+"""The launch rule the judge applies: which kernels a candidate's source defines and launches,
+and whether they ran.
+
+``missing_launches`` says which kernels were reached but never launched, or
+whether none of the kernels the source launches ran, matching exact names (a
+kernel called ``elementwise`` is not PyTorch's ``vectorized_elementwise_kernel``).
+``source_flags`` names constructs a reviewer should look at. Pure text: no torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from stark_lsp.evaluate.diagnostics import demangle
+
+
+_TRITON_KERNEL = re.compile(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\(")
+
+
+_CUDA_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec",
+                    "__align__", "alignas", "__grid_constant__", "decltype"}
+_TOKEN = re.compile(r"\s*(\w+|\(|[^\w\s(])")
+
+
+def _cuda_kernel_name(source: str, at: int) -> str | None:
+    """The name of the ``__global__`` function whose qualifiers start at ``at``: the first
+    identifier followed by ``(`` that is not an attribute (``__launch_bounds__(256)``)."""
+    i, prev = at, None
+    for _ in range(64):
+        m = _TOKEN.match(source, i)
+        if not m:
+            return None
+        tok, i = m.group(1), m.end()
+        if tok == "(":
+            if prev is None or prev in _CUDA_ATTRIBUTES:  # skip the attribute's balanced arguments
+                depth = 1
+                while depth and i < len(source):
+                    depth += {"(": 1, ")": -1}.get(source[i], 0)
+                    i += 1
+                prev = None
+                continue
+            return prev if prev != "void" else None  # ``__global__ void (*p)(int)``: a pointer, no kernel
+        if tok in (";", "{", "}", "="):
+            return None
+        prev = tok if re.fullmatch(r"[A-Za-z_]\w*", tok) else None
+    return None
+
+
+def custom_kernel_names(source: str) -> list[str]:
+    """Kernels a candidate defines: ``__global__`` functions (also inside Python strings) and ``@triton.jit`` functions."""
+    names = [n for m in re.finditer(r"\b__global__\b", source) if (n := _cuda_kernel_name(source, m.end()))]
+    names += [m.group(1) for m in _TRITON_KERNEL.finditer(source)]
+    return list(dict.fromkeys(names))
+
+
+def triton_kernel_names(source: str) -> list[str]:
+    """The ``@triton.jit`` functions a candidate defines (Triton's launch counter sees them)."""
+    return list(dict.fromkeys(m.group(1) for m in _TRITON_KERNEL.finditer(source)))
+
+
+def kernel_base_name(name: str) -> str:
+    """The bare function name of a kernel as a profiler or Triton reports it.
+
+    ``void ns::softmax<256>(float const*, float*, int)`` -> ``softmax``;
+    ``_Z3addPKfPfi`` -> ``add``; ``my_kernel`` -> ``my_kernel``.
+    """
+    n = name.strip()
+    if n.startswith("_Z"):
+        return demangle(n)
+    depth, cut = 0, len(n)
+    for i, ch in enumerate(n):  # the parameter list: the first '(' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    n = n[:cut]
+    out, depth = [], 0
+    for ch in n:  # drop template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    n = "".join(out).strip().split()[-1] if "".join(out).strip() else ""
+    return n.rsplit("::", 1)[-1].lstrip("*&")
+
+
+def launched_kernel_names(raw: list[str]) -> set[str]:
+    return {kernel_base_name(r) for r in raw if r}
+
+
+def launch_sites(source: str, kernels: list[str]) -> list[str]:
+    """Kernels the source launches by name: ``k[grid](...)`` (Triton) or ``k<<<...>>>`` (CUDA)."""
+    return [k for k in kernels if re.search(r"\b" + re.escape(k) + r"\s*(\[|<<<)", source)]
+
+
+def missing_launches(source: str, defined: list[str], ran: set[str], reached: set[str] = frozenset()) -> list[str]:
+    """The candidate's kernels that should have run and did not (exact names).
+
+    Every kernel whose launch the forward path reached (``kernel[grid]``
+    evaluated) must have launched: reached but not launched is a launch that
+    failed behind a fallback. And at least one kernel the source launches by
+    name (any defined one, where it launches none by name: an indirect launch)
+    must have run. Not every one: a kernel chosen by shape (``if inner == 1:
+    rows_kernel[...] else: strided_kernel[...]``) rightly leaves the other
+    unreached.
+    """
+    failed = [k for k in defined if k in reached and k not in ran]
+    if failed:
+        return failed
+    expected = launch_sites(source, defined) or list(defined)
+    return [] if any(k in ran for k in expected) else list(expected)
+
+
+_SUSPICIOUS = [
+    (re.compile(r"\b(torch\.cuda\.Stream|cuda\.Stream|cudaStreamCreate\w*|cupy\.cuda\.Stream)\b"), "creates its own CUDA stream"),
+    (re.compile(r"\b(threading|multiprocessing|concurrent\.futures)\b"), "uses threads or processes"),
+    (re.compile(r"\b(gc\.get_objects|sys\._getframe|inspect\.stack)\b"), "inspects the interpreter's state"),
+    (re.compile(r"\b(elapsed_time|perf_counter|Event\s*\.)"), "touches timing functions"),
+]
+
+
+def source_flags(source: str) -> list[str]:
+    """Patterns worth a reviewer's look; dynamic checks decide pass or fail."""
+    flags = [f"source {why}" for pat, why in _SUSPICIOUS if pat.search(source)]
+    if re.search(r"^\s*except\b", source, re.M) and custom_kernel_names(source):
+        flags.append("source has try/except around kernel code (possible fallback)")
+    return flags
