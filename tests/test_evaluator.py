@@ -52,8 +52,10 @@ def test_plain_torch_candidate_is_correct_and_timed(ev, gpu):
     assert r.correctness.atol == 1e-4  # float32 default
     assert r.runtime.is_gpu == gpu
     assert r.runtime.candidate.reps >= 1 and r.runtime.speedup > 0
-    steps = r.runtime.candidate.steps_ms  # where a timed request's time goes, as the process saw it
-    assert set(steps) == {"draw", "flush", "call", "digest"} and all(v >= 0 for v in steps.values())
+    c = r.runtime.candidate  # the judge's own figure, and the bound the process's figure had to meet
+    assert c.judged_ms is not None and c.bound_ms is not None and c.bound_ms > 0 and c.batches >= 1
+    assert c.source in ("process", "judge")
+    assert c.median_ms >= c.judged_ms - c.bound_ms  # never below what the judge's clock allows
     if not gpu:
         assert "not a GPU figure" in r.runtime.note
 

@@ -59,10 +59,12 @@ def test_1_patched_comparison_does_not_pass_and_does_not_reach_the_next_candidat
     assert run(ev, "", source=(ROOT / "tests/data/evaluator/good_torch.py").read_text()).status is Status.OK
 
 
-def test_2_a_forged_clock_is_caught_by_the_judges_clock(ev):
+def test_2_a_forged_clock_gains_nothing_the_judges_clock_is_the_figure(ev):
     r = run(ev, "patch_clock.py")
-    assert r.status is Status.CHEAT, r.summary()
-    assert r.cheats[0].kind == "untimed_work"
+    assert r.status is Status.OK, r.summary()
+    t = r.runtime.candidate  # its own clocks said microseconds; the judge's clock saw the 40 ms sleep
+    assert t.source == "judge" and t.median_ms >= 40.0, r.summary()
+    assert any("below what the judge's clock allows" in f for f in r.flags), r.flags
 
 
 def test_2_work_deferred_past_the_call_is_caught_or_counted(ev):
@@ -205,7 +207,8 @@ def test_12_a_hang_after_the_first_call_is_killed_within_its_limit(ev):
     r = run(ev, "hang_later.py")
     assert r.status is Status.TIMEOUT, r.summary()
     limit = float(r.message.split("(")[-1].split(" s)")[0])
-    assert limit <= 30.0  # the limit the judge applied, scaled from the reference, not the old minutes
+    assert limit <= 12.0  # the limit the judge applied to the rest of the batch, scaled from the reference
+    # (10 s a batch at least on the CPU), not the old minutes
     assert run(ev, "", source=(ROOT / "tests/data/evaluator/good_torch.py").read_text()).status is Status.OK
 
 

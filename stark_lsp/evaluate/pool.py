@@ -1,6 +1,6 @@
 """Warm judge processes, with time limits and replacement after any fault.
 
-A judge (``judge_process.py``) costs seconds to start (import torch, create a
+A judge (``judge/process.py``) costs seconds to start (import torch, create a
 CUDA context, start the sandbox's zygote), so judges are kept warm and
 reused. They never run candidate code themselves: each candidate runs in a
 fresh sandboxed process that the judge kills when it misbehaves. A judge that

@@ -74,7 +74,11 @@ class Correctness:
 
 @dataclass
 class Timing:
-    """Per-call times in milliseconds over ``reps`` timed repetitions."""
+    """Per-call times in milliseconds over ``reps`` timed calls (docs/EVALUATOR.md, "Timing").
+
+    ``median_ms`` is the runtime: the timing process's own figure where it lies
+    inside the judge's bound (``judged_ms - bound_ms``), else the judge's own
+    clock's (``judged_ms``). The other statistics describe the samples behind it."""
 
     median_ms: float
     mean_ms: float
@@ -83,11 +87,11 @@ class Timing:
     iqr_ms: float
     std_ms: float
     reps: int
-    wall_median_ms: float | None = None  # host clock around call + device sync
-    # the median time of each step of a timed request (draw, flush, call, digest) as the timing
-    # process's own host clock saw it: a claim, for finding where a request's overhead goes,
-    # never used by a verdict (the judge's clock is ``wall_median_ms``)
-    steps_ms: dict[str, float] = field(default_factory=dict)
+    judged_ms: float | None = None  # one call by the judge's clock: batches on it, less the calibrated overhead
+    bound_ms: float | None = None  # how far below ``judged_ms`` the process's own figure may lie and be used
+    noise: float | None = None  # the relative standard error of the judge's figure
+    batches: int = 0  # timed requests, each of several calls in a row
+    source: str = ""  # "process" (its own figure, inside the bound) or "judge" (the judge's clock)
 
     @property
     def spread(self) -> float:
@@ -178,6 +182,9 @@ class EvalResult:
     seconds: float = 0.0  # source to verdict, wall clock
     io: TaskIO | None = None  # shapes and dtypes of the inputs and reference outputs
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the evaluation (judge's clock)
+    # why the task cannot tell a right answer from a constant (its reference's outputs do not
+    # depend on its inputs beyond the tolerance): every speedup on it is marked; '' for a sound task
+    degenerate: str = ""
 
     @property
     def ok(self) -> bool:

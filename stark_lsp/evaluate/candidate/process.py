@@ -3,27 +3,29 @@
 It is the only place candidate code runs, and it decides nothing. It loads
 the candidate (or, for the judge's own baselines, the reference), then
 answers the judge's requests one at a time on its private channel
-(``channel.py``):
+(``wire/channel.py``):
 
-    load       import the candidate / load its library; build the callable
-    trial      draw the inputs of a seed, call once, write the outputs to the
-               shared buffer (sends {"launched": true} once the call returned,
-               before it waits for the device; in the first call,
-               {"progress": name} after each Triton launch)
-    warm       call n times on the inputs of a seed
     task       load the task's harness alone (before any candidate code)
-    calib      a timed request whose call does nothing (before the candidate
-               loads): the judge's measure of this process's overhead
-    rep        one timed call: the inputs of a seed drawn, L2 flushed, the
-               call timed (CUDA events ending after a device-wide sync, or
-               the host clock on the CPU), answered with the time and a
-               digest of the output (``digest.py``); all of it on the
-               judge's clock
+    calib      a batch whose calls do nothing (before the candidate loads):
+               the judge's measure of this process's own cost per batch
+    load       the candidate's source (sent by the judge; it is written into
+               this process's private folder and imported from there) or
+               its CUDA library (its bytes in the shared buffer); or the
+               reference / torch.compile of it
+    run        a batch of k calls in a row: call i draws its inputs from a
+               seed chained to call i-1's output (``wire/chain.py``), calls,
+               and commits to its output with a digest (``wire/digest.py``),
+               its dtypes and shapes; the outputs and inputs are kept until
+               the next batch. Trials, warm-up and timing are all this one
+               request: nothing in it says which calls the judge will check
+    fetch      write the outputs of call j of the last batch into the shared
+               buffer, for the judge to compare element by element
     launches   which kernels ran (Triton launch counter; the profiler on a GPU)
     resources  registers / shared memory / spills of its own Triton kernels
 
-Everything it sends is a claim: the judge verifies the outputs, cross-checks
-the times with its own clock, and computes every verdict (``judge.py``).
+Everything it sends is a claim: the judge checks every digest against the
+reference's on the same inputs, compares fetched outputs in full, times
+every batch on its own clock, and computes every verdict (``judge/``).
 """
 
 from __future__ import annotations
@@ -40,22 +42,25 @@ from typing import Any, Callable
 
 import torch
 
-from stark_lsp.evaluate import timing as T
 from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_diagnostics
-from stark_lsp.safe_text import first_line
-from stark_lsp.evaluate.wire.channel import Channel, PeerClosed, aligned, map_buffer
-
-from stark_lsp.evaluate.wire.digest import digest
 from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
 from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
-from stark_lsp.evaluate.harness import HarnessError, as_outputs, clone_inputs, load_reference
-from stark_lsp.evaluate.wire.pinned import pin
+from stark_lsp.evaluate.harness import HarnessError, as_outputs, load_reference
 from stark_lsp.evaluate.sandbox.triton_launchers import log_signatures
+from stark_lsp.evaluate.wire.chain import next_seed
+from stark_lsp.evaluate.wire.channel import Channel, PeerClosed, aligned, map_buffer
+from stark_lsp.evaluate.wire.digest import digest
+from stark_lsp.evaluate.wire.pinned import pin
+from stark_lsp.safe_text import first_line
 from stark_lsp.tasks.spec import TaskSpec
 
 _perf = time.perf_counter
 _KEEP_CPU = 1 << 30  # inputs kept alive so that new ones take new storage (bytes)
 _KEEP_GPU = 8 << 30
+_Event = torch.cuda.Event  # bound before any candidate code: a patch of torch cannot reach these
+_record = torch.cuda.Event.record
+_elapsed = torch.cuda.Event.elapsed_time
+_synchronize = torch.cuda.synchronize
 
 
 def describe(values: list[Any]) -> list[dict[str, Any]]:
@@ -68,22 +73,41 @@ def describe(values: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def output_meta(outputs: list[Any]) -> list[list[Any]]:
+    """What a call returned, as the judge checks it on every call: ``[dtype, shape]`` per tensor,
+    ``["scalar"]`` per number, ``["other", type name]`` for anything else."""
+    meta: list[list[Any]] = []
+    for o in outputs:
+        if isinstance(o, torch.Tensor):
+            meta.append([str(o.dtype).replace("torch.", ""), list(o.shape)])
+        elif isinstance(o, numbers.Real):
+            meta.append(["scalar"])
+        else:
+            meta.append(["other", type(o).__name__[:60]])
+    return meta
+
+
 class CandidateProcess:
-    def __init__(self, chan: Channel, buffer_fd: int, device: str, warm_profiler: bool = False):
+    def __init__(self, chan: Channel, buffer_fd: int, device: str, warm_profiler: bool = False,
+                 workdir: str | None = None):
         self.chan = chan
         self.buf = map_buffer(buffer_fd)
         self.capacity = len(self.buf)
+        self.workdir = Path(workdir or os.getcwd())
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.is_gpu = self.device.type == "cuda"
+        if not self.is_gpu:
+            # one thread on the CPU: a pool of threads woken after each idle gap (the judge checks
+            # every batch between two) made the same call take 0.1 ms or 6 ms; the reference's process
+            # runs the same way, so the figures compare
+            torch.set_num_threads(1)
         if self.is_gpu:
             torch.cuda.init()
             torch.ones(1, device=self.device).add_(1)  # the context, now, not in the first trial
             if warm_profiler:  # its one-time start (about a second), now, not in the launch check
                 profiled_kernel_names(lambda: torch.ones(1, device=self.device).add_(1), [])
-        self.flusher = T.L2Flusher(self.device) if self.is_gpu else None
-        if self.is_gpu:
             pin(self.buf)  # outputs copied straight from the GPU (its pages are made now, not in a trial)
             self._warm_protocol()
         self.launches = LaunchCounter()
@@ -96,27 +120,25 @@ class CandidateProcess:
         self.cand_file: Path | None = None
         self.source = ""
         self.calls = 0
+        self.kept: list[tuple[int, list[Any], list[Any]]] = []  # the last batch: (input seed, inputs, outputs)
         self.handed: collections.deque[tuple[list[Any], int]] = collections.deque()  # inputs kept alive
         self.handed_bytes = 0
         self.keep_bytes = _KEEP_CPU if not self.is_gpu else min(
             _KEEP_GPU, torch.cuda.mem_get_info(self.device)[0] // 4)
+        self.cal_out: list[Any] | None = None
 
     def _warm_protocol(self) -> None:
-        """One timed request's own steps, once, on data of ours, before any task or candidate:
-        the first use of each of their GPU kernels (random draws, the flush, the events, the
-        digest) loads it, which would otherwise land in the calibration's first calls."""
+        """One call's own steps, once, on data of ours, before any task or candidate: the first
+        use of each of their GPU kernels (random draws, the events, the digest) loads it, which
+        would otherwise land in the calibration's first batches."""
         g = torch.Generator(device=self.device).manual_seed(1)
         x = torch.randn(1 << 16, device=self.device) + torch.rand(1 << 16, generator=g, device=self.device)
-        assert self.flusher is not None
-        self.flusher()
-        self._sync()
-        start, end = T.new_events()
-        T.record(start)
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _record(start)
         y = x * 2.0
+        _record(end)
         self._sync()
-        T.record(end)
-        self._sync()
-        T.elapsed(start, end)
+        _elapsed(start, end)
         digest([y, x.half(), x.to(torch.bfloat16)], 1)
 
     def draw(self, seed: int) -> list[Any]:
@@ -143,7 +165,7 @@ class CandidateProcess:
             op = msg.get("op")
             if op == "exit":
                 return
-            handler = getattr(self, f"op_{op}", None)
+            handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
             try:
                 reply = handler(msg) if handler else error_reply("runtime_error", f"unknown request {op!r}")
             except Exception as e:  # noqa: BLE001 - every failure is an answer
@@ -160,19 +182,24 @@ class CandidateProcess:
 
     def _sync(self) -> None:
         if self.is_gpu:
-            torch.cuda.synchronize()  # the whole device: side streams included
+            _synchronize()  # the whole device: side streams included
 
     # ------------------------------------------------------------------
+    def op_task(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The task's harness alone (trusted code), so the calibration can draw its inputs."""
+        self.ref = load_reference(TaskSpec.from_dict(msg["task"]), self.device)
+        return {"task": True}
+
     def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
         spec = TaskSpec.from_dict(msg["task"])
         if self.ref is None or self.ref.spec.to_dict() != spec.to_dict():
             self.ref = load_reference(spec, self.device)
         role, seed = msg.get("role", "candidate"), int(msg["param_seed"])
         if role == "candidate":
-            self.cand_file = Path(msg["candidate_file"])
-            self.source = self.cand_file.read_text()
+            self.cand_file, library = self._write_candidate(msg)
+            self.source = str(msg.get("source", ""))
             try:
-                self.fn = load_candidate(self.ref, self.cand_file, msg.get("library"), seed)
+                self.fn = load_candidate(self.ref, self.cand_file, library, seed)
             except CandidateLoadError as e:
                 cause = e.__cause__ or e
                 diags = load_diagnostics(cause, self.cand_file, self.source)
@@ -184,6 +211,23 @@ class CandidateProcess:
             return error_reply("runtime_error", f"unknown role {role!r}")
         return {"loaded": True}
 
+    def _write_candidate(self, msg: dict[str, Any]) -> tuple[Path, str | None]:
+        """The candidate's files, as the judge sent them, in this process's own folder: the
+        source from the message, a CUDA library from the shared buffer. No other candidate's
+        files are visible here (the evaluator's cache is hidden from the sandbox)."""
+        folder = self.workdir / "candidate"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = os.path.basename(str(msg.get("name") or "candidate.py")) or "candidate.py"
+        path = folder / name
+        path.write_text(str(msg.get("source", "")))
+        n = msg.get("library_bytes")
+        if not isinstance(n, int) or n <= 0:
+            return path, None
+        lib = folder / "lib.so"
+        with open(lib, "wb") as f:
+            f.write(self.buf[:n])
+        return path, str(lib)
+
     def _call(self, inputs: list[Any]) -> list[Any]:
         assert self.fn is not None
         with torch.no_grad():
@@ -191,25 +235,78 @@ class CandidateProcess:
         self.calls += 1
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
 
-    def op_trial(self, msg: dict[str, Any]) -> dict[str, Any]:
-        assert self.ref is not None
-        inputs = self.draw(int(msg["seed"]))
-        pristine = clone_inputs(inputs)
-        if self.is_gpu:
-            poison_cached_memory(self.device)  # an output that is never written reads as NaN
-        first = self.calls == 0
-        if first:  # a long first call (Triton compiles) says how far it got
-            self.launches.on_launch = lambda name: self.chan.send({"progress": name})
-        try:
+    def _batch(self, msg: dict[str, Any], call: Callable[[list[Any]], list[Any]], calibration: bool = False
+               ) -> dict[str, Any]:
+        """k calls in a row, each on inputs chained to the output before it (``wire/chain.py``):
+        the judge's clock around this request times the k calls. Per call the reply carries the
+        digest and the dtypes and shapes of the outputs (every call's are checked), and this
+        process's own measure of the call (CUDA events, the host clock on the CPU: a claim the
+        judge uses only inside the bound its own clock sets)."""
+        calls = msg.get("calls")
+        if not isinstance(calls, list) or not calls:
+            return error_reply("runtime_error", "a batch needs its calls")
+        self.kept = []
+        prev: Any = int(msg.get("nonce", 0))
+        replies = []
+        for c in calls:
+            seed = next_seed(int(c[0]), prev)
+            inputs = self.draw(seed)
+            first = self.calls == 0 and not calibration
+            if self.is_gpu and first:
+                poison_cached_memory(self.device)  # an output that is never written reads as NaN
+            if first:  # a long first call (Triton compiles) says how far it got
+                self.launches.on_launch = lambda name: self.chan.send({"progress": name})
             try:
-                out = self._call(inputs)
+                if self.is_gpu:
+                    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+                    _record(start)
+                    out = call(inputs)
+                    self._sync()  # every stream's work, not only the current stream's, before the end event
+                    _record(end)
+                else:
+                    t0 = _perf()
+                    out = call(inputs)
+                    ms = (_perf() - t0) * 1e3
             finally:
                 self.launches.on_launch = None
-            self.chan.send({"launched": True})
-            self._sync()
-        except Exception as e:  # noqa: BLE001
-            return self._failure(e, first)
-        return {"outputs": self._store(out), "inputs_changed": same_tensors(pristine, inputs),
+            if first:
+                self.chan.send({"launched": True})
+            dg = digest(out, int(c[1]))  # one device synchronization: the output is complete
+            if self.is_gpu:
+                ms = float(_elapsed(start, end))
+            self.kept.append((seed, inputs, out))
+            replies.append({"digest": dg, "meta": output_meta(out), "ms": ms})
+            prev = dg
+        return {"calls": replies}
+
+    def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A batch whose calls do nothing, on outputs shaped like the reference's: before any
+        candidate code is loaded, the judge's measure of this process's own cost per batch
+        (drawing the inputs, the digest, the synchronizations, the round trip)."""
+        if self.calls or self.fn is not None or self.ref is None:
+            return error_reply("runtime_error", "calibration needs the task loaded and no candidate yet")
+        if self.cal_out is None:
+            g = torch.Generator(device=self.device).manual_seed(int(msg.get("nonce", 1)))
+            self.cal_out = [torch.rand(o["shape"], generator=g, device=self.device).to(getattr(torch, o["dtype"]))
+                            for o in msg["outputs"]]
+        out = self.cal_out
+        return self._batch(msg, lambda inputs: out, calibration=True)
+
+    def op_run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.ref is None or self.fn is None:
+            return error_reply("runtime_error", "nothing is loaded")
+        return self._batch(msg, self._call)
+
+    def op_fetch(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The outputs of one call of the last batch, into the shared buffer; and whether the call
+        changed its inputs in place (against a fresh draw of the same seed)."""
+        j = msg.get("index")
+        if not isinstance(j, int) or not 0 <= j < len(self.kept):
+            return error_reply("runtime_error", f"no call {j!r} in the last batch")
+        assert self.ref is not None
+        seed, inputs, out = self.kept[j]
+        self._sync()
+        return {"outputs": self._store(out), "inputs_changed": same_tensors(self.ref.inputs(seed), inputs),
                 "inputs": describe(inputs)}
 
     def _store(self, outputs: list[Any]) -> list[dict[str, Any]]:
@@ -238,65 +335,6 @@ class CandidateProcess:
                 offset = aligned(offset + nbytes)
             headers.append(h)
         return headers
-
-    def op_warm(self, msg: dict[str, Any]) -> dict[str, Any]:
-        assert self.ref is not None
-        inputs = self.draw(int(msg["seed"]))
-        t0 = _perf()
-        for _ in range(max(1, int(msg.get("calls", 1)))):
-            self._call(inputs)
-        self._sync()
-        return {"ms": (_perf() - t0) * 1e3}
-
-    def _timed(self, msg: dict[str, Any], call: Callable[[list[Any]], list[Any]]) -> dict[str, Any]:
-        """One timed request, all of it on the judge's clock: draw the inputs of the seed, flush
-        L2, then ``call`` between CUDA events (the host clock on the CPU) whose end waits for the
-        whole device, then a digest of the output."""
-        t0 = _perf()
-        inputs = self.draw(int(msg["seed"]))
-        t1 = _perf()
-        if self.is_gpu:
-            if self.flusher is not None and msg.get("flush", True):
-                self.flusher()
-            self._sync()
-            t2 = _perf()
-            start, end = T.new_events()
-            T.record(start)
-            out = call(inputs)
-            self._sync()  # every stream's work, not only the current stream's, before the end event
-            T.record(end)
-            self._sync()
-            ms = T.elapsed(start, end)
-        else:
-            t2 = _perf()
-            out = call(inputs)
-            ms = (_perf() - t2) * 1e3
-        t3 = _perf()
-        dg = digest(out, int(msg["proj"]))
-        t4 = _perf()
-        steps = {"draw": (t1 - t0) * 1e3, "flush": (t2 - t1) * 1e3, "call": (t3 - t2) * 1e3, "digest": (t4 - t3) * 1e3}
-        return {"ms": ms, "digest": dg, "steps": steps}
-
-    def op_task(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The task's harness alone (trusted code), so the calibration can draw its inputs."""
-        self.ref = load_reference(TaskSpec.from_dict(msg["task"]), self.device)
-        return {"task": True}
-
-    def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A timed request whose call does nothing, on outputs shaped like the reference's:
-        before any candidate code is loaded, the judge's measure of this process's own overhead
-        (drawing the inputs, the flush, the syncs, the digest, the round trip)."""
-        if self.calls or self.fn is not None or self.ref is None:
-            return error_reply("runtime_error", "calibration needs the task loaded and no candidate yet")
-        if getattr(self, "cal_out", None) is None:
-            g = torch.Generator(device=self.device).manual_seed(int(msg.get("proj", 1)))
-            self.cal_out = [torch.rand(o["shape"], generator=g, device=self.device).to(getattr(torch, o["dtype"]))
-                            for o in msg["outputs"]]
-        return self._timed(msg, lambda inputs: self.cal_out)
-
-    def op_rep(self, msg: dict[str, Any]) -> dict[str, Any]:
-        assert self.ref is not None
-        return self._timed(msg, self._call)
 
     def op_launches(self, msg: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None

@@ -91,6 +91,7 @@ class CandidateLink:
         self.profiler = False  # whether it started the profiler at its start
         self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
         self.pin_tried = False
+        self.sent_at = 0.0
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -111,6 +112,7 @@ class CandidateLink:
         that hangs after its kernels compiled is killed in seconds, while one
         that compiles many kernels keeps its whole ``limit_s``.
         """
+        self.sent_at = time.perf_counter()  # the judge's clock around this request starts here
         if msg is not None:
             self.chan.send(msg)
         hard = time.monotonic() + limit_s
@@ -126,6 +128,11 @@ class CandidateLink:
                     self.last_limit_s = step
                 continue
             return reply
+
+    def wall_ms(self) -> float:
+        """The judge's clock around the last request: from just before it was sent to the arrival
+        of the last byte of its answer (decoding and checking the answer are not in it)."""
+        return (self.chan.received_at - self.sent_at) * 1e3
 
     def pin_buffer(self) -> None:
         """Page-lock the judge's mapping of the buffer for its copies to the GPU (once; the judge

@@ -21,10 +21,13 @@ Trusted and small: it never imports torch or candidate code. In order:
    modeset) keep their modes. Then cover each hidden directory with an
    empty tmpfs;
 4. bind the exposed paths back read-only, and the writable ones read-write;
-5. as real root, become ``nobody`` when the layout says so (every path it
+5. set the layout's hard resource limits (``limits.py``: processes, file
+   size, memory, CPU time);
+6. as real root, become ``nobody`` when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
    good (bounding set, securebits), so nothing can undo the mounts;
-6. set ``no_new_privs`` and ``exec`` the command.
+7. set ``no_new_privs``, load the system-call filter (``seccomp.py``) and
+   ``exec`` the command.
 
 Under bwrap, which has already made the mounts, steps 1-4 are skipped.
 Any failure prints one line and exits 126: the caller reports it.
@@ -40,6 +43,7 @@ import stat
 import sys
 from pathlib import Path
 
+from stark_lsp.evaluate.sandbox import limits, seccomp
 from stark_lsp.evaluate.sandbox.policy import TMPFS_BYTES, TMPFS_FILES, Layout
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -265,10 +269,16 @@ def main(argv: list[str] | None = None) -> int:
         layout = Layout.from_json(args[0])
         if os.environ.pop("STARK_SANDBOX_PREPARED", None) is None:
             prepare_mounts(layout)
+        limits.apply(layout.limits)  # hard limits, before the drop (the process count is checked at exec)
         limit_capabilities()
         drop_privileges(layout)
         drop_capabilities()
         no_new_privs()
+        if layout.syscall_filter:
+            try:
+                seccomp.install(allow_perf=layout.allow_perf)
+            except seccomp.FilterError as e:
+                raise SetupError(f"syscall filter: {e}") from None
         os.chdir(layout.cwd)
     except (SetupError, OSError, ValueError, KeyError) as e:
         sys.stderr.write(f"sandbox setup failed: {e}\n")

@@ -47,6 +47,9 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from stark_lsp.evaluate.sandbox import seccomp
+from stark_lsp.evaluate.sandbox.limits import sandbox_limits
+
 # Variables a CUDA / Triton / PyTorch process needs. Everything else is dropped.
 _ALLOW_EXACT = {
     "PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
@@ -106,7 +109,10 @@ class Layout:
     paths bound read-write (a build directory). ``drop_to``: the uid/gid a root
     caller becomes inside. ``private_devices``: give the sandbox's /dev its
     own copies of the NVIDIA nodes, usable by ``drop_to`` (root callers that
-    run GPU code). ``cwd``: where the command starts.
+    run GPU code). ``cwd``: where the command starts. ``limits``: the hard
+    resource limits of the whole sandbox (``limits.py``). ``syscall_filter``:
+    load the system-call filter (``seccomp.py``); ``allow_perf``: it lets
+    ``perf_event_open`` through (the profiler's sandbox).
     """
 
     hidden: tuple[str, ...]
@@ -116,6 +122,9 @@ class Layout:
     private_devices: bool = False
     cwd: str = "/"
     root_reason: str = ""  # why ``drop_to`` is None, for the refusal a root caller may get
+    limits: dict[str, int] = field(default_factory=dict)
+    syscall_filter: bool = True
+    allow_perf: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -125,7 +134,9 @@ class Layout:
         d = json.loads(text)
         return cls(hidden=tuple(d["hidden"]), expose=tuple(d.get("expose", ())), writable=tuple(d.get("writable", ())),
                    drop_to=d.get("drop_to"), private_devices=bool(d.get("private_devices", False)),
-                   cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""))
+                   cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""),
+                   limits={str(k): int(v) for k, v in (d.get("limits") or {}).items()},
+                   syscall_filter=bool(d.get("syscall_filter", True)), allow_perf=bool(d.get("allow_perf", False)))
 
     def covers(self, path: str | Path) -> bool:
         """Whether ``path`` is visible inside: not under a hidden directory, or exposed."""
@@ -182,7 +193,7 @@ def nvidia_runtime_paths() -> list[str]:
 
 
 def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), cwd: str | Path = "/",
-                drop_privileges: bool = True, gpu: bool = True) -> Layout:
+                drop_privileges: bool = True, gpu: bool = True, allow_perf: bool = False) -> Layout:
     """The standard layout: hidden scratch and home, Python + ``expose`` bound back.
 
     A root caller becomes ``nobody`` inside when ``nobody`` can read every
@@ -202,9 +213,10 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     unreadable = unreadable_paths([*needed, *rw], hidden)
     drop = drop_privileges and not unreadable
     why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
+    uid = NOBODY if drop and os.geteuid() == 0 else os.getuid()
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
-                  root_reason=why)
+                  root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf)
 
 
 def unreadable_paths(paths: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
@@ -286,11 +298,22 @@ class Sandbox:
                    f"refused private copies: {self.details['private_devices_refused']})")
         else:
             who = "root, running as nobody, no capabilities"
-        return f"{self.backend} ({who}; no network, own PID namespace, read-only filesystem, private /tmp and $HOME)"
+        filt = (f"syscall filter (libseccomp {seccomp.version()})" if self.filtered
+                else f"NO syscall filter: {self.details.get('filter_refused')}")
+        return (f"{self.backend} ({who}; no network, own PID namespace, read-only filesystem, private /tmp and $HOME; "
+                f"{filt}; hard limits on processes, memory, file size and CPU time)")
+
+    @property
+    def filtered(self) -> bool:
+        """Whether its processes run under the system-call filter (``seccomp.py``)."""
+        return self.available and "filter_refused" not in self.details
 
     def effective(self, layout: Layout) -> Layout:
         """``layout`` as this machine can make it: where private device nodes were refused
-        and the machine's are root-only, the sandbox keeps uid 0 (without capabilities)."""
+        and the machine's are root-only, the sandbox keeps uid 0 (without capabilities); where
+        the syscall filter cannot be loaded, none is (and ``describe`` says so)."""
+        if not self.filtered and layout.syscall_filter:
+            layout = replace(layout, syscall_filter=False)
         if self.as_root and layout.private_devices and self.details.get("private_devices_refused"):
             if gpu_usable_by_others():  # the machine's own nodes serve nobody as well
                 return replace(layout, private_devices=False)
@@ -373,27 +396,41 @@ def probe() -> Sandbox:
     layout = make_layout()
     check = [sys.executable, "-c", "print('sandbox-ok')"]
     unshare, bwrap = shutil.which("unshare"), shutil.which("bwrap")
+    no_filter = seccomp.available()  # None when libseccomp is there
+    base = {"filter_refused": no_filter} if no_filter else {}
     if forced in ("", "unshare"):
         if unshare:
-            sb = Sandbox("unshare", as_root=as_root, details={"unshare": unshare})
-            why = _probe_backend(sb.wrap(check, layout))
-            if why is None:
+            sb, why = _working(Sandbox("unshare", as_root=as_root, details={**base, "unshare": unshare}), check, layout)
+            if sb is not None:
                 return sb
             if layout.private_devices:  # e.g. mknod refused: the GPU through the machine's nodes, as uid 0
-                shared = Sandbox("unshare", as_root=as_root, details={"unshare": unshare,
-                                                                      "private_devices_refused": why})
-                if _probe_backend(shared.wrap(check, layout)) is None:
-                    return shared
+                sb, _ = _working(Sandbox("unshare", as_root=as_root, details={**base, "unshare": unshare,
+                                                                               "private_devices_refused": why}),
+                                 check, layout)
+                if sb is not None:
+                    return sb
             reasons.append(f"unshare: {why}")
         else:
             reasons.append("unshare: not installed (util-linux)")
     if forced in ("", "bwrap") and not as_root:
         if bwrap:
-            sb = Sandbox("bwrap", as_root=False, details={"bwrap": bwrap})
-            why = _probe_backend(sb.wrap(check, layout))
-            if why is None:
+            sb, why = _working(Sandbox("bwrap", as_root=False, details={**base, "bwrap": bwrap}), check, layout)
+            if sb is not None:
                 return sb
             reasons.append(f"bwrap: {why}")
         else:
             reasons.append("bwrap: not installed (package bubblewrap)")
     return Sandbox("none", "; ".join(reasons) or f"STARK_SANDBOX={forced} is not a sandbox")
+
+
+def _working(sb: Sandbox, check: list[str], layout: Layout) -> tuple[Sandbox | None, str]:
+    """``sb`` if its self-check passes inside; where only the syscall filter fails to load, the
+    same sandbox without it (saying why); else (None, the reason)."""
+    why = _probe_backend(sb.wrap(check, layout))
+    if why is None:
+        return sb, ""
+    if "syscall filter" in why and sb.filtered:
+        bare = replace(sb, details={**sb.details, "filter_refused": why})
+        if _probe_backend(bare.wrap(check, layout)) is None:
+            return bare, ""
+    return None, why

@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from stark_lsp.evaluate.sandbox import limits
 from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
 from stark_lsp.evaluate.sandbox.triton_launchers import MAX_KEPT, valid_signatures
 from stark_lsp.evaluate.sandbox.triton_launchers import build as build_launchers
@@ -89,6 +90,15 @@ def warm_triton_compiler(device: str, arch: int) -> tuple[int, float]:
         sys.stderr.write(f"zygote: no Triton warm-up ({type(e).__name__}: {e})\n")
         return 0, 0.0
     return warm_compile(arch)
+
+
+def own_state() -> dict:
+    """This process's resource limits, nice value and CPU affinity."""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except OSError:
+        cpus = set()
+    return {"limits": limits.snapshot(), "nice": os.getpriority(os.PRIO_PROCESS, 0), "cpus": cpus}
 
 
 WIPE_DEPTH = 64  # folders deeper than this under a scratch directory: the sandbox is replaced instead
@@ -173,6 +183,7 @@ class Zygote:
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
         self.launchers: collections.OrderedDict[tuple[str, ...], list[str]] = collections.OrderedDict()
+        self.own = own_state()  # its limits, priority and CPUs: checked before every fork
 
     def send(self, msg: dict) -> None:
         self.ctrl.send(json.dumps(msg).encode())
@@ -315,6 +326,23 @@ class Zygote:
         for d in self.private_dirs:
             shutil.rmtree(d, ignore_errors=True)
         self.private_dirs.clear()
+        self._check_own_state()
+
+    def _check_own_state(self) -> None:
+        """Its own limits, priority and CPUs as they were at its start: a candidate of the same uid
+        that changed them (the syscall filter refuses it; this is the second line) would change
+        them for every later candidate. What can be put back is; what cannot (a lowered hard limit,
+        a raised nice value) throws the sandbox away."""
+        now = own_state()
+        if now == self.own:
+            return
+        try:
+            os.sched_setaffinity(0, self.own["cpus"])
+        except OSError:
+            pass
+        limits.restore(self.own["limits"])
+        if own_state() != self.own:
+            raise WipeFailed("the zygote's own limits, priority or CPUs were changed and cannot be put back")
 
     def _restore_roots(self) -> None:
         """The scratch folders themselves as the sandbox made them: where candidates own them (a
@@ -391,9 +419,7 @@ class Zygote:
                           XDG_CACHE_HOME=os.path.join(dirs["home"], ".cache"))
         tempfile.tempdir = None
         os.chdir(workdir)
-        from stark_lsp.evaluate.sandbox.limits import apply_limits
-
-        apply_limits()
+        limits.apply(limits.candidate_limits(gpu=self.device != "cpu"))
 
 
 def main(argv: list[str] | None = None) -> int:

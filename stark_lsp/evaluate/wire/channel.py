@@ -21,12 +21,14 @@ import json
 import math
 import mmap
 import os
+import re
 import select
 import socket
 import time
 from typing import Any
 
 MAX_MESSAGE = 4 << 20  # bytes in one reply; anything longer is garbage
+MAX_DEPTH = 12  # lists and objects nested deeper than this are garbage (no reply needs more than 5)
 ALIGN = 256
 
 # dtype name -> bytes per element; the only dtypes a candidate may hand back
@@ -56,11 +58,34 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting_depth(line: bytes, limit: int = MAX_DEPTH) -> int:
+    """How deep ``[`` and ``{`` nest in a JSON text (outside strings), counted up to ``limit + 1``
+    without parsing: a reply nested 100,000 deep never reaches the parser's recursion."""
+    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKET)
+    depth = deepest = 0
+    for b in brackets:
+        if b in (0x5B, 0x7B):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
 def decode(line: bytes) -> dict[str, Any]:
+    if nesting_depth(line) > MAX_DEPTH:
+        raise ChannelError(f"a message nested deeper than {MAX_DEPTH} levels")
     try:
         msg = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ChannelError(f"not a valid message ({e})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as e:
+        raise ChannelError(f"not a valid message ({type(e).__name__})") from None
     if not isinstance(msg, dict):
         raise ChannelError("a message must be a JSON object")
     return msg
@@ -76,6 +101,7 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self._buf = b""
+        self.received_at = 0.0  # perf_counter() when the last message's final byte had arrived
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -107,6 +133,7 @@ class Channel:
             if not chunk:
                 raise PeerClosed("the peer closed the channel")
             self._buf += chunk
+        self.received_at = time.perf_counter()  # before decoding: the judge's clock stops at the last byte
         line, _, self._buf = self._buf.partition(b"\n")
         if len(line) > MAX_MESSAGE:
             raise ChannelError(f"a message over {MAX_MESSAGE >> 20} MiB")

@@ -1,0 +1,226 @@
+"""Batches of calls: asked for, then checked, every call of every batch.
+
+One request (``run``) makes k calls in a row on chained inputs (``wire/chain.py``).
+The same request serves the trials, the warm-up and the timing: nothing in it
+says which calls will be looked at. After a batch has been answered, the judge
+draws every call's inputs itself, runs the reference on them, and checks:
+
+* **every call**: the dtypes and shapes of its outputs, exactly, and its
+  digest against the reference's digest of the same inputs (``wire/digest.py``:
+  a skipped, cached or stale result is far outside the bound an honest
+  output's rounding keeps to);
+* **calls chosen at random after the batch ran** (all of them in the trials):
+  their outputs, fetched from the process, element by element against the
+  reference (``compare.py``), and the fetched outputs' digest against the one
+  the process committed to while it was being timed, so an output cannot be
+  repaired after the fact; and whether the call changed its inputs in place.
+
+A wrong trial is ``incorrect``. A wrong timed or warm-up call is a cheat
+(``wrong_while_timed``): the candidate was right where it expected to be
+looked at and wrong elsewhere (or has a race), whatever its trials said.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from stark_lsp.evaluate.harness import Reference, clone_inputs
+from stark_lsp.evaluate.judge import replies as R
+from stark_lsp.evaluate.judge.compare import compare_outputs, tolerance_for
+from stark_lsp.evaluate.judge.conversation import Conversation, Verdict
+from stark_lsp.evaluate.judge.timing import Batch
+from stark_lsp.evaluate.result import Status, Trial
+from stark_lsp.evaluate.wire import digest as D
+from stark_lsp.evaluate.wire.chain import chained_seeds
+
+_SEED_TOP = 2**31
+
+
+@dataclass
+class RanBatch:
+    seeds: list[int]  # the judge's secret seed of each call
+    signs: list[int]  # the digest signs' seed of each call (secret until the batch's request)
+    nonce: int
+    calls: list[R.CallReply]
+    wall_ms: float  # the judge's clock around the request
+
+    @property
+    def input_seeds(self) -> list[int]:
+        return chained_seeds(self.seeds, self.nonce, [c.digest for c in self.calls])
+
+    def sample(self) -> Batch:
+        return Batch(len(self.calls), self.wall_ms, tuple(c.claimed_ms for c in self.calls))
+
+
+class Seeds:
+    """The judge's random draws for an evaluation: secret and new every time, or from ``fixed``
+    (``--seed``, for debugging: call i of a stream gets ``fixed + base + i``)."""
+
+    def __init__(self, fixed: int | None):
+        self.fixed = fixed
+        self._rng = random.SystemRandom()
+        self._next: dict[int, int] = {}
+
+    def draw(self, n: int, base: int) -> list[int]:
+        if self.fixed is None:
+            return [self._rng.randrange(1, _SEED_TOP) for _ in range(n)]
+        start = self._next.get(base, 0)
+        self._next[base] = start + n
+        return [(self.fixed + base + start + i) % _SEED_TOP or 1 for i in range(n)]
+
+    def secret(self) -> int:
+        return self._rng.randrange(1, _SEED_TOP)
+
+    def choose(self, population: int, k: int) -> list[int]:
+        return sorted(self._rng.sample(range(population), min(k, population)))
+
+
+def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: str, *, op: str = "run",
+              extra: dict[str, Any] | None = None, launched_limit: float | None = None,
+              progress_limit: float | None = None) -> RanBatch:
+    """Ask for k calls in a row; the reply's form checked (``replies.batch``)."""
+    call_seeds = seeds.draw(k, 5000)
+    signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
+    nonce = seeds.secret()
+    msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce, **(extra or {})}
+    calls = conv.ask(msg, limit_s, phase, lambda r: R.batch(r, k), launched_limit=launched_limit,
+                     progress_limit=progress_limit)
+    return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms())
+
+
+class Checker:
+    """Checks batches of one candidate against the reference (see the module's docstring)."""
+
+    def __init__(self, conv: Conversation, ref: Reference, param_seed: int, atol: float | None, rtol: float | None):
+        self.conv = conv
+        self.ref = ref
+        self.param_seed = param_seed
+        self.atol, self.rtol = atol, rtol
+        self.fetched = 0  # calls compared element by element so far
+        self.checked = 0  # calls whose digest was checked
+
+    def reference(self, seed: int) -> tuple[list[Any], list[Any]]:
+        inputs = self.ref.inputs(seed)
+        fn = self.ref.reference_fn(self.param_seed)
+        with torch.no_grad():
+            out = fn(*clone_inputs(inputs))
+        if self.conv.device.type == "cuda":
+            torch.cuda.synchronize(self.conv.device)
+        from stark_lsp.evaluate.harness import as_outputs
+
+        return inputs, [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+
+    def _wrong(self, trial: bool, where: str, why: str, seed: int, trials: list[Trial] | None = None) -> Verdict:
+        st = self.conv.state
+        if trial:
+            if trials is not None:
+                trials.append(Trial(seed, False, None, None, None, why))
+            return Verdict(st.result(Status.INCORRECT, f"{where} (seed {seed}): {why}", output=self.conv.output()))
+        return st.cheat("wrong_while_timed", f"a timed call's output was wrong (results cached, work skipped or "
+                                             f"precision lowered while timed, or a race): {where}, {why}",
+                        self.conv.output())
+
+    def check(self, ran: RanBatch, fetch: list[int], *, trial: bool, label: str,
+              trials: list[Trial] | None = None) -> None:
+        """Every call's outputs' form and digest; the ``fetch`` calls element by element."""
+        st = self.conv.state
+        for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
+            where = f"{label} {i + 1}" if trial else f"{label}, call {i + 1}"
+            _, ref_out = self.reference(seed)
+            why = meta_mismatch(call.meta, ref_out)
+            if why:
+                raise self._wrong(trial, where, why, seed, trials)
+            if i in fetch:  # element by element first: its message is the precise one
+                self._compare_fetched(i, call, seed, sign, ref_out, trial, where, trials)
+            bounds = [D.bound([o], *tolerance_for(getattr(o, "dtype", None), self.atol, self.rtol))[0] for o in ref_out]
+            why = D.agrees(call.digest, D.digest(ref_out, sign), bounds)
+            self.checked += 1
+            if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
+                raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {why}",
+                                        output=self.conv.output()))
+            if why:
+                raise self._wrong(trial, where, why, seed, trials)
+            del ref_out
+
+    def _compare_fetched(self, i: int, call: R.CallReply, seed: int, sign: int, ref_out: list[Any], trial: bool,
+                         where: str, trials: list[Trial] | None) -> None:
+        st = self.conv.state
+        reply = self.conv.ask({"op": "fetch", "index": i}, 30.0 + transfer_s(ref_out), f"reading {where}")
+        changed = R.inputs_changed(reply)
+        if changed is not None:
+            raise st.cheat("inputs_modified", f"the candidate modified input {changed} in place", self.conv.output())
+        outs = self.conv.read_outputs(reply.get("outputs"))
+        why = unstored(ref_out, outs)
+        if why:
+            raise self._wrong(trial, where, why, seed, trials)
+        cmp = compare_outputs(ref_out, outs, self.atol, self.rtol)
+        if trials is not None:
+            trials.append(Trial(seed, cmp.passed, cmp.max_abs_error, cmp.max_rel_error, cmp.failed_output,
+                                cmp.message))
+        if st.correctness is not None:
+            st.correctness.atol, st.correctness.rtol = cmp.atol, cmp.rtol
+        if not cmp.passed:
+            raise self._wrong(trial, where, cmp.message, seed)
+        if not same_digest(call.digest, D.digest(outs, sign)):
+            raise st.cheat("wrong_while_timed", f"{where}: the output read back is not the one the call committed to "
+                                                f"while it ran (its digest differs): repaired after the fact",
+                           self.conv.output())
+        self.fetched += 1
+
+
+def same_digest(committed: list[list[float]], recomputed: list[list[float]]) -> bool:
+    """The digest the process sent for a call and the judge's digest of the outputs it read back:
+    the same up to float64 rounding of the sum (a summation order of another thread count)."""
+    if len(committed) != len(recomputed):
+        return False
+    for c, r in zip(committed, recomputed):
+        if c[1:] != r[1:]:
+            return False
+        if not abs(c[0] - r[0]) <= 1e-9 * max(1.0, abs(r[0])) + 1e-6:
+            return False
+    return True
+
+
+def meta_mismatch(meta: list[tuple[Any, ...]], ref_out: list[Any]) -> str:
+    """Why a call's outputs, as described, cannot be the reference's ('' when dtypes and shapes match)."""
+    if len(meta) != len(ref_out):
+        return f"{len(meta)} outputs, expected {len(ref_out)}"
+    for i, (m, r) in enumerate(zip(meta, ref_out)):
+        if isinstance(r, torch.Tensor):
+            if m[0] in ("scalar", "other"):
+                return f"output {i} is {'a number' if m[0] == 'scalar' else 'a ' + str(m[1])}, expected a tensor"
+            want = str(r.dtype).replace("torch.", "")
+            if m[0] != want:
+                return f"output {i}: dtype {m[0]}, expected {want}"
+            if tuple(m[1]) != tuple(r.shape):
+                return f"output {i}: shape {tuple(m[1])}, expected {tuple(r.shape)}"
+        elif m[0] == "other":
+            return f"output {i} is a {m[1]}, not a tensor or a number"
+        elif m[0] != "scalar":
+            return f"output {i} is a tensor, expected a number"
+    return ""
+
+
+def unstored(ref_out: list[Any], outs: list[Any]) -> str:
+    """Why an output that did not fit the shared buffer cannot be right ('' when all fit)."""
+    for i, c in enumerate(outs):
+        if isinstance(c, torch.Tensor) and c.is_meta:
+            r = ref_out[i] if i < len(ref_out) else None
+            if isinstance(r, torch.Tensor) and tuple(r.shape) != tuple(c.shape):
+                return f"output {i}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+            if isinstance(r, torch.Tensor) and r.dtype != c.dtype:
+                return f"output {i}: dtype {str(c.dtype)[6:]}, expected {str(r.dtype)[6:]}"
+            return f"output {i}: {tuple(c.shape)} {str(c.dtype)[6:]} is more than the reference returns"
+    return ""
+
+
+def output_bytes(outs: list[Any]) -> int:
+    return sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
+
+
+def transfer_s(outs: list[Any]) -> float:
+    return output_bytes(outs) / 0.5e9  # copying outputs to the judge: 0.5 GB/s is a floor, not an estimate

@@ -1,0 +1,71 @@
+"""Whether a task can tell a right answer from a wrong one: the reference run on several inputs.
+
+Some tasks are *degenerate*: their reference's outputs do not depend on the
+inputs beyond the tolerance (a softmax over a dimension of size 1 is all
+ones; a mean of centred noise is zero within 1e-4), so a candidate that
+returns a constant without reading its inputs passes every check. METR and
+robust-kbench drop such tasks; here the judge finds them before the first
+candidate runs and says so once: the result carries the reason
+(``EvalResult.degenerate``), and every surface marks its speedups
+(``speedups.py``). An input that the outputs do not depend on is noted as a
+flag for review: a candidate may ignore it. Where an output does depend on an
+input, a candidate's must too: every call is compared with the reference on
+its own fresh inputs (``batches.py``), so one that ignores it fails.
+
+Runs in the judge, on the reference only (trusted code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from stark_lsp.evaluate.judge.compare import tolerance_for
+
+SEEDS = 4  # inputs the reference is run on
+
+
+@dataclass
+class Sanity:
+    degenerate: str = ""  # why any constant passes ('' for a sound task)
+    flags: list[str] = field(default_factory=list)
+
+
+def _close(a: Any, b: Any, atol: float | None, rtol: float | None) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not (a.is_floating_point() or a.is_complex()):
+            return bool(torch.equal(a, b))
+        at, rt = tolerance_for(a.dtype, atol, rtol)
+        return bool(torch.allclose(a.double(), b.double(), atol=at, rtol=rt, equal_nan=True))
+    return a == b
+
+
+def check(outputs_of: Callable[[list[Any]], list[Any]], inputs_of: Callable[[int], list[Any]], seeds: list[int],
+          atol: float | None, rtol: float | None) -> Sanity:
+    """``outputs_of(inputs)``: the reference's outputs; ``inputs_of(seed)``: the task's inputs."""
+    inputs = [inputs_of(s) for s in seeds]
+    outs = [outputs_of(x) for x in inputs]
+    first = outs[0]
+    varies = [any(not _close(o[j], first[j], atol, rtol) for o in outs[1:]) for j in range(len(first))]
+    result = Sanity()
+    if first and not any(varies):  # outputs near zero too: within the tolerance of each other for every input
+        result.degenerate = (f"the reference's output is the same for every input within the tolerance (on "
+                             f"{len(seeds)} random inputs): any constant passes, so a speedup on it means nothing")
+        return result
+    # each input on its own: redrawn from another seed, the others kept
+    for i, x in enumerate(inputs[0]):
+        if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.is_complex()):
+            continue
+        if not isinstance(inputs[1][i], torch.Tensor) or torch.equal(inputs[1][i], x):
+            continue
+        mixed = list(inputs[0])
+        mixed[i] = inputs[1][i]
+        out = outputs_of(mixed)
+        if all(_close(a, b, atol, rtol) for a, b in zip(out, first)):
+            result.flags.append(f"review: the reference's output does not depend on input {i} beyond the tolerance: "
+                                f"a candidate may ignore it")
+    return result

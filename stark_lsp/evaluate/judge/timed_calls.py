@@ -1,0 +1,100 @@
+"""Calibrating a process, then timing its calls in batches on the judge's clock.
+
+``calibrate`` runs, before any candidate code exists in the process, batches
+of calls that do nothing (on outputs shaped like the reference's) at several
+sizes, and fits what a batch costs the protocol itself (``timing.fit_overhead``).
+``time_calls`` then warms the candidate up, tells a very slow one early (cut
+after a few calls), sizes the batches, and samples them until the figure's
+noise is below the target or the budget is spent (``timing.enough``). Every
+batch of a candidate is checked (``batches.Checker``): a batch's timing counts
+only once its calls were shown to be right. The reference and torch.compile
+are timed the same way, in their own processes, unchecked (trusted code).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from stark_lsp.evaluate.judge import timing as TM
+from stark_lsp.evaluate.judge.batches import Checker, RanBatch, Seeds, run_batch
+from stark_lsp.evaluate.judge.conversation import Conversation
+from stark_lsp.evaluate.options import EvalOptions
+
+_perf = time.perf_counter
+KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch may keep alive, inputs and outputs
+FETCH_PER_BATCH = 4  # calls of each timed batch compared element by element (chosen after it ran)
+
+
+@dataclass
+class Timed:
+    figure: TM.Figure
+    slow: bool = False
+
+
+def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float,
+              between: Callable[[RanBatch], None] | None = None) -> TM.Overhead:
+    """The protocol's own cost in this process. ``between``: the judge's work after each batch, as
+    it will check a candidate's (the reference on the batch's inputs), so the process meets the
+    same pauses between calibration batches as between timed ones (a thread or a cache that cools
+    in a pause costs the next batch)."""
+    shapes = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")}
+              for o in ref_out if isinstance(o, torch.Tensor)]
+    sizes, repeats = TM.CALIBRATION_SIZES[is_gpu], TM.CALIBRATION_REPEATS[is_gpu]
+    samples: list[TM.Batch] = []
+    for r in range(repeats + 1):
+        for k in sizes:
+            ran = run_batch(conv, seeds, k, limit_s * k + 5.0, "calibration", op="calib", extra={"outputs": shapes})
+            if r:  # the first round warms the allocator and the kernels up
+                samples.append(ran.sample())
+            if between is not None:
+                between(ran)
+    return TM.fit_overhead(samples)
+
+
+def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
+    """How many calls' inputs and outputs one batch may keep alive."""
+    return max(1, KEEP_BYTES[is_gpu] // max(1, in_bytes + out_bytes))
+
+
+def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
+               ref_ms: float | None, keep_calls: int, checker: Checker | None) -> Timed:
+    """Warm up, then timed batches until the figure is known; every candidate batch checked."""
+    def batch(k: int, phase: str, fetch: int) -> TM.Batch:
+        limit = TM.batch_limit_s(k, ref_ms, ov, is_gpu, opts.load_timeout_s)
+        ran = run_batch(conv, seeds, k, limit, phase)
+        if checker is not None:
+            checker.check(ran, seeds.choose(k, fetch), trial=False, label=phase)
+        return ran.sample()
+
+    first = batch(1, "warm-up", 0)
+    one = first.judged_ms(ov)
+    if ref_ms is not None and TM.is_slow(one, ref_ms):
+        # one call is one sample: the first after the trials can meet an idle GPU's low clocks
+        # (seen on the H200 cutting a fast candidate short); slow only if a second says so too
+        one = min(one, batch(1, "warm-up", 0).judged_ms(ov))
+    if ref_ms is not None and TM.is_slow(one, ref_ms):
+        runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
+        return Timed(TM.figure(runs, ov, is_gpu), slow=True)
+    k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
+    batch(k_warm, "warm-up", 0)
+    k = TM.plan_batch(one, ov, is_gpu, keep_calls)
+    runs: list[TM.Batch] = []
+    t0 = _perf()
+    fetch = FETCH_PER_BATCH if checker is not None else 0
+    min_calls = opts.reps if is_gpu else max(1, opts.cpu_reps)
+    budget = opts.time_budget_s if is_gpu else math.inf
+    while True:
+        runs.append(batch(k, "timed call" if k == 1 else "timed batch", fetch))
+        if not is_gpu:
+            if len(runs) >= max(1, opts.cpu_reps):
+                break
+            continue
+        if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
+                     budget_s=budget):
+            break
+    return Timed(TM.figure(runs, ov, is_gpu))

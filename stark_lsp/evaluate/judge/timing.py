@@ -1,0 +1,222 @@
+"""The judge's timing arithmetic: every figure from the judge's own clock. Pure: no torch, no GPU.
+
+A timed request is a *batch*: k calls in a row, each on inputs chained to the
+output before it (``wire/chain.py``), so the calls run one after the other and
+none can start early. The judge's clock runs from sending the request to
+reading its reply: ``wall = fixed + k * (per_call + call)``. ``fixed`` (the
+round trip) and ``per_call`` (drawing the inputs, the digest, its
+synchronization, the loop) were measured in the same process before any
+candidate code existed in it, with batches of calls that do nothing, at
+several k (``fit_overhead``, the calibration). So each batch gives the judge's
+figure for one call, ``judged = (wall - fixed) / k - per_call``, and the spread
+of those figures over the batches is the judge's noise.
+
+The process also reports its own measure of each call (CUDA events around the
+call, ending after a device-wide synchronization; the host clock on the CPU).
+That figure is finer, but it is the candidate's word: it is used only when it
+lies inside the judge's bound, ``judged - bound``, where the bound is the
+judge's noise (``BOUND_SIGMAS`` standard errors of its median, a relative
+allowance for what the calibration cannot see, a share of the protocol's own
+cost per call, which may drift between the calibration and the timed
+batches, and an absolute floor). A claim
+below that bound is ignored and the judge's figure is reported instead, with
+a review flag. So a forged claim gains at most ``bound``: what the judge's
+clock cannot resolve, and nothing beyond.
+
+``plan_batch`` sizes batches so that the round trip is small against the
+batch, and ``enough`` stops sampling once the figure's noise is below the
+target (as NVIDIA's nvbench does), within a least and a greatest number of
+batches and the time budget.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from stark_lsp.evaluate.result import Timing
+
+SLOW_FACTOR = 10.0  # a candidate slower than this many times the reference is cut short
+SLOW_CALLS = 3
+CPU_FLOOR_S = 10.0  # the least time one call gets on the CPU (Triton's interpreter)
+GPU_FLOOR_S = 2.0  # the least time one call gets on a GPU
+BOUND_SIGMAS = 4.0  # standard errors of the judge's median a claim may lie below it
+BOUND_RELATIVE = 0.01  # what the calibration cannot see (caches, clocks): 1 % of the call
+BOUND_FLOOR_MS = {True: 0.0005, False: 0.05}  # the least bound: 0.5 us on a GPU, 50 us on a shared CPU
+# what the protocol's own cost per call may drift between the calibration and the timed batches (allocation,
+# caches, a core's clock): a share of that cost. On a shared CPU the judge resolves little below it
+PROTOCOL_DRIFT = {True: 0.1, False: 0.75}
+BATCH_TARGET_MS = {True: 5.0, False: 50.0}  # how long one batch should take on the judge's clock
+MAX_BATCH = 256
+MIN_BATCHES = 5
+MAX_CALLS = 20000
+CALIBRATION_SIZES = {True: (1, 4, 16, 64), False: (1, 2, 4, 8)}
+CALIBRATION_REPEATS = {True: 4, False: 4}
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """What a batch of k calls that do nothing costs on the judge's clock: ``fixed + k * per_call``."""
+
+    fixed_ms: float
+    per_call_ms: float
+    noise_ms: float  # the robust spread of one batch's wall around the fit
+    claimed_ms: float  # what the process's own clock says a call that does nothing takes
+
+    def of(self, calls: int) -> float:
+        return self.fixed_ms + calls * self.per_call_ms
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One timed request as the judge saw it."""
+
+    calls: int
+    wall_ms: float  # the judge's clock around the request
+    claims_ms: tuple[float, ...]  # the process's own measure of each call
+
+    def judged_ms(self, ov: Overhead) -> float:
+        """One call's time by the judge's clock (never below zero)."""
+        return max(0.0, (self.wall_ms - ov.fixed_ms) / self.calls - ov.per_call_ms)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The runtime of one call, with how it was obtained."""
+
+    median_ms: float
+    judged_ms: float  # the judge's own figure
+    bound_ms: float  # how far below ``judged_ms`` a claim may lie and still be used
+    claimed_ms: float | None  # the process's own median (None: it sent none)
+    from_claims: bool  # the median is the process's (inside the bound) rather than the judge's
+    noise: float  # the relative standard error of the judge's median
+    batches: int
+    calls: int
+    samples_ms: tuple[float, ...]  # the per-call samples behind the median (claims or judged figures)
+
+    @property
+    def below_bound(self) -> bool:
+        """The process claimed less than the judge's clock allows: its claim was not used."""
+        return self.claimed_ms is not None and not self.from_claims
+
+
+def _mad_sigma(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    med = statistics.median(xs)
+    return 1.4826 * statistics.median(abs(x - med) for x in xs)
+
+
+def median_se(xs: list[float]) -> float:
+    """The standard error of the median of ``xs`` (robust: from the median absolute deviation)."""
+    if len(xs) < 2:
+        return math.inf
+    return 1.2533 * _mad_sigma(xs) / math.sqrt(len(xs))
+
+
+def fit_overhead(samples: list[Batch]) -> Overhead:
+    """``fixed`` and ``per_call`` from calibration batches of several sizes: a straight line through
+    the least wall of each size (least squares), never negative. The least, because the noise of a
+    host clock only adds (a preempted process, a sleeping thread): the protocol costs at most
+    that, so a call is never credited with more overhead than the protocol showed."""
+    by_k: dict[int, list[float]] = {}
+    claims: list[float] = []
+    for b in samples:
+        by_k.setdefault(b.calls, []).append(b.wall_ms)
+        claims.extend(b.claims_ms)
+    ks = sorted(by_k)
+    meds = [min(by_k[k]) for k in ks]
+    if len(ks) == 1:
+        fixed, per = 0.0, meds[0] / ks[0]
+    else:
+        mk, mw = statistics.fmean(ks), statistics.fmean(meds)
+        sxx = sum((k - mk) ** 2 for k in ks)
+        per = max(0.0, sum((k - mk) * (w - mw) for k, w in zip(ks, meds)) / sxx)
+        fixed = max(0.0, mw - per * mk)
+    resid = [w - (fixed + per * b) for b, w in ((b.calls, b.wall_ms) for b in samples)]
+    return Overhead(fixed_ms=fixed, per_call_ms=per, noise_ms=_mad_sigma(resid) if len(resid) > 1 else 0.0,
+                    claimed_ms=statistics.median(claims) if claims else 0.0)
+
+
+def figure(batches: list[Batch], ov: Overhead, is_gpu: bool) -> Figure:
+    """The runtime of one call: the process's claim where the judge's clock bounds it, else the clock's.
+
+    The bound is checked against the judge's *least* batch figure (its noise only adds): a claim
+    may lie below it by ``bound`` at most. Where the claim is refused, the figure is the judge's
+    median."""
+    judged = [b.judged_ms(ov) for b in batches]
+    j = statistics.median(judged)
+    low = min(judged)
+    calls = sum(b.calls for b in batches)
+    se = median_se(judged) if len(judged) > 1 else (ov.noise_ms / max(1, batches[0].calls) if batches else 0.0)
+    bound = max(BOUND_SIGMAS * se, BOUND_RELATIVE * j, PROTOCOL_DRIFT[is_gpu] * ov.per_call_ms,
+                BOUND_FLOOR_MS[is_gpu])
+    claims = [c for b in batches for c in b.claims_ms]
+    claimed = statistics.median(claims) if claims else None
+    use_claims = claimed is not None and claimed >= low - bound
+    median = claimed if use_claims else j
+    samples = tuple(claims) if use_claims else tuple(judged)
+    return Figure(median_ms=median, judged_ms=j, bound_ms=bound, claimed_ms=claimed, from_claims=use_claims,
+                  noise=(se / j) if j > 0 and math.isfinite(se) else math.inf, batches=len(batches), calls=calls,
+                  samples_ms=samples)
+
+
+def plan_batch(call_ms: float, ov: Overhead, is_gpu: bool, memory_calls: int) -> int:
+    """Calls per batch: enough that the batch lasts about ``BATCH_TARGET_MS`` (the round trip then
+    weighs little), within the memory the kept outputs may use and ``MAX_BATCH``."""
+    per = max(call_ms + ov.per_call_ms, 1e-4)
+    k = int(BATCH_TARGET_MS[is_gpu] / per)
+    return max(1, min(k, MAX_BATCH, max(1, memory_calls)))
+
+
+def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls: int, spent_s: float,
+           budget_s: float, max_batches: int | None = None) -> bool:
+    """Whether to stop timing: the noise is below ``noise_target`` over at least ``MIN_BATCHES``
+    batches and ``min_calls`` calls; or the time budget is spent (after at least 3 batches); or
+    ``MAX_CALLS`` calls, or ``max_batches`` batches, were made."""
+    n = len(batches)
+    calls = sum(b.calls for b in batches)
+    if max_batches is not None and n >= max_batches:
+        return True
+    if calls >= MAX_CALLS:
+        return True
+    if n >= 3 and spent_s >= budget_s:
+        return True
+    if n < MIN_BATCHES or calls < min_calls:
+        return False
+    judged = [b.judged_ms(ov) for b in batches]
+    j = statistics.median(judged)
+    return j > 0 and median_se(judged) / j <= noise_target
+
+
+def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
+    """Slower than SLOW_FACTOR x the reference (by more than launch noise)."""
+    return candidate_call_ms > SLOW_FACTOR * reference_call_ms and candidate_call_ms - reference_call_ms > 1.0
+
+
+LIMIT_FACTOR = 20.0  # a batch may take this many times what the reference's calls would
+
+
+def batch_limit_s(calls: int, reference_call_ms: float | None, ov: Overhead | None, is_gpu: bool,
+                  fallback_s: float) -> float:
+    """How long a batch of ``calls`` calls may take: 20 x what the reference's calls and the
+    protocol would take, and at least 2 s on a GPU (10 s on the CPU, where Triton's interpreter
+    runs a kernel hundreds of times slower than eager PyTorch); before the reference is timed
+    (the baselines' own batches: trusted code), ``fallback_s``."""
+    floor = GPU_FLOOR_S if is_gpu else CPU_FLOOR_S
+    if reference_call_ms is None:
+        return max(floor, fallback_s)
+    protocol = ov.of(calls) if ov is not None else 0.0
+    return max(floor, LIMIT_FACTOR * (calls * reference_call_ms + protocol) / 1000.0)
+
+
+def as_timing(fig: Figure) -> Timing:
+    """The stored form of a figure (``result.Timing``)."""
+    s = sorted(fig.samples_ms) or [fig.median_ms]
+    n = len(s)
+    q1, q3 = s[int(0.25 * (n - 1))], s[int(0.75 * (n - 1))]
+    return Timing(median_ms=fig.median_ms, mean_ms=statistics.fmean(s), min_ms=s[0], max_ms=s[-1], iqr_ms=q3 - q1,
+                  std_ms=statistics.pstdev(s) if n > 1 else 0.0, reps=fig.calls, judged_ms=fig.judged_ms,
+                  bound_ms=fig.bound_ms, noise=fig.noise if math.isfinite(fig.noise) else None, batches=fig.batches,
+                  source="process" if fig.from_claims else "judge")

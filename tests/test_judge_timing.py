@@ -1,0 +1,86 @@
+"""The judge's timing arithmetic (evaluate/judge/timing.py): pure, no torch, no GPU."""
+
+from stark_lsp.evaluate.judge import timing as TM
+
+
+def calib(fixed: float, per: float, noise: float = 0.0) -> list[TM.Batch]:
+    out = []
+    for r in range(4):
+        for k in (1, 4, 16, 64):
+            out.append(TM.Batch(k, fixed + per * k + noise * (r % 2), (0.001,) * k))
+    return out
+
+
+def test_the_overhead_fit_recovers_the_fixed_and_per_call_costs():
+    ov = TM.fit_overhead(calib(0.08, 0.05))
+    assert abs(ov.fixed_ms - 0.08) < 1e-9 and abs(ov.per_call_ms - 0.05) < 1e-9
+
+
+def test_the_fit_takes_the_least_wall_of_each_size_since_host_noise_only_adds():
+    ov = TM.fit_overhead(calib(0.08, 0.05, noise=0.5))
+    assert abs(ov.per_call_ms - 0.05) < 1e-9
+
+
+def test_one_call_by_the_judges_clock_is_the_batch_less_the_protocol():
+    ov = TM.Overhead(fixed_ms=0.1, per_call_ms=0.05, noise_ms=0.0, claimed_ms=0.0)
+    b = TM.Batch(10, 0.1 + 10 * (0.05 + 0.2), (0.2,) * 10)
+    assert abs(b.judged_ms(ov) - 0.2) < 1e-12
+
+
+def batches(true_ms: float, claim_ms: float, n: int = 8, k: int = 20, jitter: float = 0.0) -> list[TM.Batch]:
+    return [TM.Batch(k, 0.1 + k * (0.05 + true_ms) + jitter * (i % 3), (claim_ms,) * k) for i in range(n)]
+
+
+OV = TM.Overhead(fixed_ms=0.1, per_call_ms=0.05, noise_ms=0.0, claimed_ms=0.0)
+
+
+def test_an_honest_claim_inside_the_bound_is_the_figure():
+    f = TM.figure(batches(0.2, 0.199), OV, is_gpu=True)
+    assert f.from_claims and f.median_ms == 0.199 and not f.below_bound
+
+
+def test_a_forged_claim_below_the_judges_clock_is_replaced_by_the_clock():
+    for forged in (0.2 / 6, 0.2 / 2, 0.15):  # a sixth, a half, a quarter off: all beyond the noise here
+        f = TM.figure(batches(0.2, forged), OV, is_gpu=True)
+        assert not f.from_claims and f.below_bound
+        assert abs(f.median_ms - 0.2) < 1e-9
+
+
+def test_what_a_forged_claim_can_gain_is_the_bound_and_no_more():
+    f = TM.figure(batches(0.2, 0.0), OV, is_gpu=True)
+    lowest_accepted = f.judged_ms - f.bound_ms
+    g = TM.figure(batches(0.2, lowest_accepted + 1e-9), OV, is_gpu=True)
+    assert g.from_claims and g.median_ms >= f.judged_ms - f.bound_ms
+    assert f.bound_ms <= 0.2 * 0.1 + 1e-9  # here: 10 % of the protocol's per-call cost at most
+
+
+def test_the_bound_grows_with_the_judges_own_noise():
+    quiet = TM.figure(batches(0.2, 0.0), OV, is_gpu=True)
+    noisy = TM.figure(batches(0.2, 0.0, jitter=2.0), OV, is_gpu=True)
+    assert noisy.bound_ms > quiet.bound_ms
+
+
+def test_batches_are_sized_to_the_target_within_memory():
+    assert TM.plan_batch(0.01, OV, True, memory_calls=1000) == int(TM.BATCH_TARGET_MS[True] / 0.06)
+    assert TM.plan_batch(0.01, OV, True, memory_calls=3) == 3
+    assert TM.plan_batch(50.0, OV, True, memory_calls=1000) == 1
+
+
+def test_timing_stops_once_the_noise_is_below_the_target():
+    quiet = batches(0.2, 0.2, n=5)
+    assert TM.enough(quiet, OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
+    assert not TM.enough(quiet[:4], OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
+    noisy = [TM.Batch(20, 0.1 + 20 * (0.05 + 0.2 * (1 + (i % 2))), (0.2,) * 20) for i in range(6)]
+    assert not TM.enough(noisy, OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
+    assert TM.enough(noisy, OV, noise_target=0.005, min_calls=100, spent_s=3.1, budget_s=3.0)
+
+
+def test_batch_limits_scale_from_the_reference_with_a_floor():
+    assert TM.batch_limit_s(1, 0.01, OV, True, 60.0) == TM.GPU_FLOOR_S
+    assert TM.batch_limit_s(10, 100.0, OV, True, 60.0) == TM.LIMIT_FACTOR * (10 * 100.0 + OV.of(10)) / 1000
+    assert TM.batch_limit_s(1, 0.01, OV, False, 60.0) == TM.CPU_FLOOR_S
+    assert TM.batch_limit_s(5, None, None, True, 60.0) == 60.0
+
+
+def test_slow_means_ten_times_the_reference_and_beyond_launch_noise():
+    assert TM.is_slow(25.0, 2.0) and not TM.is_slow(15.0, 2.0) and not TM.is_slow(0.5, 0.01)
