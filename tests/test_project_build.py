@@ -75,7 +75,10 @@ def test_two_unit_project_links_and_rebuilds_only_the_candidate_unit(project, tm
     if nm:
         syms = subprocess.run([nm, "-D", "--defined-only", str(first.library)], capture_output=True, text=True).stdout
         assert "launch_scale_rows" in syms and "l2_normalize_rows" in syms
-    [obj] = list((tmp_path / "cache" / "cuda" / "objects").glob("*/scale_rows-*.o"))
+    from stark_lsp.evaluate.cuda_build import build_root
+
+    [obj] = [o for o in (build_root() / "objects").glob("*/scale_rows-*.o") if str(project) in o.with_suffix(".o.d")
+             .read_text()]  # under the private build root, not the cache (nothing there is the sandbox's)
     stamp = obj.stat().st_mtime_ns
     cand = task.root_source().replace("float acc = 0.0f;", "float acc = 0.0f;  // candidate 2")
     second = b.build(cand, task=task)

@@ -20,6 +20,13 @@ the include path, the project's ``compile_commands.json``, the harness's
   depfiles, rebuilt only when a source or a header they read changes); each
   candidate's own ``build.ninja`` compiles its unit and links it with them.
 
+The build runs in a scratch folder only this user (and the sandbox's uid)
+can reach (``build_root``: ``/tmp/stark-build-<uid>``, mode 0700); what it
+made is then copied, by this process, into the user's own cache entry (no
+folder or file there is writable by anyone else, nor by the sandbox's uid),
+and an entry that is not the user's own and private is never loaded: nothing
+a build or a candidate could write survives into a later load.
+
 Artifacts are cached by a key covering every input the build read: source,
 settings, flags, target, nvcc and host compiler, and the content of every
 project header and unit named in the depfiles (``stark_lsp.build.inputs``).
@@ -36,6 +43,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -53,7 +61,7 @@ from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
 from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
-from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
+from stark_lsp.evaluate.sandbox.policy import NOBODY, Sandbox, SandboxRefused, make_layout
 
 SOURCE_NAME = "kernel.cu"
 SHIM = """
@@ -74,6 +82,40 @@ DEFAULT_FLAGS = ["-O3", "-std=c++17"]
 
 class BuildError(RuntimeError):
     pass
+
+
+def build_root() -> Path:
+    """A folder of this user's that no other user, nor a daemon running as ``nobody``, can enter
+    (``/tmp/stark-build-<euid>``, 0700): builds and profiles work in folders under it."""
+    root = Path(tempfile.gettempdir()) / f"stark-build-{os.geteuid()}"
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise BuildError(f"{root} is not this user's private folder (owner {st.st_uid}, mode "
+                         f"{oct(stat.S_IMODE(st.st_mode))}): remove it")
+    return root
+
+
+def for_the_sandbox(path: Path, uid: int | None) -> None:
+    """Make ``path`` writable by the sandbox's uid and nobody else: ``nobody`` when a root caller's
+    sandbox drops to it (``uid``: the layout's ``drop_to``), this user otherwise (a user namespace
+    maps its uid 0 to this user; a sandbox that keeps uid 0 is root's)."""
+    if os.geteuid() == 0:
+        owner = uid if uid is not None else 0
+        os.chown(path, owner, owner)
+    os.chmod(path, 0o700)
+
+
+def private_entry(path: Path) -> bool:
+    """Whether a cache entry (a folder, or a file) is this user's own and writable by no one else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o022 and not stat.S_ISLNK(st.st_mode)
 
 
 @dataclass
@@ -268,6 +310,8 @@ class CudaBuilder:
         lib = d / "lib.so"
         if report.ok and not lib.exists():
             return None
+        if not private_entry(d) or not private_entry(meta) or (report.ok and not private_entry(lib)):
+            return None  # writable by another user or by the sandbox's uid: rebuilt, never loaded
         return CudaArtifact(key, lib if report.ok else None, report, resources)
 
     def _run(self, cmd: list[str], cwd: Path, settings: BuildSettings, writable: list[Path],
@@ -279,10 +323,10 @@ class CudaBuilder:
                                  "(nvcc reads any path it includes); install util-linux (unshare) or bubblewrap, or "
                                  "pass --unsafe-no-sandbox")
         if self.sandbox is not None:
+            layout = self.sandbox.effective(make_layout(expose=[*settings.roots, *also_expose],
+                                                        writable=[str(w) for w in writable], cwd=cwd, gpu=False))
             for w in writable:
-                os.chmod(w, 0o777)  # the sandboxed compiler runs as nobody when we are root
-            layout = make_layout(expose=[*settings.roots, *also_expose], writable=[str(w) for w in writable], cwd=cwd,
-                                 gpu=False)
+                for_the_sandbox(w, layout.drop_to)  # the sandboxed compiler runs as nobody when we are root
             root = self.sandbox.root_kept(layout)
             if root and self.required:
                 raise SandboxRefused(f"the sandbox would keep uid 0 for nvcc here ({root}): source written by an LLM "
@@ -298,7 +342,7 @@ class CudaBuilder:
 
     def _compile(self, prekey: str, source: str, flags: list[str], nvcc: str, settings: BuildSettings,
                  timeout_s: float) -> CudaArtifact:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{prekey}.", dir=self.cache_dir))
+        tmp = Path(tempfile.mkdtemp(prefix=f"{prekey}.", dir=build_root()))
         toolchain = I.toolchain_prefixes(nvcc)
         try:
             src = tmp / SOURCE_NAME
@@ -328,17 +372,12 @@ class CudaBuilder:
             report = CompileReport(ok=ok, command=shown, log=_trim(log), diagnostics=diags)
             meta = {"ok": ok, "command": shown, "log": report.log,
                     "diagnostics": [asdict(d) for d in diags], "resources": [asdict(r) for r in resources]}
-            (tmp / "meta.json").write_text(json.dumps(meta))
             try:
                 read = self._read_inputs(deps_files, tmp, settings, toolchain)
                 key = I.final_key(prekey, read)
             except I.Uncacheable:
                 read, key = None, f"{prekey}-u{uuid.uuid4().hex[:8]}"  # kept for this run, never found again
-            final = self.cache_dir / key
-            try:
-                os.rename(tmp, final)
-            except OSError:  # another process won the race: use its entry
-                shutil.rmtree(tmp, ignore_errors=True)
+            self._adopt(tmp, key, meta, ok)
             if read is not None:
                 self.manifests.record(prekey, read, key)
             loaded = self._load(key)
@@ -348,6 +387,30 @@ class CudaBuilder:
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def _adopt(self, built: Path, key: str, meta: dict[str, Any], ok: bool) -> None:
+        """The build's library and report, copied by this process into a new entry of the user's own
+        (0755 folder, 0644 files: nothing the build's uid wrote is kept), renamed into place."""
+        entry = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.cache_dir))
+        try:
+            os.chmod(entry, 0o755)
+            if ok:
+                src = built / "lib.so"
+                st = os.lstat(src)
+                if not stat.S_ISREG(st.st_mode):
+                    raise BuildError("the build left no regular lib.so")
+                with open(src, "rb") as f, open(entry / "lib.so", "xb") as g:
+                    shutil.copyfileobj(f, g, 1 << 20)
+                os.chmod(entry / "lib.so", 0o644)
+            (entry / "meta.json").write_text(json.dumps(meta))
+            os.chmod(entry / "meta.json", 0o644)
+            try:
+                os.rename(entry, self.cache_dir / key)
+            except OSError:  # another process won the race: use its entry
+                pass
+        finally:
+            if entry.exists():
+                shutil.rmtree(entry, ignore_errors=True)
 
     def _read_inputs(self, deps_files: list[tuple[Path, Path]], tmp: Path, settings: BuildSettings,
                      toolchain: tuple[str, ...]) -> dict[str, str]:
@@ -363,8 +426,11 @@ class CudaBuilder:
     def _objects_dir(self, flags: list[str], nvcc: str, settings: BuildSettings) -> Path:
         h = hashlib.sha256("\x1f".join([*flags, self.arch, nvcc, nvcc_version(nvcc), host_compiler_version(),
                                         *settings.sources]).encode()).hexdigest()[:20]
-        d = self.cache_dir / "objects" / h
+        # under the private build root, not the cache: ninja writes there as the sandbox's uid, and only
+        # the project's own units are compiled into it (a candidate's build sees it read-only)
+        d = build_root() / "objects" / h
         d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d.parent, 0o755)
         return d
 
     def _compile_project(self, tmp: Path, flags: list[str], nvcc: str, settings: BuildSettings,

@@ -58,9 +58,9 @@ class Evaluator:
         self.cache_dir = Path(cache_dir or default_cache_dir())
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         (self.cache_dir / "candidates").mkdir(exist_ok=True)
-        for d in (self.cache_dir, self.cache_dir / "candidates"):  # readable inside the sandbox, as nobody too
+        for d in (self.cache_dir, self.cache_dir / "candidates"):  # the user's: no sandbox ever reads it
             try:
-                d.chmod(d.stat().st_mode | 0o755)
+                d.chmod(d.stat().st_mode & ~0o022)
             except OSError:
                 pass
         env = {
@@ -145,7 +145,9 @@ class Evaluator:
             tmp = cand_file.with_suffix(cand_file.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(source)
             os.replace(tmp, cand_file)
-        expose = {str(self.cache_dir), *task_folders(task)}
+        # the task's own folders only: the candidate's files reach its process by value (judge/judge.py),
+        # so no candidate sees the evaluator's cache, nor any other candidate in it
+        expose = set(task_folders(task))
         job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict(),
                                "sandbox": self.sandbox_policy, "expose": sorted(expose)}
         # a safety net over the judge's own phase limits: loading, reference timing, trials, timing

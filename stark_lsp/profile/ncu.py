@@ -364,16 +364,25 @@ class NcuProfiler:
             return ProfileReport.unavailable(f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
 
     def _profile(self, ncu: str, task: Any, source: str, cancel: threading.Event | None, t0: float) -> ProfileReport:
-        root = self.cache_dir / "profile"
-        root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="ncu-", dir=root))
+        from stark_lsp.evaluate.cuda_build import build_root
+
+        work = Path(tempfile.mkdtemp(prefix="ncu-", dir=build_root()))  # private: no other user reaches it
+        try:
+            return self._profile_in(work, ncu, task, source, cancel, t0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _profile_in(self, work: Path, ncu: str, task: Any, source: str, cancel: threading.Event | None,
+                    t0: float) -> ProfileReport:
         cand = work / f"candidate{task.candidate_suffix}"
         cand.write_text(source)
         library = None
         if task.kind == "cuda":
-            library, why = self._cuda_library(source, task)
-            if library is None:
+            built, why = self._cuda_library(source, task)
+            if built is None:
                 return ProfileReport.unavailable(why, seconds=time.perf_counter() - t0)
+            library = str(work / "lib.so")  # a copy: the sandbox sees this run's folder, not the cache
+            shutil.copyfile(built, library)
         job = work / "job.json"
         job.write_text(json.dumps({"task": task.to_dict(), "candidate_file": str(cand), "library": library,
                                    "calls": self.calls, "seed": self.seed, "device": self.device}))
@@ -420,16 +429,21 @@ class NcuProfiler:
                 raise _NoSandbox(f"no sandbox can be made here ({sb.reason}): ncu does not run LLM-written candidates "
                                  "without one")
             return cmd
-        os.chmod(work, 0o777)
+        from stark_lsp.evaluate.cuda_build import for_the_sandbox
+
         tool = os.path.dirname(os.path.realpath(cmd[0]))  # ncu itself, wherever it is installed
-        expose = [tool, str(task.path.parent), str(work), str(self.cache_dir)] + (
-            [str(task.harness.parent)] if task.harness else [])
+        expose = [tool, str(task.path.parent), str(work)] + ([str(task.harness.parent)] if task.harness else [])
+        layout = sb.effective(make_layout(expose=expose, writable=[work], cwd=work,
+                                          drop_privileges=self.sandbox == "required", allow_perf=True))
+        for_the_sandbox(work, layout.drop_to)
+        for p in work.iterdir():  # its job and candidate files, readable by the sandbox's uid only
+            if os.geteuid() == 0 and layout.drop_to is not None:
+                os.chown(p, layout.drop_to, layout.drop_to)
         # the user's own code and the built-in team's: as uid 0 without capabilities, which the
         # driver's restriction of GPU counters to administrators needs on some machines; code an
         # LLM wrote: as nobody, always (where the counters are restricted ncu then fails, and the
         # search goes on without its figures)
-        return sb.wrap(cmd, make_layout(expose=expose, writable=[work], cwd=work,
-                                        drop_privileges=self.sandbox == "required"))
+        return sb.wrap(cmd, layout)
 
     def _env(self, work: Path) -> dict[str, str]:
         from stark_lsp.evaluate.sandbox.policy import scrubbed_env

@@ -210,7 +210,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
-    unreadable = unreadable_paths([*needed, *rw], hidden)
+    # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
+    unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
     drop = drop_privileges and not unreadable
     why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
     uid = NOBODY if drop and os.geteuid() == 0 else os.getuid()
@@ -238,27 +239,33 @@ def gpu_usable_by_others() -> bool:
     return True
 
 
-def readable_by_others(path: str, hidden: tuple[str, ...] = ()) -> bool:
-    """Whether a user with no relation to the owner can reach ``path`` (read it, enter its folders).
+def readable_by_others(path: str, hidden: tuple[str, ...] = (), uid: int = NOBODY, own: bool = False) -> bool:
+    """Whether ``uid`` (``nobody``: a user with no relation to the owner, unless it owns the path, as
+    a build folder made for the sandbox does) can reach ``path`` (read it, enter its folders).
 
     Folders that a hidden directory covers do not count: inside, they are
-    fresh tmpfs folders anyone may enter.
+    fresh tmpfs folders anyone may enter. ``own``: ``path`` itself will be made ``uid``'s (a
+    writable folder): only the folders leading to it count.
     """
+    import stat
+
+    def may(st: os.stat_result, read: bool, enter: bool) -> bool:
+        r, x = (stat.S_IRUSR, stat.S_IXUSR) if st.st_uid == uid else (stat.S_IROTH, stat.S_IXOTH)
+        return (not read or bool(st.st_mode & r)) and (not enter or bool(st.st_mode & x))
+
     p = os.path.realpath(path)
     try:
         st = os.stat(p)
     except OSError:
         return False
-    import stat
-
-    if not st.st_mode & stat.S_IROTH or (stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH):
+    if not own and not may(st, True, stat.S_ISDIR(st.st_mode)):
         return False
     parent = os.path.dirname(p)
     while parent and parent != "/":
         if any(_under(parent, h) and parent != h for h in hidden) or parent in hidden:
             break
         try:
-            if not os.stat(parent).st_mode & stat.S_IXOTH:
+            if not may(os.stat(parent), False, True):
                 return False
         except OSError:
             return False
