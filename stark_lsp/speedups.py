@@ -26,6 +26,7 @@ BASELINES = {
     "compiled": "torch.compile",  # torch.compile of the reference
 }
 CPU_NOTE = "CPU interpreter, not a GPU timing"
+DEGENERATE_NOTE = "degenerate task: any constant passes"
 SIGN = "×"
 
 
@@ -47,18 +48,22 @@ def ratio_text(x: float | None, sign: str = SIGN) -> str:
     return f"{x:.{digits}f}{sign}"
 
 
-def speedup_text(x: float | None, against: str, *, cpu: bool = False, sign: str = SIGN) -> str:
+def speedup_text(x: float | None, against: str, *, cpu: bool = False, degenerate: bool = False,
+                 sign: str = SIGN) -> str:
     """``2.35× your kernel``; ``against`` is a key of :data:`BASELINES`.
 
     ``cpu``: the figure comes from CPU timings (Triton interpreter or eager on
-    the CPU), which say nothing about a GPU; the text says so.
+    the CPU), which say nothing about a GPU; the text says so. ``degenerate``:
+    the task's outputs do not depend on its inputs (``EvalResult.degenerate``),
+    so a constant passes and the figure means nothing; the text says so.
     """
     if against not in BASELINES:
         raise ValueError(f"unknown baseline {against!r}; expected one of {', '.join(BASELINES)}")
     if x is None:
         return "-"
     text = f"{ratio_text(x, sign)} {BASELINES[against]}"
-    return f"{text} ({CPU_NOTE})" if cpu else text
+    notes = [n for n, on in ((CPU_NOTE, cpu), (DEGENERATE_NOTE, degenerate)) if on]
+    return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 def speedup_column(x: float | None, sign: str = SIGN) -> str:

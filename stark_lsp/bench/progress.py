@@ -32,7 +32,8 @@ def run_line(index: int, total: int, label: str, p: Progress | None, elapsed_s: 
 
 def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
     """The run's result, as its record (and so the final tables) has it: the best attempt against eager."""
-    what = (f"best {speedup_text(r.best_speedup, 'eager', cpu=not r.is_gpu)} at attempt {r.best_attempt}"
+    what = (f"best {speedup_text(r.best_speedup, 'eager', cpu=not r.is_gpu, degenerate=bool(r.degenerate))} at "
+            f"attempt {r.best_attempt}"
             if r.success else "no correct kernel")
     tail = f"  ({r.outcome}: {r.error})" if r.error else ("" if r.outcome == "done" else f"  ({r.outcome})")
     return f"[{index + 1}/{total}] {label}  done: {what}, {r.attempts} attempts, {fmt.duration(r.wall_s)}{tail}"

@@ -69,6 +69,7 @@ class RunRecord:
     device: str = ""
     gpu: int | None = None  # which GPU of the machine ran it (stark bench --gpus)
     is_gpu: bool = False
+    degenerate: str = ""  # why the task cannot tell a right answer from a constant (EvalResult.degenerate)
     floor: dict[str, Any] | None = None  # the task's floor (Runtime.floor), when the evaluator reports one
     floor_gap: float | None = None  # best_ms / floor_ms: 1.0 is at the hardware limit
     curve: list[float | None] = field(default_factory=list)
@@ -153,6 +154,8 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     if timed:
         rt = timed[0]
         rec.device, rec.is_gpu = rt.device, bool(rt.is_gpu)
+        rec.degenerate = next((n.result.degenerate for n in [*evaluated, root] if n is not None and n.result
+                               and n.result.degenerate), "")
         rec.reference_ms = rt.reference.median_ms if rt.reference else None
         compiled = next((r.compiled_reference for r in timed if r.compiled_reference is not None), None)
         rec.compiled_ms = compiled.median_ms if compiled else None

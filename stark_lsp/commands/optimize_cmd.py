@@ -259,16 +259,18 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
         gain = retimed.vs_root  # the median of rounds that timed it in turn with your kernel
     if root is not None and root.correct and (gain is None or gain <= 1.0):
         print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
-              f"{speedup_text(gain, 'yours', cpu=best.cpu_timed)}): nothing written")
+              f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}): nothing written")
         return False
     replaced = keep_previous(out, best.source, task, store)
     refusal.write_file(out, best.source, "--out")
     if root is not None and root.correct and retimed is not None and retimed.vs_root is not None:
         # the re-timed figures only: the single measurements of the table would not give this ratio
-        vs = (f"{speedup_text(gain, 'yours')} ({retimed.runtime_ms:.4g} ms, the median of {retimed.rounds} rounds "
-              f"timed in turn with yours), {speedup_text(retimed.speedup, 'eager', cpu=best.cpu_timed)}")
+        vs = (f"{speedup_text(gain, 'yours', degenerate=best.degenerate)} ({retimed.runtime_ms:.4g} ms, the median of "
+              f"{retimed.rounds} rounds timed in turn with yours), "
+              f"{speedup_text(retimed.speedup, 'eager', cpu=best.cpu_timed, degenerate=best.degenerate)}")
     elif root is not None and root.correct:
-        vs = (f"{speedup_text(gain, 'yours')} ({best.runtime_ms:.4g} ms; yours {root.runtime_ms:.4g} ms), "
+        vs = (f"{speedup_text(gain, 'yours', degenerate=best.degenerate)} ({best.runtime_ms:.4g} ms; yours "
+              f"{root.runtime_ms:.4g} ms), "
               f"{best.eager_text()}")
     else:
         vs = f"correct where your kernel is not ({root.status if root else 'missing'}), {best.eager_text()}"

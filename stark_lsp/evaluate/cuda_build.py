@@ -61,7 +61,7 @@ from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
 from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
-from stark_lsp.evaluate.sandbox.policy import NOBODY, Sandbox, SandboxRefused, make_layout
+from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
 
 SOURCE_NAME = "kernel.cu"
 SHIM = """
@@ -324,7 +324,11 @@ class CudaBuilder:
                                  "pass --unsafe-no-sandbox")
         if self.sandbox is not None:
             layout = self.sandbox.effective(make_layout(expose=[*settings.roots, *also_expose],
-                                                        writable=[str(w) for w in writable], cwd=cwd, gpu=False))
+                                                        writable=[str(w) for w in writable], cwd=cwd, gpu=False,
+                                                        hide=[str(self.cache_dir.parent)]))  # no other candidate
+            if self.required and not self.sandbox.filtered:
+                raise SandboxRefused("the sandbox here has no syscall filter: source written by an LLM is not "
+                                     "compiled without one; install libseccomp2, or pass --unsafe-no-sandbox")
             for w in writable:
                 for_the_sandbox(w, layout.drop_to)  # the sandboxed compiler runs as nobody when we are root
             root = self.sandbox.root_kept(layout)
@@ -382,7 +386,7 @@ class CudaBuilder:
                 self.manifests.record(prekey, read, key)
             loaded = self._load(key)
             if loaded is None:
-                raise BuildError(f"cache entry {final} is unreadable")
+                raise BuildError(f"cache entry {self.cache_dir / key} is unreadable")
             return loaded
         finally:
             if tmp.exists():
@@ -404,10 +408,13 @@ class CudaBuilder:
                 os.chmod(entry / "lib.so", 0o644)
             (entry / "meta.json").write_text(json.dumps(meta))
             os.chmod(entry / "meta.json", 0o644)
+            final = self.cache_dir / key
             try:
-                os.rename(entry, self.cache_dir / key)
-            except OSError:  # another process won the race: use its entry
-                pass
+                os.rename(entry, final)
+            except OSError:  # another process won the race (its entry is used), or a stale entry is in the way
+                if self._load(key) is None:
+                    shutil.rmtree(final, ignore_errors=True)
+                    os.rename(entry, final)
         finally:
             if entry.exists():
                 shutil.rmtree(entry, ignore_errors=True)

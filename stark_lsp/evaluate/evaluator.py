@@ -149,7 +149,7 @@ class Evaluator:
         # so no candidate sees the evaluator's cache, nor any other candidate in it
         expose = set(task_folders(task))
         job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict(),
-                               "sandbox": self.sandbox_policy, "expose": sorted(expose)}
+                               "sandbox": self.sandbox_policy, "expose": sorted(expose), "hide": [str(self.cache_dir)]}
         # a safety net over the judge's own phase limits: loading, reference timing, trials, timing
         timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
         hw = self.pool.hardware()

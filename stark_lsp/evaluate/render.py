@@ -35,7 +35,7 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
             lines.append("  speedup:     1.00× eager (the reference itself, timed against itself: "
                          "give a candidate to compare)")
         else:
-            lines.append(f"  speedup:     {speedup_text(rt.speedup, 'eager', cpu=cpu)}"
+            lines.append(f"  speedup:     {speedup_text(rt.speedup, 'eager', cpu=cpu, degenerate=bool(r.degenerate))}"
                          + (f"  ({rt.note})" if rt.note and not cpu else ""))
         if rt.floor:
             f = rt.floor
@@ -43,8 +43,10 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
                          + (f", {f.flops / 1e9:.1f} GFLOP at {f.peak_tflops:.0f} TFLOP/s {f.dtype}" if f.flops and f.peak_tflops else "")
                          + f"); candidate at {ratio_text(f.gap(rt.candidate.median_ms))} the floor")
         if rt.compiled_reference and rt.speedup_vs_compiled:
-            lines.append(f"  vs compile:  {speedup_text(rt.speedup_vs_compiled, 'compiled', cpu=cpu)} "
+            lines.append(f"  vs compile:  {speedup_text(rt.speedup_vs_compiled, 'compiled', cpu=cpu, degenerate=bool(r.degenerate))} "
                          f"(torch.compile {rt.compiled_reference.median_ms:.4g} ms)")
+    if r.degenerate:
+        lines.append(f"  task:        DEGENERATE: {r.degenerate}")
     for res in r.resources:
         lines.append(f"  kernel {res.kernel}: {res.registers} registers, {res.shared_bytes} B shared, "
                      f"{res.spill_stores or 0}/{res.spill_loads or 0} B spill stores/loads")

@@ -202,7 +202,7 @@ class EvalResult:
         """One line for tables, hovers and logs."""
         if self.status is Status.OK and self.runtime:
             r = self.runtime
-            x = speedup_text(r.speedup, "eager", cpu=not r.is_gpu)
+            x = speedup_text(r.speedup, "eager", cpu=not r.is_gpu, degenerate=bool(self.degenerate))
             return f"{x}: {r.candidate.median_ms:.4g} ms vs {r.reference.median_ms:.4g} ms"
         return f"{self.status.value}: {self.message}".strip()
 

@@ -433,7 +433,7 @@ class NcuProfiler:
 
         tool = os.path.dirname(os.path.realpath(cmd[0]))  # ncu itself, wherever it is installed
         expose = [tool, str(task.path.parent), str(work)] + ([str(task.harness.parent)] if task.harness else [])
-        layout = sb.effective(make_layout(expose=expose, writable=[work], cwd=work,
+        layout = sb.effective(make_layout(expose=expose, writable=[work], cwd=work, hide=[str(self.cache_dir)],
                                           drop_privileges=self.sandbox == "required", allow_perf=True))
         for_the_sandbox(work, layout.drop_to)
         for p in work.iterdir():  # its job and candidate files, readable by the sandbox's uid only

@@ -36,9 +36,9 @@ def timing_words(node: Node, root: Node | None) -> str:
     parts = [f"{node.runtime_ms:.4g} ms"]
     yours = vs_yours(node, root)
     if yours is not None:
-        parts.append(speedup_text(yours, "yours"))
+        parts.append(speedup_text(yours, "yours", degenerate=node.degenerate))
     if node.speedup is not None:
-        parts.append(speedup_text(node.speedup, "eager"))
+        parts.append(speedup_text(node.speedup, "eager", degenerate=node.degenerate))
     text = ", ".join(parts)
     return f"{text} (CPU interpreter, not a GPU timing)" if cpu_timing(node) else text
 

@@ -106,6 +106,11 @@ class Node:
         return rt is not None and not rt.is_gpu
 
     @property
+    def degenerate(self) -> bool:
+        """The task's outputs do not depend on its inputs (``EvalResult.degenerate``): no figure on it means anything."""
+        return bool(self.result and self.result.degenerate)
+
+    @property
     def usage(self) -> Usage:
         total = Usage()
         for e in self.exchanges:
@@ -117,7 +122,7 @@ class Node:
         when CPU-timed; the KernelBench reference itself says so instead of timing noise."""
         if self.is_reference_itself and self.correct:
             return "1.00× eager (the reference itself)"
-        return speedup_text(self.speedup, "eager", cpu=self.cpu_timed)
+        return speedup_text(self.speedup, "eager", cpu=self.cpu_timed, degenerate=self.degenerate)
 
     def outcome(self) -> str:
         """Status, speedup and runtime in a few words."""

@@ -111,7 +111,7 @@ def best_line(nodes: list[Node], best: Node | None) -> str:
         return f"#{best.id}: your kernel, nothing beat it ({best.eager_text()})"
     yours = speedup_vs_yours(best, _root(nodes))
     eager = best.eager_text()
-    return f"#{best.id}: {speedup_text(yours, 'yours')}, {eager}" if yours is not None \
+    return f"#{best.id}: {speedup_text(yours, 'yours', degenerate=best.degenerate)}, {eager}" if yours is not None \
         else f"#{best.id}: {eager}"
 
 

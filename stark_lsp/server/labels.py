@@ -34,7 +34,7 @@ def gain_text(tree: TreeView, node: NodeView, cpu_note: bool = True) -> str:
     """``2.35× your kernel (CPU interpreter, not a GPU timing)``; ``baseline`` for the root; ``-`` unknown."""
     if node.parent is None:
         return BASELINE
-    return speedup_text(tree.gain(node), against(tree), cpu=cpu_note and node.cpu)
+    return speedup_text(tree.gain(node), against(tree), cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
 
 
 def gain_ratio(tree: TreeView, node: NodeView) -> str:
@@ -48,7 +48,7 @@ def eager_text(node: NodeView, cpu_note: bool = True) -> str:
     """Against the harness reference: ``0.0049× eager (CPU interpreter, not a GPU timing)``."""
     if node.is_reference:
         return "the reference itself (eager)"
-    return speedup_text(node.speedup, "eager", cpu=cpu_note and node.cpu)
+    return speedup_text(node.speedup, "eager", cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
 
 
 def best_text(tree: TreeView, cpu_note: bool = True) -> str:

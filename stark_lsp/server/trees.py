@@ -66,6 +66,7 @@ class NodeView:
     on_gpu: bool | None
     problems: tuple[Problem, ...] = ()
     profile: str = ""  # one line of Nsight Compute figures, when the search profiled this node
+    degenerate: str = ""  # why the task cannot tell a right answer from a constant ('' for a sound task)
 
     @property
     def correct(self) -> bool:
@@ -228,6 +229,7 @@ def node_view(n: Any) -> NodeView:
         on_gpu=runtime.is_gpu if runtime is not None else None,
         problems=_problems(result),
         profile=_profile_line(getattr(n, "profile", None)),
+        degenerate=str(getattr(result, "degenerate", "") or "") if result is not None else "",
     )
 
 

@@ -101,6 +101,7 @@ class Judge:
         self._profiler_next = False  # whether the candidate processes started ahead start the profiler
         self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
         self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
+        self._hide: list[str] = []  # folders the sandbox covers beyond the usual (the evaluator's cache)
 
     # ------------------------------------------------------------------
     def hardware(self) -> dict[str, Any]:
@@ -137,13 +138,19 @@ class Judge:
         major, minor = torch.cuda.get_device_capability(self.device)
         return major * 10 + minor
 
-    def _zygote_for(self, paths: list[str], policy: str) -> SandboxedZygote:
+    def _zygote_for(self, paths: list[str], policy: str, hide: list[str] | None = None) -> SandboxedZygote:
         """A zygote whose sandbox shows ``paths`` (restarted with a wider view when needed)."""
         sandbox = None if policy == "off" else self.sandbox()
         if sandbox is None and policy == "required":
             raise SandboxUnavailable(
                 f"no sandbox can be made here ({self._sandbox_reason}): candidates written by an LLM are not run "
                 f"without one; install util-linux (unshare) or bubblewrap, or pass --unsafe-no-sandbox")
+        if sandbox is not None and not sandbox.filtered and policy == "required":
+            raise SandboxUnavailable(
+                f"the sandbox here has no syscall filter ({sandbox.details.get('filter_refused')}): candidates "
+                f"written by an LLM are not run without one; install libseccomp2, or pass --unsafe-no-sandbox")
+        hide = list(hide if hide is not None else self._hide)
+        self._hide = hide
         z = self.zygote
         sandboxed = sandbox is not None
         reuse = z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths)
@@ -151,7 +158,7 @@ class Judge:
             layout = z.layout
         else:
             keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
-            layout = make_layout(expose=[*keep, *paths]) if sandboxed else Layout(hidden=())
+            layout = make_layout(expose=[*keep, *paths], hide=hide) if sandboxed else Layout(hidden=())
         root = sandbox.root_kept(layout) if sandbox is not None else None
         if root and policy == "required":
             raise SandboxUnavailable(
@@ -265,7 +272,7 @@ class Judge:
         param_seed = self._param_seed(opts)
         paths = [str(p) for p in job.get("expose", [])]
         try:
-            self._zygote_for(paths, job.get("sandbox", "auto"))
+            self._zygote_for(paths, job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])])
             state.mark("sandbox")
             base = self._time_baselines(spec, ref, opts, param_seed, cancel_fd, deadline, timeout_s)
             state.mark("reference timing")

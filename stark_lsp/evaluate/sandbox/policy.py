@@ -193,7 +193,8 @@ def nvidia_runtime_paths() -> list[str]:
 
 
 def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), cwd: str | Path = "/",
-                drop_privileges: bool = True, gpu: bool = True, allow_perf: bool = False) -> Layout:
+                drop_privileges: bool = True, gpu: bool = True, allow_perf: bool = False,
+                hide: list[str | Path] = ()) -> Layout:
     """The standard layout: hidden scratch and home, Python + ``expose`` bound back.
 
     A root caller becomes ``nobody`` inside when ``nobody`` can read every
@@ -201,12 +202,20 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     nodes where the machine's are root-only. Otherwise it stays uid 0 without
     any capability (``root_kept`` says why; both keep the mounts, the
     namespaces and the empty environment). ``gpu=False`` (a compiler): no device
-    nodes are needed, so none are made and nothing about them keeps uid 0.
+    nodes are needed, so none are made and nothing about them keeps uid 0. ``hide``: more folders
+    covered by an empty tmpfs (the evaluator's cache, wherever it is: no candidate, nor a build of
+    one, may read another candidate's files).
     """
     hidden = hidden_dirs()
+    covered = [os.path.realpath(h) for h in hide]
+    for h in covered:
+        if os.path.isdir(h) and not any(_under(h, d) for d in hidden) and h != "/":
+            hidden += (h,)
     # a Python path that is a hidden folder itself (PYTHONPATH=$HOME, a script run from /tmp) would
-    # bring the whole folder back: Python needs its own installation, not the user's home
-    needed = [*(p for p in python_paths() if p not in hidden), *(os.path.realpath(p) for p in expose)]
+    # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
+    # Python path under a covered folder brought back (the judge's own folder in the cache)
+    needed = [*(p for p in python_paths() if p not in hidden and not any(_under(p, h) for h in covered)),
+              *(os.path.realpath(p) for p in expose)]
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
