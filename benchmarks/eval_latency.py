@@ -16,13 +16,11 @@
   never ends to its TIMEOUT verdict, then to the next verdict.
 * Slow mix: candidates per minute on a task where every other candidate is
   far slower than the reference (they are cut after a few calls).
-* Overhead: the judge's clock around a timed call minus the time the
-  candidate process reports (what the cross-check compares), per path; and
-  where one timed request's time goes, step by step ("request draw= flush=
-  call= digest=", ms, the median over the timed calls, as the timing
-  process's own clock saw them; the rest is the round trip); "rest=" is the
-  seconds outside the judge's phases and nvcc (the evaluator's own messages,
-  waiting for the zygote).
+* Per evaluation: the runtime and which figure it is (the process's own,
+  inside the judge's bound, or the judge's clock's), the judge's figure and
+  its bound, the calls and batches timed; "rest=" is the seconds outside the
+  judge's phases and nvcc (the evaluator's own messages, waiting for the
+  zygote).
 
 Every candidate runs in its own fresh sandboxed process (docs/EVALUATOR.md);
 the reference's timing is measured once per judge and task, as in a search.
@@ -111,18 +109,16 @@ def run(ev: Evaluator, task, sources: list[str], opts: EvalOptions) -> list[dict
                      "compile_s": r.compile.seconds if r.compile else None,
                      "median_ms": rt.candidate.median_ms if rt else None,
                      "reps": rt.candidate.reps if rt else None,
-                     "overhead_ms": (rt.candidate.wall_median_ms - rt.candidate.median_ms)
-                     if rt and rt.candidate.wall_median_ms is not None else None,
-                     "steps_ms": dict(rt.candidate.steps_ms) if rt else {},
+                     "judged_ms": rt.candidate.judged_ms if rt else None,
+                     "bound_ms": rt.candidate.bound_ms if rt else None,
+                     "source": rt.candidate.source if rt else "", "batches": rt.candidate.batches if rt else 0,
                      "phases": r.phases, "message": r.message})
-        over = rows[-1]["overhead_ms"]
         steps = " ".join(f"{k.replace(' ', '_')}={v:.3f}" for k, v in r.phases.items() if v >= 0.005)
         steps += f" rest={wall - sum(r.phases.values()) - (r.compile.seconds if r.compile and task.kind == 'cuda' else 0.0):.3f}"
-        if rows[-1]["steps_ms"]:  # one timed request, step by step (the timing process's own clock, ms)
-            steps += "  request " + " ".join(f"{k}={v:.3f}" for k, v in rows[-1]["steps_ms"].items())
+        j, b = rows[-1]["judged_ms"], rows[-1]["bound_ms"]
         print(f"  {r.status.value:8s} {wall:6.2f} s  compile {rows[-1]['compile_s'] or 0:5.2f} s  "
-              f"median {rows[-1]['median_ms'] or 0:.4f} ms  overhead {over if over is not None else float('nan'):.3f} ms"
-              f"  [{steps}]  {r.message[:100]}", flush=True)
+              f"median {rows[-1]['median_ms'] or 0:.4f} ms ({rows[-1]['source']}; judge {j or 0:.4f} +- {b or 0:.4f} ms, "
+              f"{rows[-1]['reps']} calls in {rows[-1]['batches']} batches)  [{steps}]  {r.message[:100]}", flush=True)
     return rows
 
 
@@ -212,10 +208,8 @@ def main() -> int:
         if rows:
             secs = [r["seconds"] for r in rows]
             comp = [r["compile_s"] for r in rows if r.get("compile_s") is not None]
-            over = [r["overhead_ms"] for r in rows if r.get("overhead_ms") is not None]
             print(f"{key:20s} {len(rows):3d} {statistics.median(secs):9.2f} {min(secs):7.2f} {max(secs):7.2f} "
-                  f"{statistics.median(comp) if comp else float('nan'):9.2f}"
-                  + (f"   judge-clock overhead per call {statistics.median(over):.3f} ms" if over else ""))
+                  f"{statistics.median(comp) if comp else float('nan'):9.2f}")
             results[f"{key}_median_s"] = statistics.median(secs)
     if results.get("hang"):
         h, a = results["hang"][0], results.get("after_hang", [{}])[0]

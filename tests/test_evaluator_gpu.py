@@ -27,7 +27,7 @@ def ev(tmp_path_factory):
 def test_honest_candidate_on_a_big_task(ev):
     r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "good_big.py").read_text(), OPTS)
     assert r.status is Status.OK, r.summary()
-    assert r.runtime.is_gpu and r.runtime.candidate.wall_median_ms is not None
+    assert r.runtime.is_gpu and r.runtime.candidate.judged_ms is not None and r.runtime.candidate.batches >= 5
     assert 0.5 < r.runtime.speedup < 2.0  # the same computation as the reference
 
 
@@ -39,7 +39,7 @@ def test_fast_candidates_are_timed_in_full(ev):
     for _ in range(3):
         r = ev.evaluate(task, task.root_source(), opts)
         assert r.status is Status.OK, r.summary()
-        assert r.runtime.candidate.reps == 40 and "slower than" not in r.runtime.note, r.summary()
+        assert r.runtime.candidate.reps >= 40 and "slower than" not in r.runtime.note, r.summary()
 
 
 def test_work_on_a_side_stream_is_inside_the_timed_region(ev):
@@ -115,3 +115,35 @@ def test_resources_name_only_the_candidates_own_kernels(ev):
 def test_the_sandbox_keeps_the_gpu(ev):
     hw = ev.hardware_info()
     assert hw["is_gpu"] and "no sandbox" not in hw["sandbox"] and hw["sandbox"] != "none", hw
+
+
+FORGER = """import sys
+import torch.nn as nn
+proc = sys.modules["stark_lsp.evaluate.candidate.process"]
+_real = proc._elapsed
+proc._elapsed = lambda s, e: _real(s, e) / 6.0  # every call claimed at a sixth of its time
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return a * 2 + b
+"""
+
+
+def test_1_a_forged_time_on_a_short_kernel_gains_no_more_than_the_judges_bound(ev, tmp_path):
+    # about 0.1 ms a call on an H200: below the old protocol's 1 ms of request overhead, where a sixth was believed
+    folder = ROOT / "out" / "gpu-forge"
+    folder.mkdir(parents=True, exist_ok=True)
+    task_file = folder / "axpy_short.py"
+    task_file.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+                         "        return a * 2 + b\n\n\ndef get_inputs():\n    return [torch.randn(28 << 20), "
+                         "torch.randn(28 << 20)]\n\n\ndef get_init_inputs():\n    return []\n")
+    task = load_task(task_file)
+    opts = EvalOptions(trials=2)
+    honest = ev.evaluate(task, "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n"
+                               "        return a * 2 + b\n", opts)
+    forged = ev.evaluate(task, FORGER, opts)
+    assert honest.status is Status.OK and forged.status is Status.OK, (honest.summary(), forged.summary())
+    h, f = honest.runtime.candidate, forged.runtime.candidate
+    assert f.source == "judge" and any("below what the judge's clock allows" in x for x in forged.flags), forged.flags
+    assert f.median_ms >= h.median_ms - 3 * h.bound_ms, (h, f)  # not a sixth: the judge's clock, within its noise
