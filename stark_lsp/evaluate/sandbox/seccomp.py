@@ -13,9 +13,13 @@ Refused:
 
 * **sockets out**: ``socket`` for every family but ``AF_UNIX``, and
   ``AF_UNIX`` datagrams (a datagram can name any path it is sent to);
-  ``connect`` and ``bind`` always (the candidate's only channel, to the judge,
-  is connected before it starts); ``sendto`` with an address; ``socketpair``
-  but for ``AF_UNIX`` streams. A read-only mount does not stop ``connect()`` to
+  ``connect`` always (the candidate's only channel, to the judge, is
+  connected before it starts); ``sendto`` with an address; ``socketpair`` but
+  for ``AF_UNIX`` streams. ``bind`` stays allowed: the CUDA driver binds a
+  Unix socket of its own at start (seen on the H200: cudaGetDeviceCount fails
+  with error 304 without it), and a socket bound inside the sandbox (its
+  private tmpfs, or the abstract names of its own network namespace) can be
+  reached by nothing outside. A read-only mount does not stop ``connect()`` to
   a socket in the project's folder, and the network namespace covers only IP
   and abstract sockets: this does. ``io_uring`` (which performs socket calls
   the filter would not see) is refused too;
@@ -68,7 +72,7 @@ ALWAYS_REFUSED = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "reboot", "swapon", "swapoff", "syslog", "acct", "quotactl", "fanotify_init", "lookup_dcookie",
     "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "connect", "bind",
+    "connect",
 )
 
 
@@ -157,7 +161,7 @@ def install(allow_perf: bool = False) -> None:
         raise FilterError(available() or "no libseccomp")
     f = _Filter(lib)
     for name in ALWAYS_REFUSED:
-        f.refuse(name, err=errno.EACCES if name in ("connect", "bind") else errno.EPERM)
+        f.refuse(name, err=errno.EACCES if name == "connect" else errno.EPERM)
     if not allow_perf:
         f.refuse("perf_event_open")
     # sockets: AF_UNIX streams only, never a datagram (it can name any path), never a connection out
