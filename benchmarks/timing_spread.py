@@ -31,9 +31,10 @@ from stark_lsp.evaluate.evaluator import Evaluator, gpu_present  # noqa: E402
 from stark_lsp.evaluate.options import EvalOptions  # noqa: E402
 from stark_lsp.tasks.spec import load_task  # noqa: E402
 
-# floats per input for about 10 us, 0.1 ms and 1 ms per call on an H200 (3 x 4 bytes a float at ~3.5 TB/s,
-# plus a few microseconds of launch); far smaller on the CPU
-SIZES_GPU = {"10us": 1 << 21, "0.1ms": 28 << 20, "1ms": 290 << 20}
+# floats per input for about 10 us, 0.1 ms and 0.4 ms of memory traffic per call on an H200 (3 x 4 bytes a
+# float at ~3.5 TB/s; each call's own launch and synchronization add about 0.1 ms, which the figures include);
+# far smaller on the CPU
+SIZES_GPU = {"10us": 1 << 21, "0.1ms": 28 << 20, "1ms": 112 << 20}
 SIZES_CPU = {"10us": 1 << 10, "0.1ms": 1 << 14, "1ms": 1 << 17}
 
 TASK = '''import torch

@@ -70,9 +70,17 @@ def test_timing_stops_once_the_noise_is_below_the_target():
     quiet = batches(0.2, 0.2, n=5)
     assert TM.enough(quiet, OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
     assert not TM.enough(quiet[:4], OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
-    noisy = [TM.Batch(20, 0.1 + 20 * (0.05 + 0.2 * (1 + (i % 2))), (0.2,) * 20) for i in range(6)]
+    # the figure that would be reported is what must be known: here the process's own, which varies
+    noisy = [TM.Batch(20, 0.1 + 20 * (0.05 + 0.2 * (1 + (i % 2))), (0.2 * (1 + (i % 2)),) * 20) for i in range(6)]
     assert not TM.enough(noisy, OV, noise_target=0.005, min_calls=100, spent_s=0.1, budget_s=3.0)
     assert TM.enough(noisy, OV, noise_target=0.005, min_calls=100, spent_s=3.1, budget_s=3.0)
+
+
+def test_the_empty_batch_beside_a_timed_one_is_its_overhead_but_never_more_than_the_calibration():
+    drifted = TM.Batch(10, 0.1 + 10 * (0.08 + 0.2), (0.2,) * 10, paired_ms=0.1 + 10 * 0.08)  # the protocol got slower
+    assert abs(drifted.judged_ms(OV) - 0.2) < 1e-9
+    inflated = TM.Batch(10, 0.1 + 10 * (0.05 + 0.2), (0.2,) * 10, paired_ms=50.0)  # a process that slowed its empty calls
+    assert abs(inflated.judged_ms(OV) - 0.2) < 1e-9  # the calibration before it loaded caps the overhead
 
 
 def test_batch_limits_scale_from_the_reference_with_a_floor():

@@ -148,7 +148,7 @@ def test_a_sandbox_that_would_keep_root_refuses_llm_candidates_but_runs_the_user
         pytest.skip(f"no sandbox here: {sandbox.probe().reason}")
     kept = dataclasses.replace(make_layout(), drop_to=None, private_devices=False,
                                root_reason="/srv/venv is not readable by other users")
-    monkeypatch.setattr(J, "make_layout", lambda expose=(): kept)
+    monkeypatch.setattr(J, "make_layout", lambda expose=(), **kw: kept)
     judge = J.Judge(device="cpu")
     try:
         with pytest.raises(J.SandboxUnavailable, match="would keep uid 0 here .*/srv/venv is not readable"):

@@ -280,10 +280,11 @@ class CandidateProcess:
         return {"calls": replies}
 
     def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A batch whose calls do nothing, on outputs shaped like the reference's: before any
-        candidate code is loaded, the judge's measure of this process's own cost per batch
-        (drawing the inputs, the digest, the synchronizations, the round trip)."""
-        if self.calls or self.fn is not None or self.ref is None:
+        """A batch whose calls do nothing, on outputs shaped like the reference's: the judge's measure of
+        this process's own cost per batch (drawing the inputs, the digest, the synchronizations, the round
+        trip); before any candidate code is loaded, and then beside each timed batch (where the judge
+        takes it only as an upper bound: a candidate that slowed it would lower its own figure)."""
+        if self.ref is None or (self.cal_out is None and (self.calls or self.fn is not None)):
             return error_reply("runtime_error", "calibration needs the task loaded and no candidate yet")
         if self.cal_out is None:
             g = torch.Generator(device=self.device).manual_seed(int(msg.get("nonce", 1)))

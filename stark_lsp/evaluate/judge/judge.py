@@ -50,7 +50,7 @@ from stark_lsp.evaluate.judge.launch_rule import (custom_kernel_names, launched_
                                                   source_flags, triton_kernel_names)
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
-from stark_lsp.evaluate.judge.timed_calls import Timed, calibrate, memory_calls, time_calls
+from stark_lsp.evaluate.judge.timed_calls import Timed, calibrate, memory_calls, output_shapes, time_calls
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
@@ -344,7 +344,7 @@ class Judge:
 
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
             timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
-                               checker=checker)
+                               checker=checker, shapes=output_shapes(ref_out0))
             state.mark("timing")
             if not state.resources:
                 state.resources = self._resources(conv, source)
@@ -361,10 +361,11 @@ class Judge:
         evaluator's cache reaches the sandbox, so no candidate can read another."""
         if library:
             conv.link.buffer[:len(library)] = library
+        job_name = Path(job["candidate_file"]).name  # as the caller named it (commands/eval_cmd.py renames it back)
         load_limit = opts.load_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
         t0 = time.perf_counter()
         conv.ask({"op": "load", "task": spec.to_dict(), "role": "candidate", "source": source,
-                  "name": f"candidate{spec.candidate_suffix}", "library_bytes": len(library),
+                  "name": job_name, "library_bytes": len(library),
                   "param_seed": param_seed}, load_limit, "loading")
         if spec.kind != "cuda":
             conv.state.compile.seconds += time.perf_counter() - t0
@@ -471,7 +472,7 @@ class Judge:
                 first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
                 del first
                 timed[role] = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
-                                         checker=None)
+                                         checker=None, shapes=output_shapes(out))
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR

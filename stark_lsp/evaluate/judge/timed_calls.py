@@ -42,8 +42,7 @@ def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool
     it will check a candidate's (the reference on the batch's inputs), so the process meets the
     same pauses between calibration batches as between timed ones (a thread or a cache that cools
     in a pause costs the next batch)."""
-    shapes = [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")}
-              for o in ref_out if isinstance(o, torch.Tensor)]
+    shapes = output_shapes(ref_out)
     sizes, repeats = TM.CALIBRATION_SIZES[is_gpu], TM.CALIBRATION_REPEATS[is_gpu]
     samples: list[TM.Batch] = []
     for r in range(repeats + 1):
@@ -56,20 +55,37 @@ def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool
     return TM.fit_overhead(samples)
 
 
+def output_shapes(ref_out: list[Any]) -> list[dict[str, Any]]:
+    """What the calls that do nothing return: outputs shaped like the reference's."""
+    return [{"shape": list(o.shape), "dtype": str(o.dtype).replace("torch.", "")}
+            for o in ref_out if isinstance(o, torch.Tensor)]
+
+
 def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
     """How many calls' inputs and outputs one batch may keep alive."""
     return max(1, KEEP_BYTES[is_gpu] // max(1, in_bytes + out_bytes))
 
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
-               ref_ms: float | None, keep_calls: int, checker: Checker | None) -> Timed:
-    """Warm up, then timed batches until the figure is known; every candidate batch checked."""
-    def batch(k: int, phase: str, fetch: int) -> TM.Batch:
+               ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]]) -> Timed:
+    """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
+    timed batch, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``), first and second
+    in turn, so neither always meets the process after a pause."""
+    turn = [0]
+
+    def batch(k: int, phase: str, fetch: int, paired: bool = True) -> TM.Batch:
         limit = TM.batch_limit_s(k, ref_ms, ov, is_gpu, opts.load_timeout_s)
+        empty = None
+        turn[0] += 1
+        if paired and turn[0] % 2:
+            empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         ran = run_batch(conv, seeds, k, limit, phase)
+        if paired and empty is None:
+            empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         if checker is not None:
             checker.check(ran, seeds.choose(k, fetch), trial=False, label=phase)
-        return ran.sample()
+        s = ran.sample()
+        return TM.Batch(s.calls, s.wall_ms, s.claims_ms, paired_ms=empty)
 
     first = batch(1, "warm-up", 0)
     one = first.judged_ms(ov)
@@ -95,6 +111,6 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
                 break
             continue
         if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
-                     budget_s=budget):
+                     budget_s=budget, is_gpu=is_gpu):
             break
     return Timed(TM.figure(runs, ov, is_gpu))

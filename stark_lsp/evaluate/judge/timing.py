@@ -7,9 +7,15 @@ reading its reply: ``wall = fixed + k * (per_call + call)``. ``fixed`` (the
 round trip) and ``per_call`` (drawing the inputs, the digest, its
 synchronization, the loop) were measured in the same process before any
 candidate code existed in it, with batches of calls that do nothing, at
-several k (``fit_overhead``, the calibration). So each batch gives the judge's
-figure for one call, ``judged = (wall - fixed) / k - per_call``, and the spread
-of those figures over the batches is the judge's noise.
+several k (``fit_overhead``, the calibration). Beside every timed batch the
+judge asks for a batch of as many calls that do nothing, so that the
+protocol's cost is measured under the same clocks and caches as the calls
+(on the H200 it drifted by as much as the call itself between a calibration
+and a timed batch a second later); the lesser of the two is taken
+(``Batch.overhead_ms``), so a process that slows its own empty calls only
+lowers the judge's figure. Each batch then gives the judge's figure for one
+call, ``judged = (wall - overhead) / k``, and the spread of those figures over
+the batches is the judge's noise.
 
 The process also reports its own measure of each call (CUDA events around the
 call, ending after a device-wide synchronization; the host clock on the CPU).
@@ -46,7 +52,7 @@ BOUND_RELATIVE = 0.01  # what the calibration cannot see (caches, clocks): 1 % o
 BOUND_FLOOR_MS = {True: 0.0005, False: 0.05}  # the least bound: 0.5 us on a GPU, 50 us on a shared CPU
 # what the protocol's own cost per call may drift between the calibration and the timed batches (allocation,
 # caches, a core's clock): a share of that cost. On a shared CPU the judge resolves little below it
-PROTOCOL_DRIFT = {True: 0.1, False: 0.75}
+PROTOCOL_DRIFT = {True: 0.02, False: 0.75}
 BATCH_TARGET_MS = {True: 5.0, False: 50.0}  # how long one batch should take on the judge's clock
 MAX_BATCH = 256
 MIN_BATCHES = 5
@@ -75,10 +81,18 @@ class Batch:
     calls: int
     wall_ms: float  # the judge's clock around the request
     claims_ms: tuple[float, ...]  # the process's own measure of each call
+    paired_ms: float | None = None  # the judge's clock around a batch of as many calls that do nothing, beside it
+
+    def overhead_ms(self, ov: Overhead) -> float:
+        """What the protocol cost this batch: its paired batch of calls that do nothing (measured beside
+        it, under the same clocks and caches), but never more than the calibration before the candidate
+        loaded said (a process that slowed its own empty calls would only lower the judge's figure)."""
+        before = ov.of(self.calls)
+        return before if self.paired_ms is None else min(before, self.paired_ms)
 
     def judged_ms(self, ov: Overhead) -> float:
         """One call's time by the judge's clock (never below zero)."""
-        return max(0.0, (self.wall_ms - ov.fixed_ms) / self.calls - ov.per_call_ms)
+        return max(0.0, (self.wall_ms - self.overhead_ms(ov)) / self.calls)
 
 
 @dataclass(frozen=True)
@@ -171,10 +185,12 @@ def plan_batch(call_ms: float, ov: Overhead, is_gpu: bool, memory_calls: int) ->
 
 
 def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls: int, spent_s: float,
-           budget_s: float, max_batches: int | None = None) -> bool:
-    """Whether to stop timing: the noise is below ``noise_target`` over at least ``MIN_BATCHES``
-    batches and ``min_calls`` calls; or the time budget is spent (after at least 3 batches); or
-    ``MAX_CALLS`` calls, or ``max_batches`` batches, were made."""
+           budget_s: float, is_gpu: bool = True, max_batches: int | None = None) -> bool:
+    """Whether to stop timing: the figure that would be reported is known to ``noise_target`` (the
+    relative standard error of its median: the process's claims where they lie inside the judge's
+    bound, else the judge's own figures) over at least ``MIN_BATCHES`` batches and ``min_calls``
+    calls; or the time budget is spent (after at least 3 batches); or ``MAX_CALLS`` calls, or
+    ``max_batches`` batches, were made."""
     n = len(batches)
     calls = sum(b.calls for b in batches)
     if max_batches is not None and n >= max_batches:
@@ -185,9 +201,13 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
         return True
     if n < MIN_BATCHES or calls < min_calls:
         return False
-    judged = [b.judged_ms(ov) for b in batches]
-    j = statistics.median(judged)
-    return j > 0 and median_se(judged) / j <= noise_target
+    fig = figure(batches, ov, is_gpu)
+    if fig.from_claims:
+        per_batch = [statistics.median(b.claims_ms) for b in batches if b.claims_ms]
+        noise = median_se(per_batch) / fig.median_ms if fig.median_ms > 0 else math.inf
+    else:
+        noise = fig.noise
+    return noise <= noise_target
 
 
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
