@@ -61,7 +61,7 @@ def test_the_bound_grows_with_the_judges_own_noise():
 
 
 def test_batches_are_sized_to_the_target_within_memory():
-    assert TM.plan_batch(0.01, OV, True, memory_calls=1000) == int(TM.BATCH_TARGET_MS[True] / 0.06)
+    assert TM.plan_batch(0.01, OV, True, memory_calls=1000) == min(TM.MAX_BATCH, int(TM.BATCH_TARGET_MS[True] / 0.06))
     assert TM.plan_batch(0.01, OV, True, memory_calls=3) == 3
     assert TM.plan_batch(50.0, OV, True, memory_calls=1000) == 1
 

@@ -536,6 +536,8 @@ def _compiler_env() -> dict[str, str]:
 
     env = scrubbed_env()
     env.pop("HOME", None)  # nothing of the user's home, even by name
+    pkg_root = str(Path(__file__).resolve().parents[2])  # the sandbox's init is this package's
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -31,6 +31,7 @@ every batch on its own clock, and computes every verdict (``judge/``).
 from __future__ import annotations
 
 import collections
+import gc
 import numbers
 import os
 import socket
@@ -245,7 +246,19 @@ class CandidateProcess:
         calls = msg.get("calls")
         if not isinstance(calls, list) or not calls:
             return error_reply("runtime_error", "a batch needs its calls")
-        self.kept = []
+        gc_was = gc.isenabled()
+        gc.disable()  # no collector pause inside a batch (the judge's clock runs): it collects between them
+        try:
+            return self._calls(msg, calls, call, calibration)
+        finally:
+            if gc_was:
+                gc.enable()
+
+    def _calls(self, msg: dict[str, Any], calls: list[Any], call: Callable[[list[Any]], list[Any]],
+               calibration: bool) -> dict[str, Any]:
+        kept: list[tuple[int, list[Any], list[Any]]] = []
+        if not calibration:  # the calls the judge may fetch are the last real batch's, never an empty one's
+            self.kept = kept
         prev: Any = int(msg.get("nonce", 0))
         replies = []
         for c in calls:
@@ -274,7 +287,7 @@ class CandidateProcess:
             dg = digest(out, int(c[1]))  # one device synchronization: the output is complete
             if self.is_gpu:
                 ms = float(_elapsed(start, end))
-            self.kept.append((seed, inputs, out))
+            kept.append((seed, inputs, out))
             replies.append({"digest": dg, "meta": output_meta(out), "ms": ms})
             prev = dg
         return {"calls": replies}

@@ -22,6 +22,7 @@ looked at and wrong elsewhere (or has a race), whatever its trials said.
 
 from __future__ import annotations
 
+import gc
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -87,8 +88,14 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
     nonce = seeds.secret()
     msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce, **(extra or {})}
-    calls = conv.ask(msg, limit_s, phase, lambda r: R.batch(r, k), launched_limit=launched_limit,
-                     progress_limit=progress_limit)
+    gc_was = gc.isenabled()
+    gc.disable()  # no collector pause in the judge while its clock runs
+    try:
+        calls = conv.ask(msg, limit_s, phase, lambda r: R.batch(r, k), launched_limit=launched_limit,
+                         progress_limit=progress_limit)
+    finally:
+        if gc_was:
+            gc.enable()
     return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms())
 
 
