@@ -53,12 +53,14 @@ BOUND_FLOOR_MS = {True: 0.0005, False: 0.05}  # the least bound: 0.5 us on a GPU
 # what the protocol's own cost per call may drift between the calibration and the timed batches (allocation,
 # caches, a core's clock): a share of that cost. On a shared CPU the judge resolves little below it
 PROTOCOL_DRIFT = {True: 0.02, False: 0.75}
-BATCH_TARGET_MS = {True: 20.0, False: 50.0}  # how long one batch should take on the judge's clock
+BATCH_TARGET_MS = {True: 10.0, False: 50.0}  # how long one batch should take on the judge's clock
 MAX_BATCH = 256
 MIN_BATCHES = 5
 MAX_CALLS = 20000
-CALIBRATION_SIZES = {True: (1, 4, 16, 64), False: (1, 2, 4, 8)}
-CALIBRATION_REPEATS = {True: 4, False: 4}
+# before the candidate loads: a cap on the protocol's cost (the empty batch beside each timed one is the measure)
+CALIBRATION_SIZES = {True: (1, 8), False: (1, 4)}
+CALIBRATION_REPEATS = {True: 3, False: 3}
+UNCONFIRMED = 0.25  # a bound wider than this share of the figure: the judge's clock cannot confirm the figure
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,11 @@ class Figure:
     batches: int
     calls: int
     samples_ms: tuple[float, ...]  # the per-call samples behind the median (claims or judged figures)
+
+    @property
+    def unconfirmed(self) -> bool:
+        """The judge's own noise is wide against the figure: a claim inside the bound may still be off by it."""
+        return self.from_claims and self.median_ms > 0 and self.bound_ms > UNCONFIRMED * self.median_ms
 
     @property
     def below_bound(self) -> bool:
