@@ -274,16 +274,18 @@ class CandidateProcess:
                     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
                     _record(start)
                     out = call(inputs)
+                    if first:  # the call returned: a kernel that now hangs is killed within the call's limit
+                        self.chan.send({"launched": True})
                     self._sync()  # every stream's work, not only the current stream's, before the end event
                     _record(end)
                 else:
                     t0 = _perf()
                     out = call(inputs)
                     ms = (_perf() - t0) * 1e3
+                    if first:
+                        self.chan.send({"launched": True})
             finally:
                 self.launches.on_launch = None
-            if first:
-                self.chan.send({"launched": True})
             dg = digest(out, int(c[1]))  # one device synchronization: the output is complete
             if self.is_gpu:
                 ms = float(_elapsed(start, end))

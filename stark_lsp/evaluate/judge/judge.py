@@ -331,7 +331,8 @@ class Judge:
             state.correctness = Correctness(passed=False, trials=trials)
             atol = opts.atol if opts.atol is not None else ref.atol
             rtol = opts.rtol if opts.rtol is not None else ref.rtol
-            ran = run_batch(conv, seeds, n, first_limit + rest, "the first call", launched_limit=rest,
+            after = TM.batch_limit_s(n, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + n * transfer_s(ref_out0)
+            ran = run_batch(conv, seeds, n, first_limit + rest, "the first call", launched_limit=after,
                             progress_limit=call_limit + PROGRESS_SLACK_S)
             state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)

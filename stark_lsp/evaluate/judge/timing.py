@@ -211,9 +211,9 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
     if n < MIN_BATCHES or calls < min_calls:
         return False
     fig = figure(batches, ov, is_gpu)
-    if fig.from_claims:
-        per_batch = [statistics.median(b.claims_ms) for b in batches if b.claims_ms]
-        noise = median_se(per_batch) / fig.median_ms if fig.median_ms > 0 else math.inf
+    if fig.from_claims:  # the median of every call's own figure
+        claims = [c for b in batches for c in b.claims_ms]
+        noise = median_se(claims) / fig.median_ms if fig.median_ms > 0 else math.inf
     else:
         noise = fig.noise
     return noise <= noise_target
