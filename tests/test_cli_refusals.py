@@ -218,3 +218,36 @@ def test_llm_candidates_without_a_sandbox_are_refused_with_exit_5(ws):
     assert r.returncode == exit_codes.EVALUATOR_UNAVAILABLE, out
     assert "no sandbox can be made here" in out and "--unsafe-no-sandbox" in out and "Traceback" not in out
     assert not list(ws.glob("softmax.best.*"))
+
+
+# --- a broken task is a task error, never the user's kernel's fault ----------------------------
+
+BROKEN_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x * 2).view(3, -1, 7)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_that_raises_is_a_task_error_naming_its_line(ws):
+    (ws / "broken.py").write_text(BROKEN_REFERENCE)
+    r = stark("eval", "broken.py", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "TASK_ERROR" in r.stdout, out
+    assert "Traceback" not in out and "broken.py, line 7" in out, out
+    r = stark("optimize", "broken.py", "--budget", "3", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "the task is broken" in r.stderr, out
+    assert "Traceback" not in out and "broken.py, line 7" in r.stderr, out
+    assert "attempt 1/" not in r.stderr  # nothing of the budget spent

@@ -108,8 +108,9 @@ def verdict(args: argparse.Namespace, task: Any, result: Any) -> int:
         return exit_codes.FAILED
     if result.status is Status.TIMEOUT and refusal.runs_on_cpu(args.device) and not os.environ.get("STARK_SMALL"):
         print(f"stark eval: timed out after {args.timeout:g} s: {refusal.SMALL_HINT}", file=sys.stderr)
-    if result.status is Status.TASK_ERROR:
+    if result.status is Status.TASK_ERROR:  # bad input, as README's table says: the user's task, not a candidate
         print(f"stark eval: the task itself is broken: {result.message}", file=sys.stderr)
+        return exit_codes.USAGE
     return exit_codes.OK if result.ok else exit_codes.FAILED
 
 

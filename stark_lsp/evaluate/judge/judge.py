@@ -226,13 +226,20 @@ class Judge:
         return self._refs[key]
 
     def _outputs(self, ref: Reference, inputs: list[Any], param_seed: int) -> list[Any]:
+        """The reference's outputs on ``inputs``; a reference that raises is the task's fault
+        (``HarnessError``: a task error naming the user's line), never the candidate's."""
         from stark_lsp.evaluate.harness import as_outputs
 
-        fn = ref.reference_fn(param_seed)
-        with torch.no_grad():
-            out = fn(*clone_inputs(inputs))
-        if self.is_gpu:
-            torch.cuda.synchronize(self.device)
+        try:
+            fn = ref.reference_fn(param_seed)
+            with torch.no_grad():
+                out = fn(*clone_inputs(inputs))
+            if self.is_gpu:
+                torch.cuda.synchronize(self.device)
+        except HarnessError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's code: said in one line, with its place
+            raise HarnessError(reference_failure(e, ref)) from None
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
 
     def _rehearse(self, ref: Reference, ran: Any, param_seed: int) -> None:
@@ -508,6 +515,20 @@ class Judge:
             except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
                 self._floors[key] = None
         return self._floors[key]
+
+
+def reference_failure(e: BaseException, ref: Reference) -> str:
+    """``the reference raised TypeError: ... (foo.harness.py, line 12)``: the deepest frame in the task's own
+    files (the harness or the KernelBench file), so the message points at the user's code, not the judge's."""
+    import traceback
+
+    files = {str(p) for p in (ref.spec.path, ref.spec.harness) if p is not None}
+    where = ""
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename in files:
+            where = f" ({Path(frame.filename).name}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+    msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+    return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}"
 
 
 def _cuda_kernels(source: str) -> list[str]:
