@@ -171,3 +171,18 @@ def test_optimize_without_a_usable_team(ws, capsys, monkeypatch):
     monkeypatch.setattr(optimize_cmd, "team_from_args", no_team)
     assert cli.main(["optimize", str(task.path)]) == 2
     assert "no agent team: unknown team 'x'" in capsys.readouterr().err
+
+
+def test_a_win_must_beat_the_noise_of_its_re_timing(tmp_path, capsys):
+    """The best file is written only when every re-timing round beat the user's kernel (issue 24)."""
+    from stark_lsp.commands.optimize_cmd import report_best
+    from stark_lsp.search.node import Node
+
+    root = Node(id=1, task_id="t", parent_id=None, kind="root", status="ok", source="a", speedup=1.0, runtime_ms=1.0)
+    best = Node(id=2, task_id="t", parent_id=1, kind="plan_code", status="ok", source="b", speedup=1.02,
+                runtime_ms=0.98, retimed={"rounds": 3, "speedup": 1.0, "speedup_low": 0.5, "speedup_high": 2.0,
+                                          "runtime_ms": 1.0, "vs_root": 1.01, "vs_root_low": 0.62, "vs_root_high": 1.9})
+    out = tmp_path / "k.best.py"
+    assert not report_best(None, [root, best], best, out, None)
+    said = capsys.readouterr().out
+    assert "beyond the noise" in said and "0.62–1.90 over 3 rounds" in said and not out.exists()

@@ -261,6 +261,13 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
         print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
               f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}): nothing written")
         return False
+    low = retimed.vs_root_low if retimed is not None else None
+    if root is not None and root.correct and low is not None and low <= 1.0:
+        # a win must beat the noise: every round that timed it in turn with your kernel, not only their median
+        print(f"no candidate beat your kernel beyond the noise (the fastest, #{best.id}, "
+              f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}, "
+              f"{low:.2f}–{retimed.vs_root_high:.2f} over {retimed.rounds} rounds): nothing written")
+        return False
     replaced = keep_previous(out, best.source, task, store)
     refusal.write_file(out, best.source, "--out")
     if root is not None and root.correct and retimed is not None and retimed.vs_root is not None:
