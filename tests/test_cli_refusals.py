@@ -251,3 +251,35 @@ def test_a_reference_that_raises_is_a_task_error_naming_its_line(ws):
     assert r.returncode == exit_codes.USAGE and "the task is broken" in r.stderr, out
     assert "Traceback" not in out and "broken.py, line 7" in r.stderr, out
     assert "attempt 1/" not in r.stderr  # nothing of the budget spent
+
+
+def test_the_store_is_found_beside_the_task_from_any_folder(ws, tmp_path_factory):
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / f, ws / f)
+    r = stark("optimize", "swish_add.py", "--budget", "1", "--concurrency", "1", cwd=ws, env={"STARK_SMALL": "1"})
+    assert r.returncode in (exit_codes.OK, exit_codes.NO_IMPROVEMENT), r.stdout + r.stderr
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    r = stark("show", str(ws / "swish_add.py"), cwd=elsewhere)
+    assert r.returncode == exit_codes.OK and "run optimize first" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert not (elsewhere / ".stark").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only modes")
+def test_a_read_only_workspace_is_refused_with_the_fix(ws, tmp_path_factory):
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / f, ws / f)
+    out = tmp_path_factory.mktemp("out")
+    os.chmod(ws, 0o555)
+    try:
+        r = stark("optimize", "swish_add.py", "--budget", "1", "--out", str(out / "best.py"), cwd=ws)
+    finally:
+        os.chmod(ws, 0o755)
+    refused(r, "use --store DIR")
+
+
+def test_an_unwritable_store_is_refused_with_the_fix(ws):
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / f, ws / f)
+    (ws / "blocked").write_text("a file where the store's folder would go")
+    r = stark("optimize", "swish_add.py", "--budget", "1", "--store", str(ws / "blocked" / "store"), cwd=ws)
+    refused(r, "use --store DIR")

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         return exit_codes.EVALUATOR_UNAVAILABLE
     try:
         refuse_without_gpu(task, evaluator, args)
-        path = store_path(args.store)
+        path = store_path(args.store, start=Path(task.path).resolve().parent)
         try:
             store = TreeStore.open(path)
         except StoreError as e:

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
@@ -42,7 +43,7 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
     from stark_lsp.search.tree_store import store_path
 
     task = refusal.load_task_or_refuse(args.task, args.harness)
-    path = store_path(args.store)
+    path = store_path(args.store, start=Path(task.path).resolve().parent)
     if not path.exists():
         raise refusal.Refusal(f"no search store at {path}: run 'stark optimize {args.task}' first"
                               + ("" if args.store else " (or give --store)"))

@@ -117,8 +117,9 @@ def harness_digest(task: TaskSpec) -> str | None:
 
 
 def find_workspace(start: Path | None = None) -> Path:
-    """The nearest ancestor of ``start`` (default: cwd) holding ``.stark`` or
-    ``.git``; ``start`` itself when there is none."""
+    """The nearest ancestor of ``start`` (the task's folder, for the commands; default: cwd) holding
+    ``.stark`` or ``.git``; ``start`` itself when there is none. So the store is found beside the task
+    wherever a command is run from."""
     start = (start or Path.cwd()).resolve()
     for d in (start, *start.parents):
         if (d / STORE_DIR).is_dir() or (d / ".git").exists():
@@ -197,17 +198,22 @@ class TreeStore:
     @classmethod
     def open(cls, path: str | Path, readonly: bool = False) -> "TreeStore":
         path = Path(path)
-        if readonly:
-            if not path.exists():
-                raise StoreError(f"{path}: no tree store")
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
-                                   isolation_level=None, timeout=30)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-        conn.row_factory = sqlite3.Row
-        store = cls(conn, path, readonly)
-        store._setup()
+        try:
+            if readonly:
+                if not path.exists():
+                    raise StoreError(f"{path}: no tree store")
+                conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
+                                       isolation_level=None, timeout=30)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            conn.row_factory = sqlite3.Row
+            store = cls(conn, path, readonly)
+            store._setup()
+        except (OSError, sqlite3.OperationalError) as e:  # a read-only workspace, a full disk, a folder in the way
+            why = getattr(e, "strerror", None) or str(e)
+            raise StoreError(f"cannot {'read' if readonly else 'write'} the search tree at {path.parent} ({why}): "
+                             f"use --store DIR for a folder you can write") from None
         return store
 
     def _setup(self) -> None:
