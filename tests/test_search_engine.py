@@ -290,3 +290,24 @@ def test_an_unchanged_task_file_resumes_the_same_tree(env):
     search(env, budget=3)[0].run()
     assert not store.has_tree(task.task_id() + "~1")
     assert sorted(n.attempt for n in attempts(store, task)) == [1, 2, 3]
+
+
+class DeletingEvaluator(FakeEvaluator):
+    """Deletes the task's file after its second evaluation, as a user might from a terminal."""
+
+    def evaluate(self, task, source, options=None):
+        r = super().evaluate(task, source, options)
+        if self.calls == 2:
+            task.path.unlink()
+        return r
+
+
+def test_a_task_file_deleted_mid_search_stops_it_with_a_clear_line(env):
+    from stark_lsp.search import TaskBroken
+
+    task, store = env
+    ev = DeletingEvaluator()
+    with pytest.raises(TaskBroken) as info:
+        search(env, budget=6, ev=ev)[0].run()
+    assert "deleted or moved during the search" in str(info.value) and task.path.name in str(info.value)
+    assert ev.calls == 2  # nothing evaluated after it went

@@ -214,6 +214,9 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     nodes = store.nodes(tid)
     best = store.best(tid)
     print(table(nodes, best.id if best else None))
+    if code != exit_codes.OK:  # a broken or vanished task, a failed evaluator: no verdict to act on
+        print("the search stopped before its end: nothing written")
+        return code
     wrote = report_best(task, nodes, best, out, store)
     if cancel.is_set():
         return exit_codes.INTERRUPTED

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import threading
+from pathlib import Path
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -665,6 +666,10 @@ class Search:
                 self._evaluating.pop(key).set()
 
     def _evaluate(self, node: Node) -> None:
+        gone = [p for p in (self.task.path, self.task.harness) if p is not None and not Path(p).exists()]
+        if gone:  # deleted or moved mid-search: every later candidate would fail for it, not for itself
+            self._update(node.id, status=ABANDONED, error=f"{Path(gone[0]).name} is gone")
+            raise TaskBroken(f"{gone[0]} was deleted or moved during the search: stopped, nothing written")
         try:
             with self._gate.shared():  # waits while ncu runs (profile_exclusive)
                 result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
