@@ -27,7 +27,7 @@ if [ "${STARK_SETUP_EDITORS:-0}" = 1 ] && ! command -v nvim >/dev/null; then
 fi
 # the evaluator's sandbox (docs/EVALUATOR.md): util-linux unshare, else bubblewrap; LLM-written candidates
 # are refused without one (--unsafe-no-sandbox overrides)
-sandbox() { python -c 'from stark_lsp.evaluate.sandbox.policy import probe; print(probe().describe())'; }
+sandbox() { python -c 'from stark_lsp.evaluate.sandbox.policy import readiness; print(readiness())'; }
 if ! python -c 'import sys; from stark_lsp.evaluate.sandbox.policy import probe; sys.exit(not probe().available)' 2>/dev/null \
    && ! command -v bwrap >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null || echo "setup: could not install bubblewrap"

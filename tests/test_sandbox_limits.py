@@ -107,3 +107,17 @@ def test_a_scratch_folder_the_candidate_owns_is_put_back_as_it_was(tmp_path):
         assert os.listxattr(d) == []
     a.close()
     b.close()
+
+
+def test_setups_sandbox_line_says_what_the_judge_will_do(monkeypatch):
+    from stark_lsp.evaluate.sandbox import policy
+
+    sb = policy.Sandbox("unshare", as_root=True, details={"unshare": "/usr/bin/unshare"})
+    monkeypatch.setattr(policy.Sandbox, "root_kept", lambda self, layout: "/opt/py is not readable by other users")
+    line = policy.readiness(sb)
+    assert "keep uid 0" in line and "/opt/py" in line and "will be refused" in line
+    monkeypatch.setattr(policy.Sandbox, "root_kept", lambda self, layout: None)
+    assert policy.readiness(sb).endswith("candidates written by an LLM run in it")
+    bare = policy.Sandbox("unshare", as_root=True, details={"unshare": "u", "filter_refused": "no libseccomp"})
+    assert "no syscall filter" in policy.readiness(bare)
+    assert "refused" in policy.readiness(policy.Sandbox("none", "no namespaces"))

@@ -439,6 +439,20 @@ def probe() -> Sandbox:
     return Sandbox("none", "; ".join(reasons) or f"STARK_SANDBOX={forced} is not a sandbox")
 
 
+def readiness(sb: Sandbox | None = None) -> str:
+    """One line for ``scripts/setup.sh``: the sandbox as the evaluator will make it, and whether candidates
+    written by an LLM will run in it, by the same checks the judge makes (``judge.Judge._zygote_for``)."""
+    sb = sb or probe()
+    if not sb.available:
+        return f"{sb.describe()}; candidates written by an LLM will be refused (exit 5) unless --unsafe-no-sandbox"
+    why = sb.root_kept(make_layout())
+    if why:
+        return f"{sb.describe()}; but it would keep uid 0 here ({why}): candidates written by an LLM will be refused"
+    if not sb.filtered:
+        return f"{sb.describe()}; candidates written by an LLM will be refused (no syscall filter)"
+    return f"{sb.describe()}; candidates written by an LLM run in it"
+
+
 def _working(sb: Sandbox, check: list[str], layout: Layout) -> tuple[Sandbox | None, str]:
     """``sb`` if its self-check passes inside; where only the syscall filter fails to load, the
     same sandbox without it (saying why); else (None, the reason)."""
