@@ -154,7 +154,8 @@ def test_ctrl_c_stops_cleanly_and_still_writes_the_best(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert "stopping after the attempts in flight" in err
+    assert "the attempts in flight are cut and will be redone" in err
+    assert "to resume, run the same command again: stark optimize" in err
     nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
     assert not any(n.in_flight for n in nodes)
     assert 2 <= sum(1 for n in nodes if n.parent_id and n.completed) < 30

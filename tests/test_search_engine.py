@@ -311,3 +311,34 @@ def test_a_task_file_deleted_mid_search_stops_it_with_a_clear_line(env):
         search(env, budget=6, ev=ev)[0].run()
     assert "deleted or moved during the search" in str(info.value) and task.path.name in str(info.value)
     assert ev.calls == 2  # nothing evaluated after it went
+
+
+class StoppingEvaluator(FakeEvaluator):
+    """Holds its second evaluation until the search is cancelled, then answers as the real evaluator does
+    for an evaluation the caller stopped (``cancel()``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stop = threading.Event()
+
+    def cancel(self):
+        self.stop.set()
+
+    def evaluate(self, task, source, options=None):
+        from stark_lsp.evaluate.result import EvalResult, Status
+
+        r = super().evaluate(task, source, options)
+        if self.calls == 1:
+            return r
+        self.stop.wait(10)
+        return EvalResult(Status.TIMEOUT, "stopped before it finished (the search was stopped)", stopped=True)
+
+
+def test_an_attempt_the_search_stopped_is_not_a_failure_and_is_redone(env):
+    task, store = env
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()  # Ctrl-C while the attempt is being evaluated
+    search(env, budget=3, ev=StoppingEvaluator(), concurrency=1)[0].run(cancel)
+    cut = [n for n in store.nodes(task.task_id()) if n.parent_id is not None and n.status == ABANDONED]
+    assert cut and all("redone when the search continues" in n.error for n in cut)
+    assert not any(n.failed for n in store.nodes(task.task_id()))

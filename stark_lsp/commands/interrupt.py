@@ -12,8 +12,9 @@ from typing import Any
 def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted") -> Any:
     """Install the handler; returns the previous one (None off the main thread).
 
-    First Ctrl-C: set ``cancel`` so the attempts in flight finish and nothing
-    new starts. Second: exit at once, as if killed (stores stay consistent;
+    First Ctrl-C: set ``cancel``: nothing new starts, and the evaluations in flight
+    are stopped (their attempts are stored as stopped, not failed, and redone on
+    resume). Second: exit at once, as if killed (stores stay consistent;
     the next run abandons what was in flight).
     """
     if threading.current_thread() is not threading.main_thread():
@@ -24,6 +25,7 @@ def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted"
             print(f"\nstark {command}: {aborted}", file=sys.stderr)
             os._exit(130)
         cancel.set()
-        print(f"\nstark {command}: stopping after the attempts in flight (Ctrl-C again to abort)", file=sys.stderr)
+        print(f"\nstark {command}: stopping: the attempts in flight are cut and will be redone when you run "
+              f"the same command again (Ctrl-C again to abort)", file=sys.stderr)
 
     return signal.signal(signal.SIGINT, handler)

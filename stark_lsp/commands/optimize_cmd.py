@@ -219,6 +219,10 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         return code
     wrote = report_best(task, nodes, best, out, store)
     if cancel.is_set():
+        import shlex
+
+        print(f"stark optimize: interrupted: the tree is saved; to resume, run the same command again: "
+              f"{shlex.join(['stark', *sys.argv[1:]])}", file=sys.stderr)
         return exit_codes.INTERRUPTED
     if code != exit_codes.OK:
         return code

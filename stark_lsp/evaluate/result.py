@@ -185,6 +185,9 @@ class EvalResult:
     # why the task cannot tell a right answer from a constant (its reference's outputs do not
     # depend on its inputs beyond the tolerance): every speedup on it is marked; '' for a sound task
     degenerate: str = ""
+    # the caller stopped it (Ctrl-C, Cancel, the run's wall time): no verdict on the candidate, which a
+    # search redoes when it goes on (search/engine.py stores it as abandoned, never as failed)
+    stopped: bool = False
 
     @property
     def ok(self) -> bool:

@@ -201,6 +201,7 @@ class Search:
         self._hardware_info: dict[str, Any] = {}
         self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
         self._cancel = threading.Event()
+        self._stop_was = ""  # why the search stopped itself ("cancelled", "wall time reached"), once it did
         self._abort = threading.Event()  # the search stops on an error: agents waiting for answers give up
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
         self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
@@ -476,6 +477,7 @@ class Search:
     def _loop(self, started: float) -> None:
         cfg = self.config
         self._stopping = False
+        self._stop_was = ""
         inflight: dict[Future, int] = {}
         error: BaseException | None = None
         message = ""
@@ -501,6 +503,7 @@ class Search:
                     break
                 if stop in ("cancelled", "wall time reached") and not self._stopping:
                     self._stopping = True  # evaluations in flight are stopped too, not waited for
+                    self._stop_was = stop
                     stop_all = getattr(self.evaluator, "cancel", None)
                     if stop_all is not None:
                         stop_all()
@@ -679,6 +682,10 @@ class Search:
         if result.status is Status.TASK_ERROR:
             self._update(node.id, status=ABANDONED, error=result.message)
             raise TaskBroken(f"{result.message} (fix the task, then run again)")
+        if result.stopped:  # cut by the search's own stop: no verdict on the candidate; redone if the search goes on
+            why = "the run's --wall-time passed" if self._stop_was == "wall time reached" else "stopped by Ctrl-C / Cancel"
+            self._update(node.id, status=ABANDONED, error=f"{why}: redone when the search continues")
+            return
         status, speed, runtime, err = outcome_fields(result)
         if node.is_reference_itself and speed is not None:
             speed = 1.0  # the KernelBench reference timed against itself: 1 by construction, the rest is noise

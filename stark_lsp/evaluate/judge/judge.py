@@ -288,7 +288,7 @@ class Judge:
         except Verdict as v:
             return v.result
         except Cancelled:
-            return state.result(Status.TIMEOUT, "stopped before it finished: the run's wall-time limit passed")
+            return state.result(Status.TIMEOUT, "stopped before it finished (the search was stopped)", stopped=True)
         finally:
             if self.zygote is not None and self.zygote.alive():
                 try:

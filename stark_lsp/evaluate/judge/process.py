@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             if b"\n" in rx.buf:  # a cancel that was sent before this job was read
                 pending = rx.next()
                 if pending and pending.get("op") == "cancel":
-                    send({"result": EvalResult(Status.TIMEOUT, "stopped before it started: the run's wall-time limit "
-                                                               "passed").to_dict(), "recycle": False})
+                    send({"result": EvalResult(Status.TIMEOUT, "stopped before it started (the search was stopped)",
+                                               stopped=True).to_dict(), "recycle": False})
                     continue
                 if pending is None or pending.get("op") == "exit":
                     break
