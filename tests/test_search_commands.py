@@ -187,3 +187,22 @@ def test_a_win_must_beat_the_noise_of_its_re_timing(tmp_path, capsys):
     assert not report_best(None, [root, best], best, out, None)
     said = capsys.readouterr().out
     assert "beyond the noise" in said and "0.62–1.90 over 3 rounds" in said and not out.exists()
+
+
+def test_one_ratio_for_your_kernel_on_every_surface():
+    """The table, the agents' lines, the JSON and the editor's tree all give the re-timed figure (issue 24)."""
+    from stark_lsp.search.labels import timing_words
+    from stark_lsp.search.node import Node, speedup_vs_yours
+    from stark_lsp.search.render import node_dict
+    from stark_lsp.server.trees import TreeView, node_view
+    from stark_lsp.speedups import ratio_text
+
+    root = Node(id=1, task_id="t", parent_id=None, kind="root", status="ok", source="a", speedup=1.0, runtime_ms=1.0)
+    n = Node(id=2, task_id="t", parent_id=1, kind="plan_code", status="ok", source="b", speedup=3.0,
+             runtime_ms=0.25, retimed={"rounds": 3, "speedup": 2.1, "speedup_low": 2.0, "speedup_high": 2.2,
+                                       "runtime_ms": 0.4, "vs_root": 2.5, "vs_root_low": 2.4, "vs_root_high": 2.6})
+    assert speedup_vs_yours(n, root) == 2.5
+    assert "2.50× your kernel" in timing_words(n, root)
+    assert node_dict(n, root=root)["speedup_vs_yours"] == 2.5 and node_dict(n, root=root)["retimed"]["vs_root"] == 2.5
+    tree = TreeView("t", (node_view(root), node_view(n)))
+    assert ratio_text(tree.gain(tree.get(2))) == "2.50×"

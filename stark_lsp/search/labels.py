@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from stark_lsp.speedups import speedup_text
 
-from .node import Node
+from .node import Node, speedup_vs_yours
 
 ERROR_CHARS = 200
 
@@ -24,9 +24,10 @@ def cpu_timing(node: Node | None) -> bool:
 
 
 def vs_yours(node: Node, root: Node | None) -> float | None:
-    if root is None or not node.correct or not node.runtime_ms or not root.runtime_ms or not root.correct:
+    """``node.speedup_vs_yours``: the one ratio (re-timed where there is a re-timing)."""
+    if root is None or not node.correct:
         return None
-    return root.runtime_ms / node.runtime_ms
+    return speedup_vs_yours(node, root)
 
 
 def timing_words(node: Node, root: Node | None) -> str:

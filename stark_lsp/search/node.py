@@ -137,16 +137,21 @@ class Node:
 
 
 def speedup_vs_yours(node: Node, root: Node | None) -> float | None:
-    """How many times faster than the user's kernel (the root) ``node`` is.
+    """How many times faster than the user's kernel (the root) ``node`` is: the one definition every
+    surface shows (the CLI table, ``stark show`` and ``--json``, the editor, the agents' prompts).
 
-    The two nodes' measured runtimes, as shown beside it; when the root is the
-    KernelBench reference itself, the user's kernel *is* eager, and the node's
-    own speedup over eager (timed in one evaluation, with the reference) is the answer.
+    The re-timed figure where the search re-timed the node (the median of rounds timed in turn with
+    the root: ``Node.retimed``); else the two nodes' measured runtimes, as shown beside it; when the
+    root is the KernelBench reference itself, the user's kernel *is* eager, and the node's own speedup
+    over eager (timed in one evaluation, with the reference) is the answer.
     """
     if node.speedup is None or root is None or not root.correct:
         return None
     if node.id == root.id:
         return 1.0
+    vs = (node.retimed or {}).get("vs_root") if isinstance(node.retimed, dict) else None
+    if isinstance(vs, (int, float)) and vs > 0:
+        return float(vs)
     if root.is_reference_itself:
         return node.speedup
     if node.runtime_ms and root.runtime_ms:

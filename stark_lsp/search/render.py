@@ -127,6 +127,8 @@ def node_dict(n: Node, with_source: bool = False, root: Node | None = None) -> d
         "seed": n.seed, "created": n.created, "updated": n.updated,
         "usage": vars(n.usage),
         "profile": n.profile,  # a ProfileReport dict (ncu), or None
+        "retimed": n.retimed,  # the re-timing's figures (search/retime.py), which speedup_vs_yours prefers
+        "degenerate": n.result.degenerate if n.result else "",
     }
     if with_source:
         d["source"] = n.source

@@ -67,6 +67,7 @@ class NodeView:
     problems: tuple[Problem, ...] = ()
     profile: str = ""  # one line of Nsight Compute figures, when the search profiled this node
     degenerate: str = ""  # why the task cannot tell a right answer from a constant ('' for a sound task)
+    retimed_vs_root: float | None = None  # the re-timing's median against the root (search/retime.py)
 
     @property
     def correct(self) -> bool:
@@ -159,6 +160,8 @@ class TreeView:
             return None
         if node.id == root.id:
             return 1.0
+        if node.retimed_vs_root:  # the same definition as search.node.speedup_vs_yours: re-timed first
+            return node.retimed_vs_root
         if root.is_reference:
             return node.speedup
         if node.runtime_ms and root.runtime_ms:
@@ -230,7 +233,13 @@ def node_view(n: Any) -> NodeView:
         problems=_problems(result),
         profile=_profile_line(getattr(n, "profile", None)),
         degenerate=str(getattr(result, "degenerate", "") or "") if result is not None else "",
+        retimed_vs_root=_retimed_vs_root(getattr(n, "retimed", None)),
     )
+
+
+def _retimed_vs_root(d: Any) -> float | None:
+    v = d.get("vs_root") if isinstance(d, dict) else None
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def _profile_line(d: Any) -> str:
