@@ -210,6 +210,9 @@ def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, cap
 
     monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
     monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
+    from stark_lsp.evaluate import evaluator
+
+    monkeypatch.setattr(evaluator, "gpu_count", lambda: 2)  # a two-GPU machine, as far as the flag's check sees
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     for name in ("a", "b", "c", "d"):
@@ -229,8 +232,11 @@ def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, cap
     assert used <= {0, 1} and all(ev.calls for ev in made if ev.gpu in used)
 
 
-@pytest.mark.parametrize("text", ["x", "0,0", "-1", ""])
-def test_bad_gpu_lists_are_refused(fakes, capsys, tmp_path, text):
+@pytest.mark.parametrize("text", ["x", "0,0", "-1", "", "3"])
+def test_bad_gpu_lists_are_refused(fakes, capsys, tmp_path, text, monkeypatch):
+    from stark_lsp.evaluate import evaluator
+
+    monkeypatch.setattr(evaluator, "gpu_count", lambda: 1)  # "3" is then a GPU this machine does not have
     fake_task(tmp_path, "k")
     assert main(["bench", str(tmp_path), "--gpus", text, "--out", str(tmp_path / "o")]) == 2
     assert "--gpus" in capsys.readouterr().err

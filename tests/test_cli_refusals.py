@@ -283,3 +283,11 @@ def test_an_unwritable_store_is_refused_with_the_fix(ws):
     (ws / "blocked").write_text("a file where the store's folder would go")
     r = stark("optimize", "swish_add.py", "--budget", "1", "--store", str(ws / "blocked" / "store"), cwd=ws)
     refused(r, "use --store DIR")
+
+
+@pytest.mark.parametrize("args,words", [(["eval", "k.py", "--atol", "-1"], "--atol"),
+                                        (["optimize", "k.py", "--base-url", "notaurl"], "--base-url")])
+def test_bad_numbers_and_urls_are_refused_up_front(ws, args, words):
+    (ws / "k.py").write_text(BROKEN_REFERENCE)
+    r = stark(*args, cwd=ws)
+    assert r.returncode == exit_codes.USAGE and words in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -23,6 +23,28 @@ def add_sandbox_argument(p: argparse.ArgumentParser) -> None:
                         "docs/EVALUATOR.md)")
 
 
+def tolerance(text: str) -> float:
+    """A tolerance: a finite number >= 0."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (x >= 0 and x != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be 0 or more (and finite), got {text}")
+    return x
+
+
+def url(text: str) -> str:
+    """An http(s) URL with a host (an endpoint's --base-url)."""
+    from urllib.parse import urlparse
+
+    u = urlparse(text)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL such as http://localhost:8000/v1, "
+                                         f"got {text!r}")
+    return text
+
+
 def positive_float(text: str) -> float:
     """A number > 0 (seconds)."""
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 
 NAME = "bench"
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
                         "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
-    p.add_argument("--base-url", help="endpoint for --llm openai")
+    p.add_argument("--base-url", type=url, help="endpoint for --llm openai")
     from stark_lsp.commands.llm_args import add_llm_arguments
 
     add_llm_arguments(p)
@@ -96,6 +96,12 @@ def parse_gpus(text: str | None) -> list[int] | None:
         raise ValueError(f"--gpus {text!r}: expected GPU numbers such as 0,1,2,3 or 'all'") from None
     if not gpus or any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
         raise ValueError(f"--gpus {text!r}: expected distinct GPU numbers such as 0,1,2,3 or 'all'")
+    from stark_lsp.evaluate.evaluator import gpu_count
+
+    have = gpu_count()
+    if max(gpus) >= have:
+        raise ValueError(f"--gpus {text!r}: this machine has {have} GPU{'s' if have != 1 else ''} "
+                         f"({'none' if not have else ', '.join(map(str, range(have)))})")
     return gpus
 
 

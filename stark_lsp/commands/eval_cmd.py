@@ -18,7 +18,7 @@ from typing import Any
 
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, tolerance
 
 NAME = "eval"
 HELP = "compile, verify and time a candidate kernel against a task's reference"
@@ -34,8 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=positive_int, default=5, help="correctness trials, each with fresh inputs (default 5)")
     p.add_argument("--seed", type=int, help="make the trials' inputs reproducible (trial i uses SEED+i); by default "
                                            "every evaluation draws fresh random seeds, which a candidate cannot know")
-    p.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
+    p.add_argument("--atol", type=tolerance, help="absolute tolerance (default: by dtype)")
+    p.add_argument("--rtol", type=tolerance, help="relative tolerance (default: by dtype)")
     p.add_argument("--reps", type=positive_int, default=100, help="timed repetitions (default 100)")
     p.add_argument("--budget", type=positive_float, default=3.0, help="timing budget per function, seconds (default 3)")
     p.add_argument("--compile-baseline", action="store_true", help="also time torch.compile of the reference")

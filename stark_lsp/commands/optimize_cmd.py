@@ -17,7 +17,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int
+from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.commands.llm_args import add_llm_arguments
 
@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
                         "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
-    p.add_argument("--base-url", help="endpoint for --llm openai")
+    p.add_argument("--base-url", type=url, help="endpoint for --llm openai")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); with --cluster and no GPU: CPU actors")
     p.add_argument("--cluster", metavar="auto|ray://HOST:PORT",
