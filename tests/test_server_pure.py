@@ -507,3 +507,14 @@ def test_build_errors_in_a_header_go_on_the_header_not_on_the_kernel():
     (h,) = by_file["/proj/include/common.cuh"]
     assert h.range.start.line == 11 and "k.cu does not build" in h.message and "\"x\" is undefined" in h.message
     assert other_file_failures(ROOT + "\n# edited\n", t.root, "k.cu") == {}  # stale once the kernel changes
+
+
+def test_an_action_that_cannot_be_taken_is_offered_disabled_with_why():
+    """Never a silent missing action (issue 25): a file that is not a task yet says why on the action itself."""
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem(
+        "fix the syntax error on line 12 first: invalid syntax")))
+    (a,) = acts
+    assert a.title == "Optimize kernel add_relu_kernel" and a.command is None
+    assert a.disabled is not None and a.disabled.reason.startswith("fix the syntax error on line 12")
+    (b,) = build_code_actions(ActionContext("u", ROOT, KERNELS, cannot_run="needs an NVIDIA GPU"))
+    assert b.disabled.reason == "needs an NVIDIA GPU" and b.command is None

@@ -51,6 +51,7 @@ class ActionContext:
     harness_name: str = "the harness"
     orphan_harness: str | None = None  # a harness left under the file's old name by a rename
     continue_by: int | None = None  # the budget is spent: offer "Continue search (+N)"
+    cannot_run: str = ""  # why no search can run here at all (e.g. "needs an NVIDIA GPU"): a disabled action
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:
@@ -86,6 +87,12 @@ def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
     return []
 
 
+def _disabled(title: str, reason: str) -> types.CodeAction:
+    """An action that cannot be taken now, with why (LSP's ``disabled.reason``): never a silent missing one."""
+    first = next((ln.strip() for ln in reason.splitlines() if ln.strip()), reason)
+    return types.CodeAction(title=title, kind=KIND_OPTIMIZE, disabled=types.CodeActionDisabled(reason=first[:300]))
+
+
 def _applied(c: ActionContext, node: NodeView) -> bool:
     return same_text(c.text, node.source)
 
@@ -96,7 +103,10 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
     blocked = c.problem is not None and c.problem.blocks_search
     for k in c.kernels:
         if blocked:
-            actions += _problem_fixes(c, k)
+            fixes = _problem_fixes(c, k)
+            actions += fixes or [_disabled(f"Optimize kernel {k.name}", c.problem.message)]
+        elif c.cannot_run and c.running_kernel is None:
+            actions.append(_disabled(f"Optimize kernel {k.name}", c.cannot_run))
         elif c.running_kernel is not None:
             actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
         elif c.continue_by:
