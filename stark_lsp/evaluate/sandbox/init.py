@@ -208,6 +208,11 @@ def prepare_mounts(layout: Layout) -> None:
         ro = MS_RDONLY if p not in layout.writable else 0
         mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
         os.close(fd)
+    # folders covered last, wherever they are (the evaluator's cache, also under an exposed folder): empty
+    for p in layout.covered:
+        if os.path.isdir(p):
+            mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=16")
+            mount(None, p, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=16")
     # the sandbox's own /dev, read-only once made (its device nodes still open for writing): in a
     # user namespace the candidate is its owner, and a node or link it changed would meet the next
     mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags("/dev"))

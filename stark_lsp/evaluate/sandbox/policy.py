@@ -125,6 +125,7 @@ class Layout:
     limits: dict[str, int] = field(default_factory=dict)
     syscall_filter: bool = True
     allow_perf: bool = False
+    covered: tuple[str, ...] = ()  # covered last, by an empty read-only tmpfs, wherever they are (the cache)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -136,11 +137,14 @@ class Layout:
                    drop_to=d.get("drop_to"), private_devices=bool(d.get("private_devices", False)),
                    cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""),
                    limits={str(k): int(v) for k, v in (d.get("limits") or {}).items()},
-                   syscall_filter=bool(d.get("syscall_filter", True)), allow_perf=bool(d.get("allow_perf", False)))
+                   syscall_filter=bool(d.get("syscall_filter", True)), allow_perf=bool(d.get("allow_perf", False)),
+                   covered=tuple(d.get("covered", ())))
 
     def covers(self, path: str | Path) -> bool:
-        """Whether ``path`` is visible inside: not under a hidden directory, or exposed."""
+        """Whether ``path`` is visible inside: not under a covered or hidden directory, or exposed."""
         p = os.path.realpath(path)
+        if any(_under(p, c) for c in self.covered):
+            return False
         if not any(_under(p, h) for h in self.hidden):
             return True
         return any(_under(p, e) for e in (*self.expose, *self.writable))
@@ -207,10 +211,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     one, may read another candidate's files).
     """
     hidden = hidden_dirs()
-    covered = [os.path.realpath(h) for h in hide]
-    for h in covered:
-        if os.path.isdir(h) and not any(_under(h, d) for d in hidden) and h != "/":
-            hidden += (h,)
+    covered = [os.path.realpath(h) for h in hide if os.path.isdir(h) and os.path.realpath(h) != "/"]
     # a Python path that is a hidden folder itself (PYTHONPATH=$HOME, a script run from /tmp) would
     # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
     # Python path under a covered folder brought back (the judge's own folder in the cache)
@@ -226,7 +227,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     uid = NOBODY if drop and os.geteuid() == 0 else os.getuid()
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
-                  root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf)
+                  root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
+                  covered=tuple(sorted(set(covered))))
 
 
 def unreadable_paths(paths: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
@@ -381,6 +383,8 @@ def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
         args += ["--ro-bind", p, p]
     for p in layout.writable:
         args += ["--bind", p, p]
+    for p in layout.covered:  # after the binds: a covered folder under an exposed one stays covered
+        args += ["--size", str(1 << 20), "--tmpfs", p, "--remount-ro", p]
     args += ["--remount-ro", "/dev"]  # the candidate is uid 0 of its namespace here: /dev must not be its
     # sandbox_init sees bwrap's mounts already made: an empty layout keeps it from mounting again
     return args + ["--chdir", layout.cwd, "--setenv", "STARK_SANDBOX_PREPARED", "bwrap"]
