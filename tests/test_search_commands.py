@@ -206,3 +206,22 @@ def test_one_ratio_for_your_kernel_on_every_surface():
     assert node_dict(n, root=root)["speedup_vs_yours"] == 2.5 and node_dict(n, root=root)["retimed"]["vs_root"] == 2.5
     tree = TreeView("t", (node_view(root), node_view(n)))
     assert ratio_text(tree.gain(tree.get(2))) == "2.50×"
+
+
+def test_a_re_run_of_a_spent_tree_says_so(ws, capsys):
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    capsys.readouterr()
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert "already spent a budget of 2" in err and "--fresh" in err
+
+
+def test_a_changed_task_file_is_said_to_start_a_new_tree(ws, capsys):
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    capsys.readouterr()
+    task.path.write_text(task.path.read_text() + "\n# edited\n")
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert "changed since the stored tree began" in err and "starting a new one" in err

@@ -43,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
                    help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
     p.add_argument("--concurrency", type=positive_int, default=2, help="attempts in flight per run (default 2)")
+    p.add_argument("--cache-dir", help="where builds and candidates are cached (default: $STARK_CACHE_DIR, else "
+                                       "~/.cache/stark-lsp)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
@@ -73,10 +75,11 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     from stark_lsp.evaluate.sandbox.policy import policy
 
     sandbox = policy(args.llm, getattr(args, "unsafe_no_sandbox", False))
+    cache = Path(args.cache_dir) if getattr(args, "cache_dir", None) else None
     gpus = parse_gpus(getattr(args, "gpus", None))
     if gpus is None:
-        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox)
-    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox) for g in gpus]
+        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache)
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox, cache_dir=cache) for g in gpus]
 
 
 def parse_gpus(text: str | None) -> list[int] | None:

@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto: the GPU when there is one, else the CPU (Triton interpreter); cuda needs a GPU")
     p.add_argument("--timeout", type=positive_float, default=120.0,
                    help="seconds a candidate may run before it is killed (default 120)")
-    p.add_argument("--cache-dir", help="where builds are cached (default ~/.cache/stark-lsp)")
+    p.add_argument("--cache-dir", help="where builds and candidates are cached (default: $STARK_CACHE_DIR, else "
+                                       "~/.cache/stark-lsp)")
     add_sandbox_argument(p)
 
 

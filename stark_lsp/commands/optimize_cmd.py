@@ -44,6 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(key in STARK_API_KEY, else OPENAI_API_KEY)")
     p.add_argument("--model", help="model name for --llm openai")
     p.add_argument("--base-url", type=url, help="endpoint for --llm openai")
+    p.add_argument("--cache-dir", help="where builds and candidates are cached (default: $STARK_CACHE_DIR, else "
+                                       "~/.cache/stark-lsp)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); with --cluster and no GPU: CPU actors")
     p.add_argument("--cluster", metavar="auto|ray://HOST:PORT",
@@ -76,7 +78,8 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
                                  sandbox=sandbox_policy(args))
     from stark_lsp.evaluate.evaluator import Evaluator
 
-    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args))
+    cache = Path(args.cache_dir) if getattr(args, "cache_dir", None) else None
+    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args), cache_dir=cache)
 
 
 def sandbox_policy(args: argparse.Namespace) -> str:
@@ -191,6 +194,11 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
               f"(stark show {args.task} --archived lists it)", file=sys.stderr)
     print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
           f"team {team.name}, store {path}", file=sys.stderr)
+    if store.has_tree(tid):
+        spent = sum(1 for n in store.nodes(tid) if n.parent_id is not None and n.spends_budget)
+        if spent >= config.budget:
+            print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempts): nothing "
+                  f"new is tried; give a larger --budget to go on, or --fresh to start anew", file=sys.stderr)
     cancel = threading.Event()
     previous = on_interrupt(cancel, "optimize", "aborted")
     code = exit_codes.OK

@@ -306,7 +306,9 @@ class Search:
             self._hardware_info = hardware_facts(self.evaluator)
             self._facts = describe_task(self.task)
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
-            root = self._ensure_root(note)
+            if archived:  # said whether or not the new tree's root is evaluated yet
+                self._emit(message=archived)
+            root = self._ensure_root("" if note == archived else note)
             if root is not None and self.config.require_correct_root and not root.correct:
                 self._emit(done=True, message=f"your kernel did not pass ({root.status}): no search")
                 root = None
@@ -454,7 +456,8 @@ class Search:
             root = self._record(self.store.add_node(
                 self.task_id, None, ROOT, RUNNING, source=self.task.root_source(), summary="the original kernel"))
         elif root.evaluated:
-            self._emit(message=note)
+            if note:
+                self._emit(message=note)
             return root
         else:
             root = self._update(root.id, status=RUNNING)
