@@ -52,3 +52,15 @@ async def test_a_big_file_stays_responsive_and_its_diagnostics_are_capped(client
     first = next(i for i, l in enumerate(lines) if "scale_kernel_0(" in l)
     await wait_until(lambda: (client.diagnostics.get(uri) or [None])[0] is not None
                      and client.diagnostics[uri][0].range.start.line == first + 20, "the diagnostics to move")
+    # after that analysis, the next edits move the kernels from where they are now, not twice (issue 25)
+    moved = 20  # lines typed above every kernel so far
+    for after in ("above", "inside", "below"):
+        at = {"above": 0, "inside": name_line + moved + 2, "below": len(lines) + moved + 10}[after]
+        change_lines(client, uri, at, "// more\n")
+        moved += after == "above"
+        md = await hover_text(client, uri, name_line + moved)
+        assert md is not None and md.startswith("**scale_kernel_900**"), (after, md)
+        (fix,) = await code_actions(client, uri, name_line + moved)
+        assert fix.title == "Create big.harness.py for scale_kernel_900", after
+        await wait_until(lambda: (client.diagnostics.get(uri) or [None])[0] is not None
+                         and client.diagnostics[uri][0].range.start.line == first + moved, f"analysis after {after}")

@@ -216,6 +216,7 @@ class StarkServer(LanguageServer):
         if self.docs.get(state.uri) is not state or self.workspace.get_text_document(state.uri).version != version:
             return  # edited meanwhile: the next pause analyses again
         state.kernels, state.version, state.stale, state.too_big = probe.kernels, version, False, probe.too_big
+        state.edits = []  # the kernels are those of this very text now: no edit is left to map them through
         state.analysis = None
         self.analysed(state, gone)
         self.publish(state.uri)
