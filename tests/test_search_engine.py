@@ -309,7 +309,7 @@ def test_a_task_file_deleted_mid_search_stops_it_with_a_clear_line(env):
     ev = DeletingEvaluator()
     with pytest.raises(TaskBroken) as info:
         search(env, budget=6, ev=ev)[0].run()
-    assert "deleted or moved during the search" in str(info.value) and task.path.name in str(info.value)
+    assert "is gone (deleted or moved during the search)" in str(info.value) and task.path.name in str(info.value)
     assert ev.calls == 2  # nothing evaluated after it went
 
 

@@ -84,7 +84,12 @@ async def test_a_terminal_rm_is_seen_too(client: LanguageClient):
     await start_search(client, uri)
     (client.root / "add_relu.harness.py").unlink()  # no didDeleteFiles: the search's own watch sees it
     (end,) = await wait_until(lambda: ended_progress(client), "the search to stop", timeout=30)
-    assert end.message.startswith("add_relu.harness.py is gone")
+    assert "add_relu.harness.py is gone" in end.message, end.message
+    # the open tab keeps no figure of the vanished task: it says the harness is missing instead
+    await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "missing-harness"]
+                     and not [d for d in client.diagnostics.get(uri, []) if d.code == "best-speedup"],
+                     f"the tab to say the harness is gone {[(d.code, d.message[:60]) for d in client.diagnostics.get(uri, [])]}",
+                     timeout=30)
     # the attempts that failed because the harness was gone are cut short, not failures
     store = TreeStore.open(client.root / ".stark" / "tree.sqlite", readonly=True)
     ((task_id, _),) = store.tasks()

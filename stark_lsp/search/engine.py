@@ -58,6 +58,9 @@ class SearchConfig:
     retime_top: int = 3  # when the search ends, re-time its top K correct candidates ... (0: off)
     retime_rounds: int = 3  # ... this many times each, in turn with the root (search/retime.py)
     require_correct_root: bool = False  # the user's kernel fails to build or verify: stop, no search (the editor)
+    # the task's files vanish mid-search: stop it at once (the CLI); the editor watches them itself, waiting a
+    # moment for the editor's own report of a rename, which carries the search to the new name
+    stop_when_files_go: bool = True
 
 
 @dataclass
@@ -671,17 +674,26 @@ class Search:
             with self._lock:
                 self._evaluating.pop(key).set()
 
-    def _evaluate(self, node: Node) -> None:
+    def _task_gone(self, node: Node) -> None:
+        """The task's file or harness was deleted or moved mid-search: every later candidate would fail for
+        it, not for itself; this one is cut short (abandoned, redone if the task comes back) and the search stops."""
+        if not self.config.stop_when_files_go:
+            return
         gone = [p for p in (self.task.path, self.task.harness) if p is not None and not Path(p).exists()]
-        if gone:  # deleted or moved mid-search: every later candidate would fail for it, not for itself
-            self._update(node.id, status=ABANDONED, error=f"{Path(gone[0]).name} is gone")
-            raise TaskBroken(f"{gone[0]} was deleted or moved during the search: stopped, nothing written")
+        if gone:
+            self._update(node.id, status=ABANDONED, error=f"cut short: {Path(gone[0]).name} is gone")
+            raise TaskBroken(f"{Path(gone[0]).name} is gone (deleted or moved during the search): the search stopped")
+
+    def _evaluate(self, node: Node) -> None:
+        self._task_gone(node)
         try:
             with self._gate.shared():  # waits while ncu runs (profile_exclusive)
                 result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
+        if result.status.failed:
+            self._task_gone(node)  # it went while this evaluation ran: the failure is not the candidate's
         if result.status is Status.TASK_ERROR:
             self._update(node.id, status=ABANDONED, error=result.message)
             raise TaskBroken(f"{result.message} (fix the task, then run again)")

@@ -153,7 +153,7 @@ class Backend:
 
         from stark_lsp.search.engine import Search
 
-        config = self.search_config(settings)
+        config = replace(self.search_config(settings), stop_when_files_go=False)  # file_events.py watches them
         if budget is not None:
             config = replace(config, budget=budget)
         return Search(task, store, evaluator, team, config, on_progress=on_progress, on_node=on_node)

@@ -268,6 +268,9 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
             await asyncio.to_thread(_void_after_move, backend, store_path, job)
         host.jobs.jobs.pop(job.task_id, None)
         await _refresh(host, job)
+        if any(p is not None and not Path(p).exists() for p in (job.path, job.task.harness)):
+            for state in _states(host, job):  # its files went away: the open tabs say so, not its old figures
+                await host.resolve(state)
         tree = host.cache.get(job.task_id)
         if reason == "done":
             reason, kind = _outcome(host, job, tree)
