@@ -288,3 +288,18 @@ async def test_the_api_key_is_not_sent_to_a_changed_endpoint_without_asking(key_
     await wait_until(lambda: ended_progress(client), "the search to end")
     assert (await run_action(client, opt))["started"] is True  # asked once: the key now goes there
     assert len(client.message_requests) == 2
+
+
+async def test_a_helper_module_is_a_hint_naming_its_user_not_a_broken_task(client: LanguageClient):
+    """samples/triton_pkg: helpers.py holds a @triton.jit helper that rms_norm.py imports (issue 25)."""
+    import shutil
+
+    shutil.copytree(REPO / "samples" / "triton_pkg", client.root / "triton_pkg")
+    path = client.root / "triton_pkg" / "rowops" / "helpers.py"
+    uri = open_document(client, path, "python")
+    (hint,) = await wait_until(lambda: diags_with(client, uri, "helper"), "the helper hint")
+    assert hint.severity == types.DiagnosticSeverity.Hint and "rms_norm.py uses it" in hint.message
+    assert not diags_with(client, uri, "missing-harness")
+    line = line_of(path.read_text(), "def chunk_sum_of_squares")
+    (action,) = await code_actions(client, uri, line)
+    assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason

@@ -40,12 +40,14 @@ CODE_BEST = "best-speedup"
 CODE_APPLIED = "applied"
 CODE_ROOT_FAILS = "kernel-fails"
 CODE_MORE = "more"
+CODE_HELPER = "helper"  # a Triton module another kernel's file imports: not a task of its own
 MAX_DIAGNOSTICS = 50
 
 _SEVERITY = {
     CODE_MISSING_HARNESS: types.DiagnosticSeverity.Error,
     CODE_UNFILLED_HARNESS: types.DiagnosticSeverity.Error,
     CODE_NOT_A_TASK: types.DiagnosticSeverity.Warning,
+    CODE_HELPER: types.DiagnosticSeverity.Hint,
     CODE_NEEDS_GPU: types.DiagnosticSeverity.Information,
     CODE_RUN_FAILED: types.DiagnosticSeverity.Warning,
 }
@@ -67,7 +69,7 @@ class TaskProblem:
     @property
     def blocks_search(self) -> bool:
         """No search can start until the file (or its harness) changes."""
-        return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK)
+        return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK, CODE_HELPER)
 
 
 def name_range(lines: list[str], k: Kernel) -> types.Range:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.server.diagnostics import CODE_UNFILLED_HARNESS, TaskProblem
+from stark_lsp.server.diagnostics import CODE_HELPER, CODE_UNFILLED_HARNESS, TaskProblem
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
 from stark_lsp.search.tree_store import harness_digest
 from stark_lsp.server.trees import NodeView
@@ -103,6 +103,10 @@ def resolve_task(path: Path) -> Resolved:
     try:
         task = load_task(path)
     except HarnessNotFound as e:
+        users = helper_users(path)
+        if users:  # a module of @triton.jit helpers that a task's file imports: no error, a hint naming it
+            return Resolved(None, TaskProblem(f"a helper module: {users[0].name} uses it; optimize the kernel there "
+                                              f"(its search may change what it calls here)", code=CODE_HELPER))
         return Resolved(None, TaskProblem(str(e), missing_harness=True, harness_path=str(e.expected)))
     except TaskError as e:
         return Resolved(None, TaskProblem(str(e)))
@@ -163,3 +167,29 @@ def line_before_edits(line: int, edits: list[LineEdit]) -> int:
         elif line > e.first:
             line = min(line, e.last)
     return line
+
+
+def helper_users(path: Path, limit: int = 200) -> list[Path]:
+    """The task files beside ``path`` (its folder, the Python files with a harness) that import it as a
+    module (``from .helpers import``, ``from pkg.helpers import``, ``import helpers``): ``path`` is then their
+    helper, not a task of its own. Blocking; reads at most ``limit`` files."""
+    import re
+
+    if path.suffix != ".py":
+        return []
+    name = re.escape(path.stem)
+    uses = re.compile(rf"^\s*(from\s+[.\w]*\b{name}\b\s+import|import\s+[.\w]*\b{name}\b)", re.M)
+    out = []
+    try:
+        siblings = sorted(path.parent.glob("*.py"))[:limit]
+    except OSError:
+        return []
+    for other in siblings:
+        if other == path or other.name.endswith(".harness.py") or not other.with_suffix(".harness.py").exists():
+            continue
+        try:
+            if uses.search(other.read_text(errors="replace")):
+                out.append(other)
+        except OSError:
+            continue
+    return out
