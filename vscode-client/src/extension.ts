@@ -73,6 +73,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...commands.register(),
     vscode.workspace.onDidOpenTextDocument(consider),
     vscode.workspace.onDidSaveTextDocument(consider), // a Python file that just got its first @triton.jit
+    vscode.window.onDidChangeActiveTextEditor(() => status.update()), // the status bar names the active kernel
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (server.running && RESTART_KEYS.some((k) => e.affectsConfiguration(k))) void commands.restart();
     }),

@@ -43,6 +43,11 @@ export class Searches {
     return [...this.trees.values()];
   }
 
+  /** The tree of one file (the active editor's), if the extension has seen it. */
+  of(uri: string | undefined): KnownTree | undefined {
+    return uri === undefined ? undefined : this.trees.get(uri);
+  }
+
   bestOverall(): KnownTree | undefined {
     let best: KnownTree | undefined;
     for (const t of this.trees.values()) {
@@ -57,14 +62,18 @@ export interface StatusText {
   tooltip: string;
 }
 
-export function statusText(searches: Searches): StatusText {
+/**
+ * The status bar's words: what runs, each search named; otherwise the active file's kernel and its best.
+ * Figures of different kernels are never compared (a "best over every search" named no kernel).
+ */
+export function statusText(searches: Searches, activeUri?: string): StatusText {
   const running = searches.running();
-  const best = searches.bestOverall();
+  const mine = searches.of(activeUri);
   let text: string;
   if (running.length === 1) text = `$(sync~spin) STARK: ${running[0].stopping ? 'stopping' : 'optimizing'} ${running[0].kernel}`;
-  else if (running.length > 1) text = `$(sync~spin) STARK: ${running.length} searches`;
+  else if (running.length > 1) text = `$(sync~spin) STARK: ${running.length} searches (${running.map((s) => s.kernel).join(', ')})`;
   else text = '$(rocket) STARK';
-  if (!running.length && best?.bestText) text += ` · ${best.bestText.replace(/ \(#\d+\)$/, '')}`;
+  if (!running.length && mine?.bestText) text += ` · ${mine.kernel}: ${mine.bestText.replace(/ \(#\d+\)$/, '')}`;
   const lines = [
     ...running.map((s) => `${s.kernel}: ${s.stopping ? 'stopping' : s.progress}`),
     ...searches

@@ -17,7 +17,7 @@ export class StatusBar implements vscode.Disposable {
   }
 
   update(): void {
-    const t = statusText(this.searches);
+    const t = statusText(this.searches, vscode.window.activeTextEditor?.document.uri.toString());
     this.item.text = t.text;
     this.item.tooltip = t.tooltip;
   }

@@ -35,9 +35,13 @@ describe('status text', () => {
     assert.equal(statusText(s).text, '$(sync~spin) STARK: optimizing add_kernel');
     assert.match(statusText(s).tooltip, /add_kernel: attempt 3\/30/);
     s.setRunning([run('file:///k.py', 'add_kernel'), run('file:///b.py', 'b')]);
-    assert.equal(statusText(s).text, '$(sync~spin) STARK: 2 searches');
+    assert.equal(statusText(s).text, '$(sync~spin) STARK: 2 searches (add_kernel, b)');
     s.setRunning([]);
     s.treeUpdated('file:///k.py', sampleTree());
-    assert.equal(statusText(s).text, '$(rocket) STARK · best 2.50× your kernel');
+    const kernel = sampleTree().kernel;
+    assert.equal(statusText(s, 'file:///k.py').text, `$(rocket) STARK · ${kernel}: best 2.50× your kernel`);
+    // another file active: its own kernel or nothing, never the best of another kernel
+    assert.equal(statusText(s, 'file:///other.py').text, '$(rocket) STARK');
+    assert.equal(statusText(s).text, '$(rocket) STARK');
   });
 });
