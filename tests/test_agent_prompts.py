@@ -7,7 +7,7 @@ from llm_trees import CPU_HARDWARE, HARDWARE, sample_task, sample_tree
 from stark_lsp.agents.llm import prompts
 from stark_lsp.markers.anchors import parse_anchored, place_markers
 from stark_lsp.search.context import build_context
-from stark_lsp.search.excerpts import estimate_tokens
+from stark_lsp.context_budget import estimate_tokens
 from stark_lsp.search.node import PLAN_CODE, RUNNING, Node
 
 KINDS = ("cuda", "triton", "kernelbench")

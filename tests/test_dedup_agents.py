@@ -14,7 +14,7 @@ from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
 from stark_lsp.markers.syntax import apply_replacements
 from stark_lsp.search import Search, SearchConfig, TreeStore, build_context
-from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 from stark_lsp.search.node import ABANDONED, AGENT_ERROR, PLAN_CODE, ROOT, RUNNING, Node
 from stark_lsp.search.policies import make_policy
 from stark_lsp.search.tree_store import source_hash

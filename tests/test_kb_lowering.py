@@ -20,7 +20,7 @@ from stark_lsp.evaluate.evaluator import Evaluator
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import Status
 from stark_lsp.markers.syntax import apply_replacements, parse_markers
-from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 from stark_lsp.tasks.spec import load_task
 
 FAST = EvalOptions(trials=2, cpu_reps=1, reps=20, time_budget_s=0.5, run_timeout_s=120)

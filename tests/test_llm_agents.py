@@ -222,7 +222,7 @@ def _code_answer(reduce_lines: str) -> dict:
 
 def test_code_answer_repeating_a_tree_source_gets_one_follow_up(replay):
     from stark_lsp.markers.syntax import parse_markers
-    from stark_lsp.search.digest import source_digest
+    from stark_lsp.source_digest import source_digest
 
     (marker,) = [m for m in parse_markers(MARKED) if m.id == "reduce"]
     same = marker.span  # an "implementation" that changes nothing: the node's own source
@@ -250,7 +250,7 @@ def test_code_answer_repeating_a_tree_source_gets_one_follow_up(replay):
 
 
 def test_debug_answer_repeating_a_tree_source_gets_one_follow_up(replay):
-    from stark_lsp.search.digest import source_digest
+    from stark_lsp.source_digest import source_digest
 
     c = ctx("debug", node=3)
     first = c.node_source.replace("#define THREADS (2 * THREAD)", "#define THREADS 64")

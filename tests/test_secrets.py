@@ -1,6 +1,6 @@
 """Redaction (pure): keys of 12 characters and more go, placeholders stay, structure survives."""
 
-from stark_lsp.agents.llm.secrets import Redactor, redact, register_secret
+from stark_lsp.redaction import Redactor, redact, register_secret
 
 
 def test_a_12_character_key_and_its_echoed_pieces_are_masked():

@@ -59,7 +59,7 @@ def scrub_compiler_log(log: str, allowed: list[str], toolchain: tuple[str, ...] 
         hiding = False
         out.append(line)
     text = "\n".join(out)
-    from stark_lsp.agents.llm.secrets import redact
+    from stark_lsp.redaction import redact
 
     return redact(text)
 

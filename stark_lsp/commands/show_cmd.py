@@ -129,7 +129,7 @@ def list_archived(task: Any, store: Any) -> int:
 
 
 def show_node(args: argparse.Namespace, nodes: list) -> int:
-    from stark_lsp.agents.llm.secrets import redact
+    from stark_lsp.redaction import redact
     from stark_lsp.safe_text import for_terminal
     from stark_lsp.search.render import node_detail, node_dict, transcript
 

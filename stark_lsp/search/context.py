@@ -23,7 +23,7 @@ from stark_lsp.speedups import ratio_text
 from stark_lsp.tasks.describe import TaskFacts
 from stark_lsp.tasks.spec import TaskSpec
 
-from .digest import source_digest
+from stark_lsp.source_digest import source_digest
 from .excerpts import diagnostics_text, diff, estimate_tokens, trim  # noqa: F401  (re-exported)
 from .node import ABANDONED, Node
 from .policies.common import TreeView, leaderboard

@@ -28,7 +28,7 @@ from stark_lsp.tasks.spec import TaskSpec
 from stark_lsp.tasks.describe import describe_task
 
 from .context import build_context
-from .digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours

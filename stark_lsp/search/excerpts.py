@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import difflib
 
+from stark_lsp.context_budget import estimate_tokens  # noqa: F401  (re-exported)
+
 from .node import Node
-
-
-def estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 def trim(text: str, max_chars: int, max_lines: int | None = None) -> str:

@@ -13,7 +13,7 @@ from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.speedups import speedup_text
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
-from .digest import NOTHING_NEW
+from stark_lsp.source_digest import NOTHING_NEW
 
 # kinds
 ROOT = "root"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stark_lsp.agents.llm.secrets import redact
+from stark_lsp.redaction import redact
 from stark_lsp.safe_text import for_terminal
 from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
-from stark_lsp.agents.llm.secrets import redact
+from stark_lsp.redaction import redact
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.safe_text import cap, scrub
 from stark_lsp.tasks.spec import TaskSpec
 
-from .digest import source_digest
+from stark_lsp.source_digest import source_digest
 from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
 
 SCHEMA_VERSION = 3

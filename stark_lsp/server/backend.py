@@ -110,7 +110,7 @@ class Backend:
         except ImportError as e:
             raise BackendUnavailable(f"the agent team cannot be imported: {e}") from e
         make_team: Callable[..., Any] = team_mod.make_team
-        from stark_lsp.agents.llm.secrets import key_from_env
+        from stark_lsp.redaction import key_from_env
 
         if settings.llm == "openai" and not api_key and not key_from_env():
             raise BackendUnavailable(

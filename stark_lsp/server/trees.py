@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterable
 
-from stark_lsp.search.digest import NOTHING_NEW
+from stark_lsp.source_digest import NOTHING_NEW
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 OK = "ok"

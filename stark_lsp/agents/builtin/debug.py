@@ -26,7 +26,7 @@ from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, stat
 from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.tunable import Tunable, Value
 from stark_lsp.agents.builtin.tunables import find_tunables, set_value
-from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 
 RESOURCES = re.compile(
     r"too many resources requested|out of resources?:? ?registers|launch ?out ?of ?resources|"

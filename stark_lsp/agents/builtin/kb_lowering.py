@@ -33,7 +33,7 @@ from stark_lsp.agents.builtin.kb_triton import render
 from stark_lsp.agents.builtin.tunables import set_value
 from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables
 from stark_lsp.markers.syntax import insert_marker, split_lines, strip_markers
-from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 
 PREFIX = "rewrite ModelNew in Triton"
 MARKER_ID = "model_new"

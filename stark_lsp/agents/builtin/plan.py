@@ -36,7 +36,7 @@ from stark_lsp.agents.builtin.priors import prior
 from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
 from stark_lsp.markers.syntax import MarkerError, apply_replacements, insert_marker, parse_markers
-from stark_lsp.search.digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
 
 MAX_LOG_STEP = 4.0  # at most x16 or /16 in one move
 

@@ -26,7 +26,7 @@ from stark_lsp.agents.llm.client import ChatClient, ChatReply
 from stark_lsp.agents.llm.parse import parse_code, parse_debug, parse_plan
 from stark_lsp.markers.syntax import MarkerError, apply_replacements
 from stark_lsp.safe_text import cap
-from stark_lsp.search.digest import source_digest
+from stark_lsp.source_digest import source_digest
 
 SEEN_RETRIES = 1  # follow-up turns when an answer repeats a source in the tree
 FIX_RETRIES = 1  # follow-up turns when an answer cannot be used, quoting the error

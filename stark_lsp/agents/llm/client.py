@@ -39,7 +39,7 @@ import openai
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
 from stark_lsp.agents.llm.pricing import Price, price_of
-from stark_lsp.agents.llm.secrets import Redactor, key_from_env, redact, register_secret
+from stark_lsp.redaction import Redactor, key_from_env, redact, register_secret
 from stark_lsp.safe_text import scrub
 
 RETRY_STATUSES = {408, 409, 429}

@@ -18,8 +18,8 @@ once:
 from __future__ import annotations
 
 from stark_lsp.agents.base import AgentContext
-from stark_lsp.search.excerpts import estimate_tokens
-from stark_lsp.search.windows import fit_window
+from stark_lsp.context_budget import estimate_tokens
+from stark_lsp.context_budget import fit_window
 
 DEFAULT_CONTEXT_TOKENS = 12000
 

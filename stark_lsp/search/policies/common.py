@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from ..digest import NOTHING_NEW
+from stark_lsp.source_digest import NOTHING_NEW
 from ..node import ABANDONED, AGENT_ERROR, Node
 
 PLAN = "plan"  # Plan agent, then Code agent
