@@ -23,7 +23,7 @@ OTHER_CALL = re.compile(r"(?:\bpython3?\s+(?!-m stark_lsp)\S+|\b(?:ncu|nvcc|tsc|
 FOREIGN = {
     "--eval-delay": "benchmarks/server_latency.py",
     "--use_fast_math": "stark_lsp/evaluate/cuda_build.py",  # an nvcc flag a candidate may ask for
-    "--expt-relaxed-constexpr": "stark_lsp/build/compile_db.py",  # an nvcc flag taken from compile_commands.json
+    "--expt-relaxed-constexpr": "stark_lsp/project_build/compile_db.py",  # an nvcc flag taken from compile_commands.json
     "--clock-control": "stark_lsp/profile/ncu.py",  # how stark runs ncu
     "--profile": "benchmarks/server_latency.py",
     "--think": "benchmarks/eval_latency.py",

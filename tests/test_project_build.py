@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.build.scrub import WITHHELD
+from stark_lsp.project_build.scrub import WITHHELD
 from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.evaluator import Evaluator
 from stark_lsp.evaluate.options import EvalOptions

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.build import compile_db, inputs as I
-from stark_lsp.build.depfile import parse_depfile
-from stark_lsp.build.ninja_file import NinjaBuild, escape_path, object_name
-from stark_lsp.build.python_paths import module_place
-from stark_lsp.build.scrub import WITHHELD, scrub_compiler_log
-from stark_lsp.build.settings import BuildSettingsError, read_harness_build, resolve
+from stark_lsp.project_build import compile_db, inputs as I
+from stark_lsp.project_build.depfile import parse_depfile
+from stark_lsp.project_build.ninja_file import NinjaBuild, escape_path, object_name
+from stark_lsp.project_build.python_paths import module_place
+from stark_lsp.project_build.scrub import WITHHELD, scrub_compiler_log
+from stark_lsp.project_build.settings import BuildSettingsError, read_harness_build, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 

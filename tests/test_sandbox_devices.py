@@ -177,6 +177,6 @@ def test_nvcc_is_not_run_as_root_on_llm_source_and_needs_no_device_nodes(tmp_pat
 
 
 def _build_settings():
-    from stark_lsp.build.settings import BuildSettings
+    from stark_lsp.project_build.settings import BuildSettings
 
     return BuildSettings()

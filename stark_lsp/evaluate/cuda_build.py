@@ -4,9 +4,9 @@ nvcc reads candidate source (``#include "/proc/self/environ"`` is a way to
 print a file), so it runs in the same sandbox as candidates: it sees the
 project's folders read-only (``BuildSettings.roots``), writes only its build
 directory, has no network and an empty environment; messages located in a
-file that is not source are withheld from the log (``stark_lsp.build.scrub``).
+file that is not source are withheld from the log (``stark_lsp.project_build.scrub``).
 
-The settings come from ``stark_lsp.build.settings`` (the kernel's folder on
+The settings come from ``stark_lsp.project_build.settings`` (the kernel's folder on
 the include path, the project's ``compile_commands.json``, the harness's
 ``BUILD``). Two ways to build:
 
@@ -29,7 +29,7 @@ a build or a candidate could write survives into a later load.
 
 Artifacts are cached by a key covering every input the build read: source,
 settings, flags, target, nvcc and host compiler, and the content of every
-project header and unit named in the depfiles (``stark_lsp.build.inputs``).
+project header and unit named in the depfiles (``stark_lsp.project_build.inputs``).
 A failed build is cached too (the same inputs fail the same way). Builds of
 different sources run in parallel; builds of one source are done once.
 """
@@ -54,11 +54,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.build import inputs as I
-from stark_lsp.build.depfile import parse_depfile
-from stark_lsp.build.ninja_file import NinjaBuild
-from stark_lsp.build.scrub import is_source_file, scrub_compiler_log
-from stark_lsp.build.settings import BuildSettings, BuildSettingsError, resolve, single_file
+from stark_lsp.project_build import inputs as I
+from stark_lsp.project_build.depfile import parse_depfile
+from stark_lsp.project_build.ninja_file import NinjaBuild
+from stark_lsp.project_build.scrub import is_source_file, scrub_compiler_log
+from stark_lsp.project_build.settings import BuildSettings, BuildSettingsError, resolve, single_file
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
 from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
@@ -443,7 +443,7 @@ class CudaBuilder:
     def _compile_project(self, tmp: Path, flags: list[str], nvcc: str, settings: BuildSettings,
                          timeout_s: float) -> tuple[bool, str, str, list[tuple[Path, Path]]]:
         """The other units into shared objects (once), then the candidate's unit and the link."""
-        from stark_lsp.build.ninja_file import object_name
+        from stark_lsp.project_build.ninja_file import object_name
 
         ninja = ninja_path()
         if ninja is None:

@@ -180,7 +180,7 @@ class Evaluator:
 def task_folders(task: TaskSpec) -> list[str]:
     """The folders a task's evaluation reads (shown read-only in the sandbox): the kernel's and the
     harness's, and for Python files their package roots (a candidate imports its neighbours)."""
-    from stark_lsp.build.python_paths import module_place
+    from stark_lsp.project_build.python_paths import module_place
 
     out = {str(task.path.parent)}
     for p in (task.path, task.harness):

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from stark_lsp.build.python_paths import ModulePlace, module_place
+from stark_lsp.project_build.python_paths import ModulePlace, module_place
 from stark_lsp.tasks.spec import TaskSpec
 
 

@@ -6,7 +6,7 @@ full while they fit, after the task card. They are read-only: candidates
 change the kernel's own file only (markers go there), and the prompt says so.
 
 * CUDA: the quoted ``#include``s of the kernel, resolved on the build's include
-  path (``stark_lsp.build.settings``), and theirs in turn, while they are in
+  path (``stark_lsp.project_build.settings``), and theirs in turn, while they are in
   the project's folders; then the other translation units the harness names.
 * Python: the modules the kernel imports from its folder or its package
   (``import mycfg``, ``from .config import EPS``, ``from ..util import f``).
@@ -56,7 +56,7 @@ def project_context(task: object, source: str, budget_chars: int) -> str:
 
 
 def cuda_files(task: object, source: str) -> list[Path]:
-    from stark_lsp.build.settings import resolve
+    from stark_lsp.project_build.settings import resolve
 
     settings = resolve(Path(getattr(task, "path")), getattr(task, "harness", None))
     roots = [r.rstrip("/") + "/" for r in settings.roots]
@@ -82,7 +82,7 @@ def cuda_files(task: object, source: str) -> list[Path]:
 
 
 def python_files(task: object, source: str) -> list[Path]:
-    from stark_lsp.build.python_paths import module_place
+    from stark_lsp.project_build.python_paths import module_place
 
     kernel = Path(getattr(task, "path")).resolve()
     place = module_place(kernel)

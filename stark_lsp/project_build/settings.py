@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.build import compile_db
+from stark_lsp.project_build import compile_db
 
 DEFAULT_FLAGS = ("-O3", "-std=c++17")
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")

@@ -1,9 +1,9 @@
 """The project's ``compile_commands.json``: where it is, and what it says about a file.
 
 CMake (``-DCMAKE_EXPORT_COMPILE_COMMANDS=ON``), Bear and Meson write it; clangd
-and other editor tools read it from the workspace root or from ``build/``.
+and other editor tools read it from the workspace root or from ``project_build/``.
 Here it is looked for upward from the kernel's folder, in each folder and its
-``build/``, up to the repository root (a folder with ``.git``) or the
+``project_build/``, up to the repository root (a folder with ``.git``) or the
 filesystem root.
 
 The entry for a file is its own (same resolved path); for a file the build
