@@ -107,6 +107,9 @@ async def test_renaming_kernel_and_harness_carries_the_search_and_its_tree(clien
     assert end.message.startswith("add_relu.py was renamed to fused.py: the search moves with it")
     await wait_until(lambda: running_uris(client) == [new_uri], "the search to go on under the new name")
     assert any("moved to fused.py and goes on" in m for m in messages(client))
+    # one move, one message (the rename event and the search's end both moved the tree once, and said so twice)
+    assert not any("already has a search tree" in m for m in messages(client)), messages(client)
+    assert sum("moved to fused.py" in m for m in messages(client)) == 1, messages(client)
     tree = await get_tree(client, new_uri, "add_relu_kernel")
     assert tree["attempts"] >= 3  # the tree came along
     assert "Optimizing: " in await hover_text(client, new_uri, KLINE)

@@ -170,11 +170,14 @@ async def complete_carries(host: Host) -> None:
     for path, c in list(host.carries.items()):
         if any(j.task_id == c.old_task_id for j in host.jobs.all()):
             continue  # still stopping: its end calls this again
+        if host.carries.get(path) is not c:
+            continue  # another pass (the editor's rename event, the search's end) has it
+        host.carries.pop(path)  # claimed before the wait below: two passes never move one tree twice
         resolved = await asyncio.to_thread(resolve_task, path)
         task = resolved.task
         if task is None:
-            continue  # not a task yet (its harness is missing or unfilled): wait
-        host.carries.pop(path, None)
+            host.carries.setdefault(path, c)  # not a task yet (its harness is missing or unfilled): wait
+            continue
         new_store = host.store_path_for(task.path)
         if new_store != c.store_path:
             host.say(f"{path.name} moved to another workspace: its tree stays in {c.store_path.parent}",
