@@ -174,8 +174,8 @@ def test_concurrency_limit_is_shared(replay):
 def test_stark_api_key_wins_over_openai_api_key(monkeypatch, replay):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("STARK_API_KEY", raising=False)
-    with pytest.raises(AgentError, match="no API key"):
-        make_team("openai", base_url=replay.base_url)
+    with pytest.raises(AgentError, match="no API key: set STARK_API_KEY"):
+        make_team("openai", base_url="https://api.example.com/v1")  # a remote endpoint needs a key
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-0000000000000000")
     monkeypatch.setenv("STARK_API_KEY", KEY)
     replay.push(completion("ok"), completion("ok"))
@@ -265,3 +265,13 @@ def test_debug_answer_repeating_a_tree_source_gets_one_follow_up(replay):
 
 def test_recordings_are_realistic_files():
     assert all(p.suffix in (".json", ".cu") for p in Path(RECORDINGS).iterdir())
+
+
+def test_a_server_on_this_machine_needs_no_key(monkeypatch, replay):
+    """llama.cpp, vLLM and Ollama on loopback take no key (issue 23): the client sends a placeholder."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("STARK_API_KEY", raising=False)
+    replay.push(completion("ok"))
+    team = make_team("openai", base_url=replay.base_url, model="m")  # http://127.0.0.1:PORT/v1
+    team.planner.client.chat("m", [{"role": "user", "content": "x"}], 0.1)
+    assert replay.requests[0]["headers"]["authorization"] == "Bearer EMPTY"

@@ -63,6 +63,20 @@ class _Stopped(Exception):
     """The caller's cancel event (or close()) fired."""
 
 
+LOCAL_KEY = "EMPTY"  # what a keyless local server gets (under 8 characters: a placeholder, never redacted)
+
+
+def local_endpoint(base_url: str | None) -> bool:
+    """Whether ``base_url`` is a server on this machine (loopback: localhost, 127.x, ::1)."""
+    from urllib.parse import urlparse
+
+    try:
+        host = (urlparse(base_url or "").hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 class ChatClient:
     def __init__(
         self,
@@ -82,8 +96,11 @@ class ChatClient:
         sleep: Callable[[float], None] | None = None,
     ):
         key = api_key or key_from_env()
+        if not key and local_endpoint(base_url):
+            key = LOCAL_KEY  # llama.cpp, vLLM and Ollama on this machine need none; the client wants a word
         if not key:
-            raise AgentError("no API key: set STARK_API_KEY (or OPENAI_API_KEY), or pass one in")
+            raise AgentError("no API key: set STARK_API_KEY (or OPENAI_API_KEY) in the environment (a server on "
+                             "this machine, --base-url http://127.0.0.1:PORT/v1, needs none)")
         register_secret(key)
         own = Redactor(key)
         self.redact: Callable[[str], str] = lambda text: redact(own(text))  # this key, any other known one
