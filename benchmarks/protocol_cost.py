@@ -3,7 +3,8 @@
     python benchmarks/protocol_cost.py [TASK] [--n 200]
 
 Times, over n calls: drawing the task's inputs, a device synchronization, a CUDA event pair, the output's
-digest (wire/digest.py), the chain's hash, and the whole per-call loop as a batch runs it, with the call
+digest (wire/digest.py; and the same signed sum by torch's path, which a GPU takes only without Triton),
+the chain's hash, and the whole per-call loop as a batch runs it, with the call
 doing nothing. This is the cost every timed call carries on the judge's clock: the smaller and steadier
 it is, the finer the judge resolves a short call.
 """
@@ -22,6 +23,7 @@ import torch  # noqa: E402
 
 from stark_lsp.evaluate.harness import as_outputs, load_reference  # noqa: E402
 from stark_lsp.evaluate.wire.chain import next_seed  # noqa: E402
+from stark_lsp.evaluate.wire import signed_sum as S  # noqa: E402
 from stark_lsp.evaluate.wire.digest import digest  # noqa: E402
 from stark_lsp.tasks.spec import load_task  # noqa: E402
 
@@ -53,6 +55,8 @@ def main() -> int:
         "draw+sync": lambda i: (ref.inputs(i + 10), sync()),
         "sync": lambda i: sync(),
         "digest (syncs)": lambda i: digest(out, i + 1),
+        "digest, torch's path": lambda i: (sum(float(S._torch_sum(o.reshape(-1), S.key(i, 0, 0))) for o in out
+                                              if isinstance(o, torch.Tensor))),
         "chain hash": lambda i: next_seed(i, [[1.0, 0.0, 0.0, 0.0]]),
     }
     if dev.type == "cuda":

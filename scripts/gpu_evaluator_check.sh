@@ -29,8 +29,11 @@ if [ "$steps" != bench ]; then
     ${EXTRA_TESTS:-} 2>&1 | tee "$out/pytest.txt" | grep -E "^(FAILED|ERROR)|passed|failed|^E  " | tail -40
 fi
 if [ "$steps" != tests ]; then
+  for t in benchmarks/tasks/axpy_triton.py tests/data/evaluator/add_task.py; do
+    timeout 60 python3 benchmarks/protocol_cost.py "$t" --n 200 2>&1 | tee -a "$out/protocol.txt" | tail -12
+  done
   timeout "${LATENCY_S:-170}" python3 benchmarks/eval_latency.py --n 5 --repeat 5 --no-inline --think 2 \
-    --only cuda,triton,hang,slow_mix,repeat --json "$out/lat.json" 2>&1 | tee "$out/lat.txt" | tail -45
+    --only "${LATENCY_ONLY:-cuda,triton,hang,slow_mix,repeat}" --json "$out/lat.json" 2>&1 | tee "$out/lat.txt" | tail -45
   timeout "${SPREAD_S:-150}" python3 benchmarks/timing_spread.py --repeat 3 --json "$out/spread.json" 2>&1 \
     | tee "$out/spread.txt" | tail -8
   timeout "${NCU_S:-60}" bash scripts/ncu_check.sh "$(mktemp -d)" 2>&1 | tail -4

@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from stark_lsp.evaluate.wire import digest as D  # noqa: E402
+from stark_lsp.evaluate.wire import signed_sum as S  # noqa: E402
 
 
 def test_an_honest_output_within_tolerance_agrees_and_a_stale_one_does_not():
@@ -41,8 +42,8 @@ def test_malformed_digests_are_refused():
 
 
 def _flips(seed, n, dtype=torch.float32):
-    g = D._generator(seed, 0, torch.device("cpu"))
-    return torch.empty(n, dtype=dtype).bernoulli_(0.5, generator=g)
+    """1 where an element of output 0 of a call with ``seed`` is negated (one chunk)."""
+    return S.signs_negative(n, S.key(seed, 0, 0), torch.device("cpu")).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
@@ -62,10 +63,10 @@ def test_the_signed_sum_is_exact_in_float64_for_every_dtype(dtype):
 def test_big_outputs_are_summed_in_steps_with_the_same_signs(monkeypatch):
     x = torch.randn(10_000, generator=torch.Generator().manual_seed(4))
     whole = D.digest([x], 9)
-    monkeypatch.setattr(D, "CHUNK", 1024)
+    monkeypatch.setattr(S, "CHUNK", 1024)
     stepped = D.digest([x], 9)
     assert stepped == D.digest([x], 9)  # the same signs every time
-    assert abs(stepped[0][0] - whole[0][0]) <= 1e-9 * float(x.abs().sum())  # on the CPU, one stream of signs
+    assert stepped != whole  # each chunk has its own key
     stale = D.digest([torch.randn(10_000)], 9)
     assert "off by" in D.agrees(stale, stepped, D.bound([x], 1e-4, 1e-4))
 
@@ -106,22 +107,38 @@ def test_a_nan_among_finite_values_is_counted_and_left_out_of_the_sum():
     assert d[0] == D.digest([masked], 2)[0][0]
 
 
-def test_digests_reuse_their_buffers():
-    x = torch.randn(4096, generator=torch.Generator().manual_seed(8))
-    first = D.digest([x], 1)
-    bufs = D._WORK.items[(str(x.device), torch.float32, 4096)]
-    ptrs = [b.data_ptr() for b in bufs]
-    assert D.digest([x], 2) != first  # new signs ...
-    assert [b.data_ptr() for b in D._WORK.items[(str(x.device), torch.float32, 4096)]] == ptrs  # ... same memory
-    for n in range(1, 8):  # a few sizes at most are kept
-        D.digest([torch.zeros(n)], 1)
-    assert len(D._WORK.items) <= D._Workspace.KEEP
+def test_the_torch_hash_is_murmurs_finaliser_bit_for_bit():
+    k = S.key(123456789, 2, 0)
+    got = S.signs_negative(70, k, torch.device("cpu")).tolist()
+    want = [bool(S.fmix32(i * S.GOLDEN + k) >> 31) for i in range(70)]
+    assert got == want
+
+
+def test_keys_differ_by_seed_output_and_chunk_and_are_never_a_constant_for_triton():
+    keys = {S.key(s, o, c) for s in (1, 2, 2**40 + 1) for o in (0, 1) for c in (0, 1)}
+    assert len(keys) == 12 and min(keys) > 1
+
+
+def test_the_triton_kernel_gives_the_same_sum_as_torch(monkeypatch):
+    """The GPU path (run here by Triton's interpreter) draws the same signs as the CPU's."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    kernel = S._make_kernel()
+    if kernel is False:
+        pytest.skip("Triton is not usable here")
+    for dtype in (torch.float32, torch.float16, torch.float64):
+        x = (torch.randn(10_000, generator=torch.Generator().manual_seed(6)) * 10).to(dtype)
+        k = S.key(77, 0, 0)
+        acc = torch.zeros((), dtype=torch.float64)
+        kernel[(S.triton_cdiv(x.numel(), S.BLOCK),)](x, acc, x.numel(), k, BLOCK=S.BLOCK)
+        want = float(S._torch_sum(x, k))
+        assert abs(float(acc) - want) <= 1e-12 * float(x.double().abs().sum()), (dtype, float(acc), want)
 
 
 def test_the_largest_finite_values_fail_closed():
     # 3e38 * -2 overflowed float32 in an earlier flip (x - 2 x flip): the reference's digest
     # became NaN, and any digest "agreed" with it
-    x = torch.tensor([3e38, -3e38, 2e38, 1.0] * 4, dtype=torch.float32)
+    x = torch.linspace(-3e38, 3e38, 61, dtype=torch.float32)  # a sum near the largest floats, never cancelling out
     want, b = D.digest([x], 4), D.bound([x], 1e-5, 1e-5)
     assert all(math.isfinite(v) for v in want[0]) and math.isfinite(b[0])
     assert D.agrees(D.digest([x], 4), want, b) == ""

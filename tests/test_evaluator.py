@@ -52,10 +52,9 @@ def test_plain_torch_candidate_is_correct_and_timed(ev, gpu):
     assert r.correctness.atol == 1e-4  # float32 default
     assert r.runtime.is_gpu == gpu
     assert r.runtime.candidate.reps >= 1 and r.runtime.speedup > 0
-    c = r.runtime.candidate  # the judge's own figure, and the bound the process's figure had to meet
+    c = r.runtime.candidate  # the judge's own figure, and its noise
     assert c.judged_ms is not None and c.bound_ms is not None and c.bound_ms > 0 and c.batches >= 1
-    assert c.source in ("process", "judge")
-    assert c.median_ms >= c.judged_ms - c.bound_ms  # never below what the judge's clock allows
+    assert c.source == "judge" and c.median_ms == c.judged_ms
     if not gpu:
         assert "not a GPU figure" in r.runtime.note
 

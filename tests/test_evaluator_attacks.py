@@ -63,8 +63,7 @@ def test_2_a_forged_clock_gains_nothing_the_judges_clock_is_the_figure(ev):
     r = run(ev, "patch_clock.py")
     assert r.status is Status.OK, r.summary()
     t = r.runtime.candidate  # its own clocks said microseconds; the judge's clock saw the 40 ms sleep
-    assert t.source == "judge" and t.median_ms >= 40.0, r.summary()
-    assert any("below what the judge's clock allows" in f for f in r.flags), r.flags
+    assert t.source == "judge" and t.median_ms == t.judged_ms and t.median_ms >= 40.0, r.summary()
 
 
 def test_2_work_deferred_past_the_call_is_caught_or_counted(ev):

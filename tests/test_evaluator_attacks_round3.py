@@ -51,12 +51,12 @@ def judge_pids(ev) -> set[int]:
 
 
 # 1, 2: timing claims ---------------------------------------------------------------------------
-def test_2_claims_forged_on_most_calls_are_replaced_by_the_judges_clock(ev):
+def test_2_forged_times_and_slowed_empty_calls_leave_the_judges_clock_the_figure(ev):
     r = run(ev, "forge_some_claims.py")
     assert r.status is Status.OK, r.summary()
     t = r.runtime.candidate
-    assert t.source == "judge" and t.median_ms >= 15.0, t  # 20 ms of honest work a call
-    assert any("below what the judge's clock allows" in f for f in r.flags), r.flags
+    assert t.source == "judge" and t.median_ms == t.judged_ms, t
+    assert t.median_ms >= 15.0, t  # 20 ms of honest work a call, whatever the empty calls beside it cost
 
 
 # 3: real work only where it is checked ------------------------------------------------------------

@@ -76,9 +76,9 @@ class Correctness:
 class Timing:
     """Per-call times in milliseconds over ``reps`` timed calls (docs/EVALUATOR.md, "Timing").
 
-    ``median_ms`` is the runtime: the timing process's own figure where it lies
-    inside the judge's bound (``judged_ms - bound_ms``), else the judge's own
-    clock's (``judged_ms``). The other statistics describe the samples behind it."""
+    ``median_ms`` is the runtime: the median of the judge's per-batch figures,
+    each its own clock around a batch of calls less the protocol's cost
+    (``judge/timing.py``). The other statistics describe those figures."""
 
     median_ms: float
     mean_ms: float
@@ -88,10 +88,10 @@ class Timing:
     std_ms: float
     reps: int
     judged_ms: float | None = None  # one call by the judge's clock: batches on it, less the calibrated overhead
-    bound_ms: float | None = None  # how far below ``judged_ms`` the process's own figure may lie and be used
+    bound_ms: float | None = None  # how far the figure may be from the true time (its noise, what calibration misses)
     noise: float | None = None  # the relative standard error of the judge's figure
     batches: int = 0  # timed requests, each of several calls in a row
-    source: str = ""  # "process" (its own figure, inside the bound) or "judge" (the judge's clock)
+    source: str = ""  # "judge" (the judge's clock); "process" only in results stored before that rule
 
     @property
     def spread(self) -> float:

@@ -36,7 +36,6 @@ import numbers
 import os
 import socket
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -55,12 +54,8 @@ from stark_lsp.evaluate.wire.pinned import pin
 from stark_lsp.safe_text import first_line
 from stark_lsp.tasks.spec import TaskSpec
 
-_perf = time.perf_counter
 _KEEP_CPU = 1 << 30  # inputs kept alive so that new ones take new storage (bytes)
 _KEEP_GPU = 8 << 30
-_Event = torch.cuda.Event  # bound before any candidate code: a patch of torch cannot reach these
-_record = torch.cuda.Event.record
-_elapsed = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
 
 
@@ -134,12 +129,8 @@ class CandidateProcess:
         would otherwise land in the calibration's first batches."""
         g = torch.Generator(device=self.device).manual_seed(1)
         x = torch.randn(1 << 16, device=self.device) + torch.rand(1 << 16, generator=g, device=self.device)
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        _record(start)
         y = x * 2.0
-        _record(end)
         self._sync()
-        _elapsed(start, end)
         digest([y, x.half(), x.to(torch.bfloat16)], 1)
 
     def draw(self, seed: int) -> list[Any]:
@@ -240,9 +231,8 @@ class CandidateProcess:
                ) -> dict[str, Any]:
         """k calls in a row, each on inputs chained to the output before it (``wire/chain.py``):
         the judge's clock around this request times the k calls. Per call the reply carries the
-        digest and the dtypes and shapes of the outputs (every call's are checked), and this
-        process's own measure of the call (CUDA events, the host clock on the CPU: a claim the
-        judge uses only inside the bound its own clock sets)."""
+        digest and the dtypes and shapes of the outputs (every call's are checked); no time (the
+        judge's clock is the only one)."""
         calls = msg.get("calls")
         if not isinstance(calls, list) or not calls:
             return error_reply("runtime_error", "a batch needs its calls")
@@ -270,27 +260,15 @@ class CandidateProcess:
             if first:  # a long first call (Triton compiles) says how far it got
                 self.launches.on_launch = lambda name: self.chan.send({"progress": name})
             try:
-                if self.is_gpu:
-                    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-                    _record(start)
-                    out = call(inputs)
-                    if first:  # the call returned: a kernel that now hangs is killed within the call's limit
-                        self.chan.send({"launched": True})
-                    self._sync()  # every stream's work, not only the current stream's, before the end event
-                    _record(end)
-                else:
-                    t0 = _perf()
-                    out = call(inputs)
-                    ms = (_perf() - t0) * 1e3
-                    if first:
-                        self.chan.send({"launched": True})
+                out = call(inputs)
+                if first:  # the call returned: a kernel that now hangs is killed within the call's limit
+                    self.chan.send({"launched": True})
             finally:
                 self.launches.on_launch = None
-            dg = digest(out, int(c[1]))  # one device synchronization: the output is complete
-            if self.is_gpu:
-                ms = float(_elapsed(start, end))
+            self._sync()  # every stream's work, not only the current stream's, before the digest reads it
+            dg = digest(out, int(c[1]))  # the next call's inputs wait for it (the chain)
             kept.append((seed, inputs, out))
-            replies.append({"digest": dg, "meta": output_meta(out), "ms": ms})
+            replies.append({"digest": dg, "meta": output_meta(out)})
             prev = dg
         return {"calls": replies}
 

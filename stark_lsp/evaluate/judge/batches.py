@@ -54,7 +54,7 @@ class RanBatch:
         return chained_seeds(self.seeds, self.nonce, [c.digest for c in self.calls])
 
     def sample(self) -> Batch:
-        return Batch(len(self.calls), self.wall_ms, tuple(c.claimed_ms for c in self.calls))
+        return Batch(len(self.calls), self.wall_ms)
 
 
 class Seeds:

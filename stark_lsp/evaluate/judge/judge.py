@@ -396,16 +396,10 @@ class Judge:
             notes.append(f"slower than {TM.SLOW_FACTOR:g}x the reference ({fig.median_ms:.4g} ms vs "
                          f"{rfig.median_ms:.4g} ms): timed over {fig.calls} calls only")
         runtime.note = "; ".join(notes)
-        if fig.below_bound:
-            state.flags.append(
-                f"review: the candidate process's own times ({fig.claimed_ms:.4g} ms a call) are below what the "
-                f"judge's clock allows ({fig.judged_ms:.4g} ms, less {fig.bound_ms:.3g} ms of noise): the runtime "
-                f"shown is the judge's clock's")
         if fig.unconfirmed:
             state.flags.append(
                 f"review: the judge's clock confirms this runtime only to +-{fig.bound_ms:.3g} ms (its own noise at "
-                f"{fig.median_ms:.4g} ms a call): the candidate process's figure, used inside that bound, could be off "
-                f"by as much")
+                f"{fig.median_ms:.4g} ms a call): the speedup could be off by as much")
         if speedup > opts.review_speedup:
             state.flags.append(f"speedup {speedup_text(speedup, 'eager')} is over {ratio_text(opts.review_speedup)}: "
                                "review before trusting it")

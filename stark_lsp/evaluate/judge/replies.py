@@ -34,11 +34,11 @@ class CallError:
 
 @dataclass(frozen=True)
 class CallReply:
-    """One call of a batch: its digest, what it returned (dtype and shape per output), its own time."""
+    """One call of a batch: its digest and what it returned (dtype and shape per output). No time:
+    a call's time is the judge's clock's alone (``timing.py``)."""
 
     digest: list[list[float]]
     meta: list[tuple[Any, ...]]  # ("float32", (4, 8)) | ("scalar",) | ("other", "NoneType")
-    claimed_ms: float
 
 
 def error_of(reply: dict[str, Any]) -> CallError | None:
@@ -117,10 +117,7 @@ def batch(reply: dict[str, Any], calls: int) -> list[CallReply]:
     for i, c in enumerate(raw):
         if not isinstance(c, dict):
             raise ChannelError(f"call {i + 1}: not an object")
-        ms = c.get("ms")
-        if not finite_number(ms) or not 0.0 <= float(ms) <= 1e7:
-            raise ChannelError(f"call {i + 1}: its time must be a number of milliseconds")
-        out.append(CallReply(_digest(c.get("digest"), i), _meta(c.get("meta"), i), float(ms)))
+        out.append(CallReply(_digest(c.get("digest"), i), _meta(c.get("meta"), i)))
     return out
 
 

@@ -84,8 +84,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
             empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         if checker is not None:
             checker.check(ran, seeds.choose(k, fetch), trial=False, label=phase)
-        s = ran.sample()
-        return TM.Batch(s.calls, s.wall_ms, s.claims_ms, paired_ms=empty)
+        return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty)
 
     first = batch(1, "warm-up", 0)
     one = first.judged_ms(ov)

@@ -17,17 +17,18 @@ lowers the judge's figure. Each batch then gives the judge's figure for one
 call, ``judged = (wall - overhead) / k``, and the spread of those figures over
 the batches is the judge's noise.
 
-The process also reports its own measure of each call (CUDA events around the
-call, ending after a device-wide synchronization; the host clock on the CPU).
-That figure is finer, but it is the candidate's word: it is used only when it
-lies inside the judge's bound, ``judged - bound``, where the bound is the
-judge's noise (``BOUND_SIGMAS`` standard errors of its median, a relative
-allowance for what the calibration cannot see, a share of the protocol's own
-cost per call, which may drift between the calibration and the timed
-batches, and an absolute floor). A claim
-below that bound is ignored and the judge's figure is reported instead, with
-a review flag. So a forged claim gains at most ``bound``: what the judge's
-clock cannot resolve, and nothing beyond.
+The figure is the judge's and nobody else's: the median of those per-batch
+figures. The process sends no time at all (a time it sent could only be its
+word). The spread of the per-batch figures is the figure's noise; its bound
+(``BOUND_SIGMAS`` standard errors of the median, a relative allowance for
+what the calibration cannot see, a share of the protocol's own cost per call,
+which may drift between the calibration and the timed batches, and an
+absolute floor) says how far the figure may be from the call's true time. A
+figure whose bound is over ``UNCONFIRMED`` of it is flagged "confirmed only
+to +-X". What a candidate can do to the figure: make its calls slower (its
+loss), or slow the protocol's empty calls beside its timed ones, which lowers
+the figure by at most what the calibration before it loaded allows (the
+subtracted overhead never exceeds it).
 
 ``plan_batch`` sizes batches so that the round trip is small against the
 batch, and ``enough`` stops sampling once the figure's noise is below the
@@ -47,9 +48,9 @@ SLOW_FACTOR = 10.0  # a candidate slower than this many times the reference is c
 SLOW_CALLS = 3
 CPU_FLOOR_S = 10.0  # the least time one call gets on the CPU (Triton's interpreter)
 GPU_FLOOR_S = 2.0  # the least time one call gets on a GPU
-BOUND_SIGMAS = 4.0  # standard errors of the judge's median a claim may lie below it
+BOUND_SIGMAS = 4.0  # standard errors of the median in a figure's bound
 BOUND_RELATIVE = 0.01  # what the calibration cannot see (caches, clocks): 1 % of the call
-BOUND_FLOOR_MS = {True: 0.0005, False: 0.05}  # the least bound: 0.5 us on a GPU, 50 us on a shared CPU
+BOUND_FLOOR_MS = {True: 0.0005, False: 0.05}  # the clock's resolution, the least bound and the least figure
 # what the protocol's own cost per call may drift between the calibration and the timed batches (allocation,
 # caches, a core's clock): a share of that cost. On a shared CPU the judge resolves little below it
 PROTOCOL_DRIFT = {True: 0.02, False: 0.75}
@@ -70,7 +71,6 @@ class Overhead:
     fixed_ms: float
     per_call_ms: float
     noise_ms: float  # the robust spread of one batch's wall around the fit
-    claimed_ms: float  # what the process's own clock says a call that does nothing takes
 
     def of(self, calls: int) -> float:
         return self.fixed_ms + calls * self.per_call_ms
@@ -82,7 +82,6 @@ class Batch:
 
     calls: int
     wall_ms: float  # the judge's clock around the request
-    claims_ms: tuple[float, ...]  # the process's own measure of each call
     paired_ms: float | None = None  # the judge's clock around a batch of as many calls that do nothing, beside it
 
     def overhead_ms(self, ov: Overhead) -> float:
@@ -99,27 +98,23 @@ class Batch:
 
 @dataclass(frozen=True)
 class Figure:
-    """The runtime of one call, with how it was obtained."""
+    """The runtime of one call, by the judge's clock, with its noise."""
 
-    median_ms: float
-    judged_ms: float  # the judge's own figure
-    bound_ms: float  # how far below ``judged_ms`` a claim may lie and still be used
-    claimed_ms: float | None  # the process's own median (None: it sent none)
-    from_claims: bool  # the median is the process's (inside the bound) rather than the judge's
-    noise: float  # the relative standard error of the judge's median
+    median_ms: float  # the median of the per-batch figures
+    bound_ms: float  # how far the figure may be from the call's true time (its noise and what the calibration misses)
+    noise: float  # the relative standard error of the median
     batches: int
     calls: int
-    samples_ms: tuple[float, ...]  # the per-call samples behind the median (claims or judged figures)
+    samples_ms: tuple[float, ...]  # the per-batch figures behind the median
+
+    @property
+    def judged_ms(self) -> float:
+        return self.median_ms
 
     @property
     def unconfirmed(self) -> bool:
-        """The judge's own noise is wide against the figure: a claim inside the bound may still be off by it."""
-        return self.from_claims and self.median_ms > 0 and self.bound_ms > UNCONFIRMED * self.median_ms
-
-    @property
-    def below_bound(self) -> bool:
-        """The process claimed less than the judge's clock allows: its claim was not used."""
-        return self.claimed_ms is not None and not self.from_claims
+        """The judge's own noise is wide against the figure: the true time may be off by the bound."""
+        return self.median_ms > 0 and self.bound_ms > UNCONFIRMED * self.median_ms
 
 
 def _mad_sigma(xs: list[float]) -> float:
@@ -142,10 +137,8 @@ def fit_overhead(samples: list[Batch]) -> Overhead:
     host clock only adds (a preempted process, a sleeping thread): the protocol costs at most
     that, so a call is never credited with more overhead than the protocol showed."""
     by_k: dict[int, list[float]] = {}
-    claims: list[float] = []
     for b in samples:
         by_k.setdefault(b.calls, []).append(b.wall_ms)
-        claims.extend(b.claims_ms)
     ks = sorted(by_k)
     meds = [min(by_k[k]) for k in ks]
     if len(ks) == 1:
@@ -156,33 +149,27 @@ def fit_overhead(samples: list[Batch]) -> Overhead:
         per = max(0.0, sum((k - mk) * (w - mw) for k, w in zip(ks, meds)) / sxx)
         fixed = max(0.0, mw - per * mk)
     resid = [w - (fixed + per * b) for b, w in ((b.calls, b.wall_ms) for b in samples)]
-    return Overhead(fixed_ms=fixed, per_call_ms=per, noise_ms=_mad_sigma(resid) if len(resid) > 1 else 0.0,
-                    claimed_ms=statistics.median(claims) if claims else 0.0)
+    return Overhead(fixed_ms=fixed, per_call_ms=per, noise_ms=_mad_sigma(resid) if len(resid) > 1 else 0.0)
 
 
 def figure(batches: list[Batch], ov: Overhead, is_gpu: bool) -> Figure:
-    """The runtime of one call: the process's claim where the judge's clock bounds it, else the clock's.
-
-    The bound is checked against the judge's *least* batch figure (its noise only adds): a claim
-    may lie below it by ``bound`` at most. Where the claim is refused, the figure is the judge's
-    median."""
+    """The runtime of one call: the median of the judge's per-batch figures, and its bound. With an
+    empty batch beside each timed one the noise is on both sides (the median); a figure timed without
+    (a slow candidate's few calls) is the least, since a host clock's noise only adds. A call the
+    clock cannot tell from nothing gets the clock's resolution (``BOUND_FLOOR_MS``), flagged
+    unconfirmed by its bound, never zero."""
     judged = [b.judged_ms(ov) for b in batches]
-    j = statistics.median(judged)
-    # with an empty batch beside each timed one the noise is on both sides: the median; without (the
-    # CPU's host clock, whose noise only adds), the least
-    low = j if all(b.paired_ms is not None for b in batches) else min(judged)
+    if not judged:
+        return Figure(median_ms=0.0, bound_ms=math.inf, noise=math.inf, batches=0, calls=0, samples_ms=())
+    paired = all(b.paired_ms is not None for b in batches)
+    # never below the clock's resolution: a call cheaper than the protocol's noise is "at most that"
+    j = max(statistics.median(judged) if paired else min(judged), BOUND_FLOOR_MS[is_gpu])
     calls = sum(b.calls for b in batches)
-    se = median_se(judged) if len(judged) > 1 else (ov.noise_ms / max(1, batches[0].calls) if batches else 0.0)
+    se = median_se(judged) if len(judged) > 1 else ov.noise_ms / max(1, batches[0].calls)
     bound = max(BOUND_SIGMAS * se, BOUND_RELATIVE * j, PROTOCOL_DRIFT[is_gpu] * ov.per_call_ms,
                 BOUND_FLOOR_MS[is_gpu])
-    claims = [c for b in batches for c in b.claims_ms]
-    claimed = statistics.median(claims) if claims else None
-    use_claims = claimed is not None and claimed >= low - bound
-    median = claimed if use_claims else j
-    samples = tuple(claims) if use_claims else tuple(judged)
-    return Figure(median_ms=median, judged_ms=j, bound_ms=bound, claimed_ms=claimed, from_claims=use_claims,
-                  noise=(se / j) if j > 0 and math.isfinite(se) else math.inf, batches=len(batches), calls=calls,
-                  samples_ms=samples)
+    return Figure(median_ms=j, bound_ms=bound, noise=(se / j) if j > 0 and math.isfinite(se) else math.inf,
+                  batches=len(batches), calls=calls, samples_ms=tuple(judged))
 
 
 def plan_batch(call_ms: float, ov: Overhead, is_gpu: bool, memory_calls: int) -> int:
@@ -195,9 +182,8 @@ def plan_batch(call_ms: float, ov: Overhead, is_gpu: bool, memory_calls: int) ->
 
 def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls: int, spent_s: float,
            budget_s: float, is_gpu: bool = True, max_batches: int | None = None) -> bool:
-    """Whether to stop timing: the figure that would be reported is known to ``noise_target`` (the
-    relative standard error of its median: the process's claims where they lie inside the judge's
-    bound, else the judge's own figures) over at least ``MIN_BATCHES`` batches and ``min_calls``
+    """Whether to stop timing: the figure is known to ``noise_target`` (the relative standard error
+    of its median) over at least ``MIN_BATCHES`` batches and ``min_calls``
     calls; or the time budget is spent (after at least 3 batches); or ``MAX_CALLS`` calls, or
     ``max_batches`` batches, were made."""
     n = len(batches)
@@ -210,13 +196,7 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
         return True
     if n < MIN_BATCHES or calls < min_calls:
         return False
-    fig = figure(batches, ov, is_gpu)
-    if fig.from_claims:  # the median of every call's own figure
-        claims = [c for b in batches for c in b.claims_ms]
-        noise = median_se(claims) / fig.median_ms if fig.median_ms > 0 else math.inf
-    else:
-        noise = fig.noise
-    return noise <= noise_target
+    return figure(batches, ov, is_gpu).noise <= noise_target
 
 
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
@@ -246,6 +226,6 @@ def as_timing(fig: Figure) -> Timing:
     n = len(s)
     q1, q3 = s[int(0.25 * (n - 1))], s[int(0.75 * (n - 1))]
     return Timing(median_ms=fig.median_ms, mean_ms=statistics.fmean(s), min_ms=s[0], max_ms=s[-1], iqr_ms=q3 - q1,
-                  std_ms=statistics.pstdev(s) if n > 1 else 0.0, reps=fig.calls, judged_ms=fig.judged_ms,
-                  bound_ms=fig.bound_ms, noise=fig.noise if math.isfinite(fig.noise) else None, batches=fig.batches,
-                  source="process" if fig.from_claims else "judge")
+                  std_ms=statistics.pstdev(s) if n > 1 else 0.0, reps=fig.calls, judged_ms=fig.median_ms,
+                  bound_ms=fig.bound_ms if math.isfinite(fig.bound_ms) else None,
+                  noise=fig.noise if math.isfinite(fig.noise) else None, batches=fig.batches, source="judge")

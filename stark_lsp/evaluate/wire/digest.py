@@ -14,12 +14,12 @@ differ by a few standard deviations ``sqrt(sum(tol^2))`` at most
 values themselves, far beyond that bound, at any tensor size. Needs torch;
 used in the judge and in the candidate process alike.
 
-Cost, since it is on every timed call's clock: each call draws one random
-sign per element (from the call's seed), multiplies (exact, no overflow) and
-sums in float64 over the elements as they are, gathered with one device
-synchronization (16M floats: 0.27 ms on an H200). The buffers are reused, so
-a digest allocates nothing of an output's size. Only an output whose sum is
-not finite (it holds a NaN or an infinity) pays for the counts.
+Cost, since it is on every timed call's clock: the signs are a hash of each
+element's index and a key from the call's seed, computed where the element
+is read (``signed_sum.py``): on a GPU one kernel reads each output once and
+sums in float64, and every output's sum is gathered with one device
+synchronization. Only an output whose sum is not finite (it holds a NaN or an
+infinity) pays for the counts.
 
 The signs are new for every call, and secret until the call's request
 arrives. A sign vector known ahead would let a candidate forge the digest of
@@ -36,8 +36,8 @@ from typing import Any
 import torch
 
 from stark_lsp.evaluate.wire.channel import finite_number
+from stark_lsp.evaluate.wire.signed_sum import signed_sum
 
-CHUNK = 1 << 26  # elements per step: the size of the largest buffers a digest keeps
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
 
@@ -50,7 +50,7 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
         t = t.view(torch.uint8)
     if not t.dtype.is_floating_point:  # integers: in a float that holds them exactly (negation included)
         t = t.to(_exact_float(t.dtype))
-    return t
+    return t.contiguous()
 
 
 def _exact_float(dtype: torch.dtype) -> torch.dtype:
@@ -59,62 +59,11 @@ def _exact_float(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in wide else torch.float32
 
 
-def _generator(seed: int, k: int, device: torch.device) -> torch.Generator:
-    g = torch.Generator(device=device)
-    g.manual_seed((seed * 1_000_003 + k) & 0x7FFF_FFFF_FFFF_FFFF)
-    return g
-
-
-class _Workspace:
-    """Buffers a process reuses for its digests, by (device, dtype, size): a digest allocates
-    nothing of an output's size, so the caching allocator's blocks stay as the timed call left
-    them (a call that had to get its output's memory anew would be timed with it)."""
-
-    KEEP = 4  # sizes kept, and at most KEEP_BYTES in all (but the newest)
-    KEEP_BYTES = 1 << 30
-
-    def __init__(self) -> None:
-        self.items: dict[tuple[str, torch.dtype, int], list[torch.Tensor]] = {}
-
-    def get(self, n: int, dtype: torch.dtype, device: torch.device, count: int) -> list[torch.Tensor]:
-        key = (str(device), dtype, n)
-        bufs = self.items.pop(key, [])
-        bufs += [torch.empty(n, dtype=dtype, device=device) for _ in range(count - len(bufs))]
-        self.items[key] = bufs  # most recently used last
-        while len(self.items) > 1 and (len(self.items) > self.KEEP or self._bytes() > self.KEEP_BYTES):
-            self.items.pop(next(iter(self.items)))
-        return bufs
-
-    def _bytes(self) -> int:
-        return sum(b.numel() * b.element_size() for bufs in self.items.values() for b in bufs)
-
-
-_WORK = _Workspace()
-
-
-def _signed_sum(flat: torch.Tensor, seed: int, k: int) -> torch.Tensor:
-    """sum(sign_i * x_i) in float64, as a 0-d tensor (no synchronization); the signs are
-    drawn from ``(seed, k)`` step by step, in order, so every process gets the same ones."""
-    g = _generator(seed, k, flat.device)
-    acc = torch.zeros((), dtype=torch.float64, device=flat.device)
-    for start in range(0, flat.numel(), CHUNK):
-        x = flat[start:start + CHUNK]
-        half = x.dtype in (torch.float16, torch.bfloat16)
-        dtype = torch.float32 if half else x.dtype
-        bufs = _WORK.get(x.numel(), dtype, x.device, 3 if half else 2)
-        if half:
-            x = bufs[2].copy_(x)  # -2x of a half near its largest value would overflow
-        signs = bufs[0].bernoulli_(0.5, generator=g).mul_(-2.0).add_(1.0)  # +1 or -1
-        # x times +-1: exact, and never overflows (``x - 2 x flip`` did, near the largest floats)
-        acc += torch.mul(x, signs, out=bufs[1]).sum(dtype=torch.float64)
-    return acc
-
-
 def _special(flat: torch.Tensor, seed: int, k: int) -> list[float]:
     """The digest of an output that holds NaN or infinities: the signed sum of its finite
     elements (the same signs) and the three counts (the rare path: it reads the output again)."""
     finite = torch.isfinite(flat)
-    total = _signed_sum(torch.where(finite, flat, 0), seed, k)
+    total = signed_sum(torch.where(finite, flat, 0), seed, k)
     counts = torch.stack([torch.isnan(flat).sum(), torch.isposinf(flat).sum(), torch.isneginf(flat).sum()])
     return [float(total)] + [float(c) for c in counts.tolist()]
 
@@ -133,7 +82,7 @@ def digest(values: list[Any], seed: int) -> list[list[float]]:
             out.append([0.0 if not math.isfinite(x) else x, float(math.isnan(x)), float(x == math.inf), float(x == -math.inf)])
             continue
         flat = _flat(v)
-        parts.append((k, flat, _signed_sum(flat, seed, k)))
+        parts.append((k, flat, signed_sum(flat, seed, k)))
         out.append(None)
     if parts:
         sums = torch.stack([s.to(parts[0][2].device) for _, _, s in parts]).tolist()

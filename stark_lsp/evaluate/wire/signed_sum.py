@@ -1,0 +1,132 @@
+"""The signed sum at the heart of a digest: ``sum(sign_i * x_i)`` in float64, with secret signs.
+
+Each element's sign is a hash of its index and a key drawn from the call's
+seed (``key``): bit 31 of MurmurHash3's 32-bit finaliser of
+``index * 0x9E3779B1 + key``, computed where the element is read. Nothing of
+an output's size is drawn, written or read again: on a GPU one Triton kernel
+reads the output once and adds its blocks' float64 sums into one number
+(``_triton_sum``), about one pass over memory; anywhere else (the CPU, or a
+GPU without Triton) the same hash in torch gives the same signs
+(``_torch_sum``). Both sides of the wire get the same signs for a seed
+whichever path they take, and the sums agree to float64 rounding.
+
+The signs only need to be unknown until the call's request arrives (see
+``digest.py``): the key is new for every call and output, and the hash mixes
+every bit of the index, so a product ``S W`` prepared ahead is of no use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+M32 = 0xFFFF_FFFF
+GOLDEN = 0x9E37_79B1
+C1, C2 = 0x85EB_CA6B, 0xC2B2_AE35
+CHUNK = 1 << 26  # elements per key: a chunk's indices fit in 32 bits whatever the output's size
+
+
+def fmix32(h: int) -> int:
+    """MurmurHash3's 32-bit finaliser, on a Python int."""
+    h &= M32
+    h ^= h >> 16
+    h = (h * C1) & M32
+    h ^= h >> 13
+    h = (h * C2) & M32
+    h ^= h >> 16
+    return h
+
+
+def key(seed: int, output: int, chunk: int) -> int:
+    """The hash key of one chunk of one output of a call with ``seed``."""
+    s = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+    k = fmix32(fmix32(s & M32) ^ fmix32((s >> 32) + GOLDEN) ^ fmix32(output * C1 + 1) ^ fmix32(chunk * C2 + 7))
+    return k if k > 1 else k + 2  # Triton makes an argument of 1 a constant; none is 0 or 1
+
+
+def _mul32(h: torch.Tensor, c: int) -> torch.Tensor:
+    """``(h * c) mod 2**32`` for int64 ``h`` below 2**32, without overflowing int64."""
+    lo = h * (c & 0xFFFF)
+    hi = ((h * (c >> 16)) & 0xFFFF) << 16
+    return (lo + hi) & M32
+
+
+def signs_negative(n: int, k: int, device: torch.device) -> torch.Tensor:
+    """Whether each of the first ``n`` elements of a chunk with key ``k`` is negated (torch: bool)."""
+    h = (_mul32(torch.arange(n, dtype=torch.int64, device=device), GOLDEN) + k) & M32
+    h = h ^ (h >> 16)
+    h = _mul32(h, C1)
+    h = h ^ (h >> 13)
+    h = _mul32(h, C2)
+    h = h ^ (h >> 16)
+    return (h >> 31).bool()
+
+
+def _torch_sum(x: torch.Tensor, k: int) -> torch.Tensor:
+    x64 = x.to(torch.float64)
+    return torch.where(signs_negative(x.numel(), k, x.device), -x64, x64).sum()
+
+
+_KERNEL: Any = None  # the Triton kernel, made on first use (False: Triton is not usable here)
+BLOCK = 4096
+
+
+def _make_kernel() -> Any:
+    try:
+        import triton
+        import triton.language as tl
+    except Exception:  # noqa: BLE001 - no Triton: the torch path gives the same signs
+        return False
+
+    @triton.jit
+    def signed_sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
+        h = offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32)
+        h = h ^ (h >> 16)
+        h = h * 0x85EBCA6B
+        h = h ^ (h >> 13)
+        h = h * 0xC2B2AE35
+        h = h ^ (h >> 16)
+        s = tl.where((h >> 31) != 0, -x, x)
+        tl.atomic_add(out_ptr, tl.sum(s, axis=0))
+
+    return signed_sum_kernel
+
+
+_TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _triton_sum(x: torch.Tensor, k: int, acc: torch.Tensor) -> bool:
+    """Add the chunk's signed sum into ``acc`` (a float64 scalar on the GPU); False where Triton cannot."""
+    global _KERNEL
+    if _KERNEL is None:
+        _KERNEL = _make_kernel()
+    if _KERNEL is False or x.dtype not in _TRITON_DTYPES:
+        return False
+    n = x.numel()
+    try:
+        _KERNEL[(triton_cdiv(n, BLOCK),)](x, acc, n, k, BLOCK=BLOCK)
+    except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path, same signs
+        _KERNEL = False
+        return False
+    return True
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def signed_sum(flat: torch.Tensor, seed: int, output: int) -> torch.Tensor:
+    """``sum(sign_i * flat_i)`` in float64 as a 0-d tensor on ``flat``'s device (no synchronization).
+    ``flat``: one-dimensional, contiguous, a floating dtype."""
+    acc = torch.zeros((), dtype=torch.float64, device=flat.device)
+    for c, start in enumerate(range(0, flat.numel(), CHUNK)):
+        x = flat[start:start + CHUNK]
+        k = key(seed, output, c)
+        if flat.is_cuda and _triton_sum(x, k, acc):
+            continue
+        acc += _torch_sum(x, k)
+    return acc
