@@ -104,3 +104,11 @@ def test_a_call_the_clock_cannot_tell_from_nothing_gets_its_resolution_never_zer
     for gpu in (True, False):
         f = TM.figure(lost, OV, is_gpu=gpu)
         assert f.median_ms == TM.BOUND_FLOOR_MS[gpu] and f.unconfirmed
+
+
+def test_the_protocols_cost_per_call_is_read_from_the_empty_batches_beside_the_timed_ones():
+    from stark_lsp.evaluate.judge.timed_calls import protocol_per_call
+
+    bs = [TM.Batch(20, 9.0, paired_ms=0.1 + 20 * (0.04 + 0.001 * i)) for i in range(5)]
+    assert abs(protocol_per_call(bs, OV) - 0.042) < 1e-9
+    assert protocol_per_call([TM.Batch(20, 9.0)], OV) is None  # none beside it: no measure

@@ -14,6 +14,7 @@ are timed the same way, in their own processes, unchecked (trusted code).
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -34,6 +35,14 @@ FETCH_PER_BATCH = 4  # calls of each timed batch compared element by element (ch
 class Timed:
     figure: TM.Figure
     slow: bool = False
+    protocol_ms: float | None = None  # the protocol's cost per call, from the empty batches beside the timed ones
+
+
+def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
+    """What one call that does nothing cost in the empty batches beside the timed ones (the median):
+    in a baseline's process (trusted code) the cap on what a candidate's process may be credited with."""
+    per = [(b.paired_ms - ov.fixed_ms) / b.calls for b in batches if b.paired_ms is not None and b.calls > 1]
+    return max(0.0, statistics.median(per)) if per else None
 
 
 def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float,
@@ -67,10 +76,16 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
 
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
-               ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]]) -> Timed:
+               ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]],
+               protocol_cap_ms: float | None = None) -> Timed:
     """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
     timed batch, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``), first and second
-    in turn, so neither always meets the process after a pause."""
+    in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
+    cost a call in the reference's own process (trusted); a candidate's process is never credited with
+    more per call, whatever its calibration (taken while the GPU's clocks were still low, it can be
+    dearer than the truth) or its empty batches (which candidate code runs beside) say."""
+    if protocol_cap_ms is not None and protocol_cap_ms < ov.per_call_ms:
+        ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=protocol_cap_ms, noise_ms=ov.noise_ms)
     turn = [0]
 
     def batch(k: int, phase: str, fetch: int, paired: bool = True) -> TM.Batch:
@@ -94,7 +109,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         one = min(one, batch(1, "warm-up", 0).judged_ms(ov))
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
-        return Timed(TM.figure(runs, ov, is_gpu), slow=True)
+        return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov))
     k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
     batch(k_warm, "warm-up", 0)
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
@@ -112,4 +127,4 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
                      budget_s=budget, is_gpu=is_gpu):
             break
-    return Timed(TM.figure(runs, ov, is_gpu))
+    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov))
