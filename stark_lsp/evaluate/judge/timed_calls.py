@@ -14,7 +14,6 @@ are timed the same way, in their own processes, unchecked (trusted code).
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -39,10 +38,11 @@ class Timed:
 
 
 def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
-    """What one call that does nothing cost in the empty batches beside the timed ones (the median):
-    in a baseline's process (trusted code) the cap on what a candidate's process may be credited with."""
-    per = [(b.paired_ms - ov.fixed_ms) / b.calls for b in batches if b.paired_ms is not None and b.calls > 1]
-    return max(0.0, statistics.median(per)) if per else None
+    """What one call that does nothing cost in the empty batches beside the timed ones (the least, a
+    host clock's noise only adds): in a baseline's process (trusted code) the cap on what a candidate's
+    process may be credited with."""
+    per = [(b.paired_ms - ov.fixed_ms) / b.calls for b in batches if b.paired_ms is not None and b.calls >= 1]
+    return max(0.0, min(per)) if per else None
 
 
 def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float,
@@ -83,9 +83,10 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
     cost a call in the reference's own process (trusted); a candidate's process is never credited with
     more per call, whatever its calibration (taken while the GPU's clocks were still low, it can be
-    dearer than the truth) or its empty batches (which candidate code runs beside) say."""
-    if protocol_cap_ms is not None and protocol_cap_ms < ov.per_call_ms:
-        ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=protocol_cap_ms, noise_ms=ov.noise_ms)
+    dearer than the truth) or its empty batches (which candidate code runs beside) say. Of that, only
+    ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike."""
+    per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
+    ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms)
     turn = [0]
 
     def batch(k: int, phase: str, fetch: int, paired: bool = True) -> TM.Batch:
