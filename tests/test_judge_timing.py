@@ -112,3 +112,10 @@ def test_the_protocols_cost_per_call_is_read_from_the_empty_batches_beside_the_t
     bs = [TM.Batch(20, 9.0, paired_ms=0.1 + 20 * (0.04 + 0.001 * i)) for i in range(5)]
     assert abs(protocol_per_call(bs, OV) - 0.040) < 1e-9  # the least
     assert protocol_per_call([TM.Batch(20, 9.0)], OV) is None  # none beside it: no measure
+
+
+def test_the_protocol_left_in_a_figure_widens_its_bound_and_can_leave_it_unconfirmed():
+    left = TM.Overhead(fixed_ms=0.1, per_call_ms=0.05, noise_ms=0.0, left_ms=0.05)
+    plain, wide = TM.figure(batches(0.2), OV, is_gpu=True), TM.figure(batches(0.2), left, is_gpu=True)
+    assert abs(wide.bound_ms - plain.bound_ms - 0.05) < 1e-12 and wide.median_ms == plain.median_ms
+    assert wide.unconfirmed and not plain.unconfirmed

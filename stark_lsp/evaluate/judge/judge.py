@@ -399,8 +399,9 @@ class Judge:
         runtime.note = "; ".join(notes)
         if fig.unconfirmed:
             state.flags.append(
-                f"review: the judge's clock confirms this runtime only to +-{fig.bound_ms:.3g} ms (its own noise at "
-                f"{fig.median_ms:.4g} ms a call): the speedup could be off by as much")
+                f"review: the judge's clock confirms this runtime only to +-{fig.bound_ms:.3g} ms at {fig.median_ms:.4g} "
+                f"ms a call (its noise, and the share of its own protocol's cost it leaves in every figure): the "
+                f"speedup could be off by as much")
         if speedup > opts.review_speedup:
             state.flags.append(f"speedup {speedup_text(speedup, 'eager')} is over {ratio_text(opts.review_speedup)}: "
                                "review before trusting it")

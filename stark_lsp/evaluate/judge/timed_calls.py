@@ -86,7 +86,8 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     dearer than the truth) or its empty batches (which candidate code runs beside) say. Of that, only
     ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike."""
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
-    ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms)
+    ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms,
+                     left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
 
     def batch(k: int, phase: str, fetch: int, paired: bool = True) -> TM.Batch:

@@ -76,6 +76,7 @@ class Overhead:
     fixed_ms: float
     per_call_ms: float
     noise_ms: float  # the robust spread of one batch's wall around the fit
+    left_ms: float = 0.0  # the protocol's cost per call left in every figure (not subtracted: PROTOCOL_CREDIT)
 
     def of(self, calls: int) -> float:
         return self.fixed_ms + calls * self.per_call_ms
@@ -172,7 +173,7 @@ def figure(batches: list[Batch], ov: Overhead, is_gpu: bool) -> Figure:
     calls = sum(b.calls for b in batches)
     se = median_se(judged) if len(judged) > 1 else ov.noise_ms / max(1, batches[0].calls)
     bound = max(BOUND_SIGMAS * se, BOUND_RELATIVE * j, PROTOCOL_DRIFT[is_gpu] * ov.per_call_ms,
-                BOUND_FLOOR_MS[is_gpu])
+                BOUND_FLOOR_MS[is_gpu]) + ov.left_ms  # the true time may lie below by what was left in
     return Figure(median_ms=j, bound_ms=bound, noise=(se / j) if j > 0 and math.isfinite(se) else math.inf,
                   batches=len(batches), calls=calls, samples_ms=tuple(judged))
 
