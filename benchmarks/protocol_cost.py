@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 from stark_lsp.evaluate.harness import as_outputs, load_reference  # noqa: E402
 from stark_lsp.evaluate.wire.chain import next_seed  # noqa: E402
+from stark_lsp.evaluate.wire import device_chain as DC  # noqa: E402
 from stark_lsp.evaluate.wire import signed_sum as S  # noqa: E402
 from stark_lsp.evaluate.wire.digest import digest  # noqa: E402
 from stark_lsp.tasks.spec import load_task  # noqa: E402
@@ -82,6 +83,15 @@ def main() -> int:
         sync()
         digest(o, i + 1)
     rows["whole reference call"] = real
+    if dev.type == "cuda":  # the device chain: per call, the perturbation and the digest on the GPU, no sync
+        xs = [t.contiguous() if isinstance(t, torch.Tensor) else t for t in x]
+        dig = torch.zeros((args.n + 30, 4 * max(1, len(out))), dtype=torch.float64, device=dev)
+
+        def device_call(i):
+            DC.perturb_inputs(xs, dig, i - 1, 7)
+            DC.digest_into(out, dig, i, i + 1)
+        rows["device chain, one call (no sync)"] = device_call
+        rows["device chain, one call + sync"] = lambda i: (device_call(i), sync())
     for _ in range(20):
         loop(0)
     print(f"task {Path(args.task).name} on {dev}: inputs {[tuple(t.shape) for t in x if hasattr(t, 'shape')]}")

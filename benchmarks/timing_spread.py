@@ -132,7 +132,7 @@ def evaluate(ev: Evaluator, task, source: str, opts: EvalOptions, repeat: int) -
         rows.append({"status": r.status.value, "message": r.message[:200], "flags": r.flags,
                      "median_ms": t.median_ms if t else None, "judged_ms": t.judged_ms if t else None,
                      "bound_ms": t.bound_ms if t else None, "source": t.source if t else "",
-                     "noise": t.noise if t else None, "batches": t.batches if t else 0, "calls": t.reps if t else 0,
+                     "noise": t.noise if t else None, "chain": t.chain if t else "", "batches": t.batches if t else 0, "calls": t.reps if t else 0,
                      "reference_ms": r.runtime.reference.median_ms if r.runtime else None})
     return rows
 

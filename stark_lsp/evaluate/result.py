@@ -92,6 +92,7 @@ class Timing:
     noise: float | None = None  # the relative standard error of the judge's figure
     batches: int = 0  # timed requests, each of several calls in a row
     source: str = ""  # "judge" (the judge's clock); "process" only in results stored before that rule
+    chain: str = ""  # how the timed calls chained: "device" (on the GPU) or "host" (docs/EVALUATOR.md)
 
     @property
     def spread(self) -> float:

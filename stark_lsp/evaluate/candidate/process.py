@@ -47,6 +47,7 @@ from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_mem
 from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
 from stark_lsp.evaluate.harness import HarnessError, as_outputs, load_reference
 from stark_lsp.evaluate.sandbox.triton_launchers import log_signatures
+from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.chain import next_seed
 from stark_lsp.evaluate.wire.channel import Channel, PeerClosed, aligned, map_buffer
 from stark_lsp.evaluate.wire.digest import digest
@@ -122,6 +123,8 @@ class CandidateProcess:
         self.keep_bytes = _KEEP_CPU if not self.is_gpu else min(
             _KEEP_GPU, torch.cuda.mem_get_info(self.device)[0] // 4)
         self.cal_out: list[Any] | None = None
+        self.prepared: list[tuple[int, list[Any]]] = []  # the next device-chain batch's inputs
+        self.kept_dig: tuple[torch.Tensor, int] | None = None  # the last real device-chain batch's table and nonce
 
     def _warm_protocol(self) -> None:
         """One call's own steps, once, on data of ours, before any task or candidate: the first
@@ -246,9 +249,11 @@ class CandidateProcess:
 
     def _calls(self, msg: dict[str, Any], calls: list[Any], call: Callable[[list[Any]], list[Any]],
                calibration: bool) -> dict[str, Any]:
+        if msg.get("chain") == "device":
+            return self._device_calls(msg, calls, call, calibration)
         kept: list[tuple[int, list[Any], list[Any]]] = []
         if not calibration:  # the calls the judge may fetch are the last real batch's, never an empty one's
-            self.kept = kept
+            self.kept, self.kept_dig = kept, None
         prev: Any = int(msg.get("nonce", 0))
         replies = []
         for c in calls:
@@ -271,6 +276,51 @@ class CandidateProcess:
             replies.append({"digest": dg, "meta": output_meta(out)})
             prev = dg
         return {"calls": replies}
+
+    def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The inputs of the next batch on the device chain (``wire/device_chain.py``), drawn before the
+        judge's clock starts: one set per seed, in new storage, completed on the device."""
+        seeds = msg.get("seeds")
+        if self.ref is None or not isinstance(seeds, list) or not seeds:
+            return error_reply("runtime_error", "a batch's inputs need the task and their seeds")
+        self.prepared = [(int(s), [x.contiguous() if isinstance(x, torch.Tensor) else x for x in self.draw(int(s))])
+                         for s in seeds]
+        self._sync()
+        return {"prepared": len(self.prepared)}
+
+    def _device_calls(self, msg: dict[str, Any], calls: list[Any], call: Callable[[list[Any]], list[Any]],
+                      calibration: bool) -> dict[str, Any]:
+        """k calls on the device chain: call i's inputs (drawn by ``prepare``) perturbed on the device from
+        call i-1's digest there, each output's digest added up on the device; one synchronization."""
+        prepared, self.prepared = self.prepared, []
+        if len(prepared) != len(calls):
+            return error_reply("runtime_error", f"{len(calls)} calls asked, {len(prepared)} prepared")
+        outputs = max(1, int(msg.get("outputs_n", 1)))
+        dig = torch.zeros((len(calls), 4 * outputs), dtype=torch.float64, device=self.device)
+        nonce = int(msg.get("nonce", 0))
+        kept: list[tuple[int, list[Any], list[Any]]] = []
+        if not calibration:
+            self.kept = kept
+        self.kept_dig = (dig, nonce) if not calibration else self.kept_dig
+        metas = []
+        for i, (c, (seed, inputs)) in enumerate(zip(calls, prepared)):
+            DC.perturb_inputs(inputs, dig, i - 1, nonce)
+            first = self.calls == 0 and not calibration
+            if first:
+                poison_cached_memory(self.device)
+                self.launches.on_launch = lambda name: self.chan.send({"progress": name})
+            try:
+                out = call(inputs)
+                if first:  # the call returned: a kernel that now hangs is killed within the call's limit
+                    self.chan.send({"launched": True})
+            finally:
+                self.launches.on_launch = None
+            DC.digest_into(out, dig, i, int(c[1]))
+            kept.append((seed, inputs, out))
+            metas.append(output_meta(out))
+        self._sync()  # every stream's work: the table is complete
+        table = DC.rows(dig, outputs)
+        return {"calls": [{"digest": d, "meta": m} for d, m in zip(table, metas)]}
 
     def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
         """A batch whose calls do nothing, on outputs shaped like the reference's: the judge's measure of
@@ -300,7 +350,11 @@ class CandidateProcess:
         assert self.ref is not None
         seed, inputs, out = self.kept[j]
         self._sync()
-        return {"outputs": self._store(out), "inputs_changed": same_tensors(self.ref.inputs(seed), inputs),
+        fresh = self.ref.inputs(seed)
+        if self.kept_dig is not None:  # the device chain: as the call saw them, perturbed
+            fresh = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in fresh]
+            DC.perturb_inputs(fresh, self.kept_dig[0], j - 1, self.kept_dig[1])
+        return {"outputs": self._store(out), "inputs_changed": same_tensors(fresh, inputs),
                 "inputs": describe(inputs)}
 
     def _store(self, outputs: list[Any]) -> list[dict[str, Any]]:

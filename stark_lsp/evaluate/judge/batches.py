@@ -35,10 +35,12 @@ from stark_lsp.evaluate.judge.compare import compare_outputs, tolerance_for
 from stark_lsp.evaluate.judge.conversation import Conversation, Verdict
 from stark_lsp.evaluate.judge.timing import Batch
 from stark_lsp.evaluate.result import Status, Trial
+from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire import digest as D
 from stark_lsp.evaluate.wire.chain import chained_seeds
 
 _SEED_TOP = 2**31
+PREPARE_S = 30.0  # drawing a batch's inputs, off the clock: what it may take beyond the batch's own limit
 
 
 @dataclass
@@ -48,10 +50,24 @@ class RanBatch:
     nonce: int
     calls: list[R.CallReply]
     wall_ms: float  # the judge's clock around the request
+    chain: str = "host"
 
     @property
     def input_seeds(self) -> list[int]:
+        """The seed each call's inputs were drawn from (on the device chain, before their perturbation)."""
+        if self.chain == "device":
+            return list(self.seeds)
         return chained_seeds(self.seeds, self.nonce, [c.digest for c in self.calls])
+
+    def inputs(self, ref: Reference, i: int, device: torch.device) -> list[Any]:
+        """Call i's inputs exactly as the call saw them."""
+        xs = ref.inputs(self.input_seeds[i])
+        if self.chain == "device":
+            xs = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in xs]
+            prev = (torch.tensor([DC.flat_row(self.calls[i - 1].digest)], dtype=torch.float64, device=device)
+                    if i > 0 else None)
+            DC.perturb_inputs(xs, prev, 0 if i > 0 else -1, self.nonce)
+        return xs
 
     def sample(self) -> Batch:
         return Batch(len(self.calls), self.wall_ms)
@@ -88,6 +104,10 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
     nonce = seeds.secret()
     msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce, **(extra or {})}
+    if conv.chain == "device":  # the inputs drawn first, off the clock; the calls then chain on the device
+        conv.ask({"op": "prepare", "seeds": call_seeds}, PREPARE_S + limit_s, f"{phase}: drawing its inputs",
+                 lambda r: R.prepared(r, k))
+        msg.update(chain="device", outputs_n=conv.outputs_n, calls=[[0, p] for p in signs])
     gc_was = gc.isenabled()
     gc.disable()  # no collector pause in the judge while its clock runs
     try:
@@ -96,7 +116,7 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     finally:
         if gc_was:
             gc.enable()
-    return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms())
+    return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms(), chain=conv.chain)
 
 
 class Checker:
@@ -110,8 +130,7 @@ class Checker:
         self.fetched = 0  # calls compared element by element so far
         self.checked = 0  # calls whose digest was checked
 
-    def reference(self, seed: int) -> tuple[list[Any], list[Any]]:
-        inputs = self.ref.inputs(seed)
+    def reference(self, inputs: list[Any]) -> list[Any]:
         fn = self.ref.reference_fn(self.param_seed)
         with torch.no_grad():
             out = fn(*clone_inputs(inputs))
@@ -119,7 +138,7 @@ class Checker:
             torch.cuda.synchronize(self.conv.device)
         from stark_lsp.evaluate.harness import as_outputs
 
-        return inputs, [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
 
     def _wrong(self, trial: bool, where: str, why: str, seed: int, trials: list[Trial] | None = None) -> Verdict:
         st = self.conv.state
@@ -137,7 +156,7 @@ class Checker:
         st = self.conv.state
         for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
             where = f"{label} {i + 1}" if trial else f"{label}, call {i + 1}"
-            _, ref_out = self.reference(seed)
+            ref_out = self.reference(ran.inputs(self.ref, i, self.conv.device))
             why = meta_mismatch(call.meta, ref_out)
             if why:
                 raise self._wrong(trial, where, why, seed, trials)

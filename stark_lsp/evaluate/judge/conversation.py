@@ -84,6 +84,8 @@ class Conversation:
         self._how_it_ended = how_it_ended
         self.device = device
         self.role = role  # "candidate", "reference" or "compiled": whose errors these are
+        self.chain = "host"  # how batches chain their calls: "host" (wire/chain.py) or "device" (wire/device_chain.py)
+        self.outputs_n = 1  # the reference's outputs: the device chain's digest table has 4 columns for each
 
     def output(self) -> str:
         return self.link.output_tail()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,9 @@ from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, F
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, make_layout, probe
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
+from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
+from stark_lsp.safe_text import first_line
 from stark_lsp.speedups import ratio_text, speedup_text
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -99,6 +102,7 @@ class Judge:
         self._sandbox: Sandbox | None = None
         self._sandbox_probed = False
         self._profiler_next = False  # whether the candidate processes started ahead start the profiler
+        self._device_chain_ok: bool | None = None  # whether the device chain's kernels work here (checked once)
         self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
         self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
         self._hide: list[str] = []  # folders the sandbox covers beyond the usual (the evaluator's cache)
@@ -242,6 +246,28 @@ class Judge:
             raise HarnessError(reference_failure(e, ref)) from None
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
 
+    def _choose_chain(self, conv: Conversation, inputs: list[Any], outputs: list[Any]) -> None:
+        """The device chain (``wire/device_chain.py``) where the task allows it and its kernels work in
+        this judge (checked once); else the host chain. The same for a task's every process."""
+        forced = os.environ.get("STARK_EVAL_DEVICE_CHAIN") == "1"  # also on the CPU (Triton's interpreter): tests
+        if self._device_chain_ok is None:
+            self._device_chain_ok = False
+            if (self.is_gpu or forced) and os.environ.get("STARK_EVAL_HOST_CHAIN") != "1":
+                try:
+                    x = torch.ones(8, device=self.device)
+                    dig = torch.zeros((1, 4), dtype=torch.float64, device=self.device)
+                    DC.perturb_(x, None, -1, 5, 0)
+                    DC.digest_into([x], dig, 0, 7)
+                    if self.is_gpu:
+                        torch.cuda.synchronize(self.device)
+                    self._device_chain_ok = True
+                except Exception as e:  # noqa: BLE001 - the host chain then: slower, as safe
+                    sys.stderr.write(f"judge: device chain unavailable ({type(e).__name__}: {first_line(str(e))}); "
+                                     "batches chain on the host\n")
+        conv.outputs_n = max(1, len(outputs))
+        usable = DC.usable(inputs, outputs, self.device, any_device=forced)
+        conv.chain = "device" if self._device_chain_ok and usable else "host"
+
     def _rehearse(self, ref: Reference, ran: Any, param_seed: int) -> None:
         """What checking a batch costs the judge (the reference on each call's inputs), done after a
         calibration batch, so the process waits between those as it will between timed batches."""
@@ -316,6 +342,7 @@ class Judge:
         state.mark("reference outputs")
         link = self._take(max(out_bytes, len(library)) + (1 << 20), self._profiler_next)
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
+        self._choose_chain(conv, inputs0, ref_out0)
         try:
             conv.ask(None, READY_LIMIT_S, "start")
             state.mark("process start")
@@ -382,9 +409,9 @@ class Judge:
     def _verdict(self, state: EvalState, opts: EvalOptions, base: _Baselines, timed: Timed, ref: Reference,
                  spec: TaskSpec, param_seed: int, output: str) -> EvalResult:
         fig, rfig = timed.figure, base.reference.figure
-        cand_t, ref_t = TM.as_timing(fig), TM.as_timing(rfig)
+        cand_t, ref_t = TM.as_timing(fig, timed.chain), TM.as_timing(rfig, base.reference.chain)
         speedup = rfig.median_ms / fig.median_ms if fig.median_ms > 0 else float("inf")
-        compiled = TM.as_timing(base.compiled.figure) if base.compiled else None
+        compiled = TM.as_timing(base.compiled.figure, base.compiled.chain) if base.compiled else None
         runtime = Runtime(
             device=self.hardware()["device"], is_gpu=self.is_gpu, candidate=cand_t, reference=ref_t,
             speedup=speedup, compiled_reference=compiled,
@@ -471,6 +498,7 @@ class Judge:
         for role in roles:
             link = self._take(out_bytes + (1 << 20), profiler=False)
             conv = self._talk(link, state, role, deadline, timeout_s, cancel_fd)
+            self._choose_chain(conv, inputs, out)
             try:
                 conv.ask(None, READY_LIMIT_S, "start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, f"loading the {role}")

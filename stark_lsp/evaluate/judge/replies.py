@@ -121,6 +121,13 @@ def batch(reply: dict[str, Any], calls: int) -> list[CallReply]:
     return out
 
 
+def prepared(reply: dict[str, Any], calls: int) -> int:
+    """The answer to ``prepare``: as many input sets as asked for."""
+    if reply.get("prepared") != calls:
+        raise ChannelError(f"{calls} input sets were to be drawn")
+    return calls
+
+
 def inputs_changed(reply: dict[str, Any]) -> int | None:
     v = reply.get("inputs_changed")
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 20 else None

@@ -35,6 +35,7 @@ class Timed:
     figure: TM.Figure
     slow: bool = False
     protocol_ms: float | None = None  # the protocol's cost per call, from the empty batches beside the timed ones
+    chain: str = "host"  # how its batches chained their calls (``Conversation.chain``)
 
 
 def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
@@ -111,7 +112,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         one = min(one, batch(1, "warm-up", 0).judged_ms(ov))
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
-        return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov))
+        return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)
     k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
     batch(k_warm, "warm-up", 0)
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
@@ -129,4 +130,4 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
                      budget_s=budget, is_gpu=is_gpu):
             break
-    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov))
+    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)

@@ -226,7 +226,7 @@ def batch_limit_s(calls: int, reference_call_ms: float | None, ov: Overhead | No
     return max(floor, LIMIT_FACTOR * (calls * reference_call_ms + protocol) / 1000.0)
 
 
-def as_timing(fig: Figure) -> Timing:
+def as_timing(fig: Figure, chain: str = "") -> Timing:
     """The stored form of a figure (``result.Timing``)."""
     s = sorted(fig.samples_ms) or [fig.median_ms]
     n = len(s)
@@ -234,4 +234,5 @@ def as_timing(fig: Figure) -> Timing:
     return Timing(median_ms=fig.median_ms, mean_ms=statistics.fmean(s), min_ms=s[0], max_ms=s[-1], iqr_ms=q3 - q1,
                   std_ms=statistics.pstdev(s) if n > 1 else 0.0, reps=fig.calls, judged_ms=fig.median_ms,
                   bound_ms=fig.bound_ms if math.isfinite(fig.bound_ms) else None,
-                  noise=fig.noise if math.isfinite(fig.noise) else None, batches=fig.batches, source="judge")
+                  noise=fig.noise if math.isfinite(fig.noise) else None, batches=fig.batches, source="judge",
+                  chain=chain)

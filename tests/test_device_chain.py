@@ -1,0 +1,113 @@
+"""The device chain (evaluate/wire/device_chain.py): its kernels under Triton's interpreter, and a whole
+evaluation on it (forced on the CPU with STARK_EVAL_DEVICE_CHAIN=1), honest and precomputed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from stark_lsp.evaluate.wire import device_chain as DC  # noqa: E402
+from stark_lsp.evaluate.wire import digest as D  # noqa: E402
+from stark_lsp.evaluate.wire.signed_sum import GOLDEN, fmix32  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch):
+    if os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available():
+        pytest.skip("the interpreter's path: a GPU runs the real kernels in tests/test_evaluator_gpu.py")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    DC._K.clear()
+    yield
+    DC._K.clear()
+
+
+def factors(seed: int, previous, n: int) -> list[float]:
+    h = DC.chain_hash(seed, previous)
+    return [0.9375 if fmix32(i * GOLDEN + h) >> 31 else 1.0625 for i in range(n)]
+
+
+def test_a_first_call_is_perturbed_by_one_sixteenth_each_way_from_the_nonce():
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(1))
+    y = x.clone()
+    DC.perturb_(y, None, -1, 77, 0)
+    assert torch.equal(y, x * torch.tensor(factors(DC.seed_of(77, 0), None, 3000)))
+    z = x.clone()
+    DC.perturb_(z, None, -1, 78, 0)
+    assert not torch.equal(y, z)  # another nonce, other signs
+
+
+def test_a_later_call_is_perturbed_from_the_previous_digest_bit_for_bit():
+    x = torch.randn(2000, generator=torch.Generator().manual_seed(2))
+    dig = torch.tensor([[1.5, 0.0, 0.0, 0.0], [-3.25, 1.0, 0.0, 0.0]], dtype=torch.float64)
+    y = x.clone()
+    DC.perturb_(y, dig, 1, 9, 0)
+    assert torch.equal(y, x * torch.tensor(factors(DC.seed_of(9, 0), dig[1].tolist(), 2000)))
+    z = x.clone()
+    DC.perturb_(z, dig, 0, 9, 0)
+    assert not torch.equal(y, z)
+
+
+def test_the_digest_on_the_device_is_the_hosts_with_the_same_signs():
+    out = torch.randn(5000, generator=torch.Generator().manual_seed(3))
+    out[7], out[100], out[101] = float("nan"), float("inf"), float("-inf")
+    second = torch.randn(40, 3, generator=torch.Generator().manual_seed(4)).half()
+    dig = torch.zeros((2, 8), dtype=torch.float64)
+    DC.digest_into([out, second], dig, 1, 1234)
+    host = D.digest([out, second], 1234)
+    got = DC.rows(dig, 2)[1]
+    for g, h in zip(got, host):
+        assert g[1:] == h[1:] and abs(g[0] - h[0]) <= 1e-9 * max(1.0, abs(h[0]))
+    assert DC.rows(dig, 2)[0] == [[0.0] * 4, [0.0] * 4]
+
+
+def test_which_tasks_can_take_it():
+    f, i = torch.ones(3), torch.ones(3, dtype=torch.int64)
+    assert DC.usable([f, i], [f], torch.device("cpu"), any_device=True)
+    assert not DC.usable([f], [f], torch.device("cpu"))  # a CPU only when forced
+    assert not DC.usable([i], [f], torch.device("cpu"), any_device=True)  # nothing to perturb
+    assert not DC.usable([f], [i], torch.device("cpu"), any_device=True)  # integer outputs
+    assert not DC.usable([f], [3.0], torch.device("cpu"), any_device=True)
+
+
+# a whole evaluation on the device chain ----------------------------------------------------------------
+from stark_lsp.evaluate.evaluator import Evaluator  # noqa: E402
+from stark_lsp.evaluate.options import EvalOptions  # noqa: E402
+from stark_lsp.evaluate.result import Status  # noqa: E402
+from stark_lsp.evaluate.sandbox.policy import probe  # noqa: E402
+from stark_lsp.tasks.spec import load_task  # noqa: E402
+
+OPTS = EvalOptions(trials=3, cpu_reps=3, reps=20, time_budget_s=1.0, load_timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    if not probe().available:
+        pytest.skip(f"no sandbox here: {probe().reason}")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("STARK_EVAL_DEVICE_CHAIN", "1")
+    try:
+        with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="required", device="cpu") as e:
+            yield e
+    finally:
+        mp.undo()
+
+
+def test_an_honest_candidate_passes_on_the_device_chain(ev):
+    task = load_task(ROOT / "tests/data/evaluator/add_task.py")
+    r = ev.evaluate(task, (ROOT / "tests/data/evaluator/good_torch.py").read_text(), OPTS)
+    assert r.status is Status.OK, r.summary() + r.output
+    assert r.correctness.passed and r.runtime.candidate.median_ms > 0
+    assert r.runtime.candidate.chain == "device" and r.runtime.reference.chain == "device"
+
+
+def test_answers_made_before_the_clock_are_answers_to_other_inputs(ev):
+    task = load_task(ROOT / "tests/data/evaluator/add_task.py")
+    r = ev.evaluate(task, (ROOT / "tests/data/attacks/precompute_prepared.py").read_text(), OPTS)
+    assert r.status in (Status.INCORRECT, Status.CHEAT), r.summary()
