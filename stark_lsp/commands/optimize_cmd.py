@@ -199,6 +199,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         if spent >= config.budget:
             print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempts): nothing "
                   f"new is tried; give a larger --budget to go on, or --fresh to start anew", file=sys.stderr)
+    before = max((n.id for n in store.nodes(tid)), default=0) if store.has_tree(tid) else 0  # this run's come after
     cancel = threading.Event()
     previous = on_interrupt(cancel, "optimize", "aborted")
     code = exit_codes.OK
@@ -234,10 +235,12 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         return exit_codes.INTERRUPTED
     if code != exit_codes.OK:
         return code
-    if not wrote and args.llm != "builtin" and agents_never_answered(nodes):
-        first = next(n.error for n in nodes if n.parent_id is not None and n.error)
-        print(f"stark optimize: the LLM team made no candidate: every attempt failed at the endpoint or in its "
-              f"answers; the first: {first} (check --base-url, --model and STARK_API_KEY/OPENAI_API_KEY)",
+    this_run = [n for n in nodes if n.id > before]
+    if not wrote and args.llm != "builtin" and agents_never_answered(this_run):
+        from stark_lsp.agents.llm.failures import summarize
+
+        errors = [n.error for n in this_run if n.parent_id is not None and n.status == "agent_error" and n.error]
+        print(f"stark optimize: the LLM team made no candidate: {for_terminal(summarize(errors).line)}",
               file=sys.stderr)
         return exit_codes.AGENTS_UNAVAILABLE
     return exit_codes.OK if wrote else exit_codes.NO_IMPROVEMENT

@@ -638,7 +638,9 @@ class Search:
                 exchanges.extend(e.exchanges)
             elif e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
-            self._update(node_id, status=AGENT_ERROR, error=f"{stage} agent: {e}", exchanges=exchanges)
+            said = str(e)  # an LLM agent names itself already ("plan agent (model): ..."): not twice
+            error = said if said.startswith(f"{stage} agent") else f"{stage} agent: {said}"
+            self._update(node_id, status=AGENT_ERROR, error=error, exchanges=exchanges)
             return
         except self.markers.MarkerError as e:
             stage = box[0]

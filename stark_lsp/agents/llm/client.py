@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -183,7 +184,8 @@ class ChatClient:
     # -- failures --------------------------------------------------------------------------
     def _failed(self, e: Exception, attempt: int) -> AgentError:
         tries = f" after {attempt + 1} attempts" if attempt else ""
-        err = AgentError(self.redact(f"the endpoint failed{tries}: {_describe(e)}"), usage=Usage(calls=attempt + 1))
+        err = AgentError(self.redact(f"the endpoint failed{tries}: {_describe(e, self.read_timeout_s)}"),
+                         usage=Usage(calls=attempt + 1))
         return self._count_failure(err)
 
     def _count_failure(self, err: AgentError) -> AgentError:
@@ -201,7 +203,7 @@ class ChatClient:
 
     def _unavailable(self, e: Exception, model: str, attempt: int) -> AgentsUnavailable:
         status = e.status_code if isinstance(e, openai.APIStatusError) else None
-        what = _describe(e)
+        what = _describe(e, self.read_timeout_s)
         if status in (401, 403):
             msg = (f"the endpoint {self._where()} refused the API key ({what}): check STARK_API_KEY or "
                    f"OPENAI_API_KEY and --base-url")
@@ -375,11 +377,14 @@ def _refused(e: Exception) -> bool:
     return False
 
 
-def _describe(e: Exception) -> str:
+def _describe(e: Exception, read_timeout_s: float | None = None) -> str:
     if isinstance(e, openai.APIStatusError):
-        return scrub(f"HTTP {e.status_code}: {e.message}")[:400]
+        message = re.sub(r"^Error code: \d+ - ", "", str(e.message))  # the status once, not twice
+        return scrub(f"HTTP {e.status_code}: {message}")[:400]
     if isinstance(e, openai.APITimeoutError):
-        return "no answer within the read timeout"
+        within = f" ({read_timeout_s:g} s)" if read_timeout_s else ""
+        return (f"no answer within the read timeout{within}: a slow model needs a larger --read-timeout, or a smaller "
+                f"--max-tokens")
     cause = e.__cause__ or e.__context__
     detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
     return scrub(f"{type(e).__name__}: {e}{detail}")[:400]

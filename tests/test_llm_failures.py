@@ -1,0 +1,66 @@
+"""What a run's failed LLM attempts say (stark_lsp/agents/llm/failures.py), and the CLI's exit 4 with it:
+the endpoint failed, or the model answered and nothing was usable, counting this run's attempts only."""
+
+import pytest
+from conftest_replay import replay  # noqa: F401  (the fixture)
+from fakes import FakeEvaluator, make_fake_task
+from replay_server import completion
+from stark_lsp import cli
+from stark_lsp.agents.llm.failures import summarize
+from stark_lsp.commands import optimize_cmd
+from stark_lsp.exit_codes import AGENTS_UNAVAILABLE
+
+KEY = "sk-failures-test-0123456789abcdef"
+
+
+def test_an_endpoint_that_never_answered_is_named_with_its_flags():
+    f = summarize(["plan agent (m): the endpoint failed after 2 tries: HTTP 401: bad key"] * 3)
+    assert f.kind == "endpoint" and "every attempt (3)" in f.line and "--base-url" in f.line
+
+
+def test_answers_that_were_all_unusable_are_counted_by_why_with_the_fix():
+    f = summarize(["plan agent: the plan answer has no MARKER line: answer with 'MARKER …'",
+                   "plan agent: the plan answer was cut off at the token limit (finish_reason 'length'): answer 557",
+                   "plan agent: the plan answer has no MARKER line: answer with 'MARKER …'",
+                   "plan agent: the endpoint failed: HTTP 500"])
+    assert f.kind == "answers"
+    assert "answered 3 times" in f.line and "2 without a MARKER line" in f.line
+    assert "1 cut off at the token limit" in f.line and "1 more failed at the endpoint" in f.line
+    assert "--max-tokens" in f.line and "answer format" in f.line and "--base-url" not in f.line
+
+
+def _cli(tmp_path, monkeypatch, base_url, budget="3"):
+    monkeypatch.setenv("STARK_API_KEY", KEY)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    return cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url", base_url,
+                     "--budget", budget, "--concurrency", "1", "--retries", "0"])
+
+
+def test_exit_4_for_unusable_answers_quotes_this_runs_errors_only(tmp_path, monkeypatch, capsys, replay):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    replay.responder = lambda body: {"status": 401, "body": {"error": {"message": "invalid key"}}}
+    assert _cli(tmp_path, monkeypatch, replay.base_url) == AGENTS_UNAVAILABLE  # an earlier run: a bad key
+    capsys.readouterr()
+    replay.responder = lambda body: completion("I would make it faster by using shared memory.")
+    assert _cli(tmp_path, monkeypatch, replay.base_url, budget="6") == AGENTS_UNAVAILABLE
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if "made no candidate" in x]
+    assert len(line) == 1, err
+    assert "but no answer was usable" in line[0] and "without a MARKER line" in line[0], line[0]
+    assert "401" not in line[0] and "invalid key" not in line[0] and "--base-url" not in line[0]
+
+
+def test_an_http_error_names_its_status_once_and_a_timeout_its_seconds_and_flags():
+    httpx = pytest.importorskip("httpx2", reason="the openai client's HTTP library")
+    import openai
+
+    from stark_lsp.agents.llm.client import _describe
+
+    req = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    bad = openai.BadRequestError("Error code: 400 - {'error': 'exceed_context_size_error'}",
+                                 response=httpx.Response(400, request=req), body=None)
+    assert _describe(bad) == "HTTP 400: {'error': 'exceed_context_size_error'}"
+    slow = _describe(openai.APITimeoutError(request=req), 300.0)
+    assert "(300 s)" in slow and "--read-timeout" in slow and "--max-tokens" in slow
