@@ -10,6 +10,8 @@
 * ``{"hang": true}``: answer nothing until ``release`` is set (or the server stops), then
   close the connection: a hung endpoint. ``hanging`` counts the requests held right now.
 
+``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error); its
+paths are recorded in ``gets``, apart from the chat requests.
 An empty script asks ``responder(request_body)`` for the entry when one is set, else answers 500. Every request is recorded (path, lower-cased headers, JSON
 body) so tests can check models, temperatures and that no key leaked; ``peak`` is the
 most requests handled at once.
@@ -43,7 +45,10 @@ class ReplayServer:
     def __init__(self, script: list[dict[str, Any]] | None = None, responder: Any = None):
         self.script: deque[dict[str, Any]] = deque(script or [])
         self.responder = responder
-        self.requests: list[dict[str, Any]] = []
+        self.models: list[str] | None = None  # what GET /v1/models lists (None: the route is missing)
+        self.models_status: int | None = None  # an HTTP error GET /v1/models answers instead
+        self.requests: list[dict[str, Any]] = []  # the chat requests (POST)
+        self.gets: list[str] = []  # the paths of GET requests (the probe's /v1/models)
         self._lock = threading.Lock()
         self.release = threading.Event()
         self.hanging = 0
@@ -57,6 +62,15 @@ class ReplayServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802  GET /v1/models: ``models`` (None: 404, as servers without it)
+                with server._lock:
+                    server.gets.append(self.path)
+                if server.models_status is not None:
+                    return _send(self, server.models_status, {"error": {"message": "refused", "type": "auth"}})
+                if server.models is None or not self.path.rstrip("/").endswith("/models"):
+                    return _send(self, 404, {"error": {"message": "not found", "type": "not_found"}})
+                return _send(self, 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
 
             def do_POST(self) -> None:  # noqa: N802
                 n = int(self.headers.get("Content-Length") or 0)

@@ -64,3 +64,43 @@ def test_an_http_error_names_its_status_once_and_a_timeout_its_seconds_and_flags
     assert _describe(bad) == "HTTP 400: {'error': 'exceed_context_size_error'}"
     slow = _describe(openai.APITimeoutError(request=req), 300.0)
     assert "(300 s)" in slow and "--read-timeout" in slow and "--max-tokens" in slow
+
+
+# the probe: a dead endpoint or a refused key is found before anything is evaluated -----------------------
+def test_a_refused_key_stops_before_the_kernel_is_evaluated(tmp_path, monkeypatch, capsys, replay):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    ev = FakeEvaluator()
+    monkeypatch.setenv("STARK_API_KEY", KEY)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: ev)
+    replay.models_status = 401
+    rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url",
+                   replay.base_url, "--budget", "3"])
+    assert rc == AGENTS_UNAVAILABLE and ev.calls == 0  # not even the user's kernel was timed
+    err = capsys.readouterr().err
+    assert "refused the API key" in err and "Traceback" not in err
+    assert replay.gets == ["/v1/models"] and replay.requests == []
+
+
+def test_a_model_the_server_does_not_list_is_said_once_and_the_search_goes_on(tmp_path, monkeypatch, capsys, replay):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    replay.models = ["gemma-3-270m"]
+    replay.responder = lambda body: completion("MARKER s1 at `SPEED = `: set SPEED higher\nSUMMARY: faster") \
+        if "Plan agent" in body["messages"][0]["content"] else completion("```replace s1\nSPEED = 3.0\n```")
+    assert _cli(tmp_path, monkeypatch, replay.base_url, budget="1") == 0
+    err = capsys.readouterr().err
+    notice = [x for x in err.splitlines() if "is not among them" in x]
+    assert len(notice) == 1 and "gemma-3-270m" in notice[0] and "--model m" in notice[0], err
+
+
+def test_a_server_without_the_models_route_is_left_to_the_first_call(tmp_path, monkeypatch, capsys, replay):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    replay.responder = lambda body: completion("MARKER s1 at `SPEED = `: set SPEED higher\nSUMMARY: faster") \
+        if "Plan agent" in body["messages"][0]["content"] else completion("```replace s1\nSPEED = 3.0\n```")
+    assert _cli(tmp_path, monkeypatch, replay.base_url, budget="1") == 0
+    assert "not among them" not in capsys.readouterr().err

@@ -10,7 +10,7 @@ records it as a failed attempt with the reason and carries on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -141,3 +141,6 @@ class Team:
     planner: PlanAgent
     coder: CodeAgent
     debugger: DebugAgent
+    # before a search evaluates anything: raises AgentsUnavailable for an endpoint that cannot serve the team,
+    # returns notices worth a line (an LLM team's ``ChatClient.probe``; None: nothing to check)
+    probe: Callable[[], list[str]] | None = None

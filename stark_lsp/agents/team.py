@@ -64,4 +64,5 @@ def make_team(
         planner=LLMPlanner(client, per_model["plan"], temps["plan"]),
         coder=LLMCoder(client, per_model["code"], temps["code"]),
         debugger=LLMDebugger(client, per_model["debug"], temps["debug"]),
+        probe=lambda: client.probe(sorted(set(per_model.values()))),
     )

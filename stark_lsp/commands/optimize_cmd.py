@@ -205,6 +205,8 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     code = exit_codes.OK
     try:
         try:
+            for notice in (team.probe() if getattr(team, "probe", None) else []):  # a dead endpoint: before any timing
+                print(f"stark optimize: {for_terminal(notice)}", file=sys.stderr)
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except TaskBroken as e:
             print(f"stark optimize: the task is broken: {e}", file=sys.stderr)

@@ -217,6 +217,36 @@ class ChatClient:
     def _where(self) -> str:
         return self.base_url or "api.openai.com"
 
+    def probe(self, models: list[str]) -> list[str]:
+        """Before anything is evaluated: ``GET /models``, once, within the connect timeout and a short read.
+        A refused connection, an unknown host or a refused key is ``AgentsUnavailable`` now (not after the
+        user's kernel was timed); a listed set that lacks one of ``models`` is a notice (llama.cpp serves any
+        name); a server without the route, or slow to answer it, is left to the first real call."""
+        client = openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                               timeout=openai.Timeout(min(self.read_timeout_s, PROBE_READ_S),
+                                                      connect=self.connect_timeout_s))
+        try:
+            listed = [getattr(m, "id", "") for m in client.models.list()]
+        except openai.APIConnectionError as e:
+            if isinstance(e, openai.APITimeoutError):
+                return []
+            raise self._unavailable(e, models[0] if models else "", 0) from None
+        except openai.APIStatusError as e:
+            if e.status_code in (401, 403):
+                raise self._unavailable(e, models[0] if models else "", 0) from None
+            return []  # no such route here (404, 405): the first call says more
+        except Exception:  # noqa: BLE001  an odd body: the first call says more
+            return []
+        finally:
+            client.close()
+        missing = [m for m in models if listed and m not in listed]
+        if not missing:
+            return []
+        shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
+        return [self.redact(scrub(f"the endpoint {self._where()} lists {shown}; --model {m} is not among them (a "
+                                  f"server of one model may serve it under any name; others answer 404)"))
+                for m in missing]
+
     def _adapt(self, e: Exception, adapted: set[str]) -> bool:
         """A 400 naming a parameter this endpoint does not take: change how it
         is sent (once each) and say to retry."""
@@ -375,6 +405,9 @@ def _refused(e: Exception) -> bool:
         cause = cause.__cause__ or cause.__context__
         seen += 1
     return False
+
+
+PROBE_READ_S = 15.0  # the probe's read timeout at most: listing models is quick or it is not there
 
 
 def _describe(e: Exception, read_timeout_s: float | None = None) -> str:
