@@ -81,7 +81,7 @@ def test_plan_code_debug_from_recordings(replay):
 
 @pytest.mark.parametrize("entry, fragment", [
     (completion(""), "answer was empty"),
-    (completion("MARKER threads lines 6-6: set THREADS", finish_reason="length"), "cut off at the token limit"),
+    (completion("MARKER threads lines 6-6: set THREADS", finish_reason="length", completion_tokens=8192), "cut off at the token limit"),
     (completion("Use more threads, it will be faster."), "no MARKER line"),
     (completion("```cuda\n" + MARKED.replace("acc += row[c];", "acc += 2 * row[c];") + "```"), "changed code outside the markers"),
     (completion("```cuda\n" + MARKED.replace("// @stark end reduce\n", "") + "```"), "marker 'reduce' is never ended"),

@@ -104,3 +104,40 @@ def test_a_server_without_the_models_route_is_left_to_the_first_call(tmp_path, m
         if "Plan agent" in body["messages"][0]["content"] else completion("```replace s1\nSPEED = 3.0\n```")
     assert _cli(tmp_path, monkeypatch, replay.base_url, budget="1") == 0
     assert "not among them" not in capsys.readouterr().err
+
+
+# a full context is not the token limit -------------------------------------------------------------------------
+def plan_ctx():
+    from llm_trees import HARDWARE, sample_task, sample_tree
+    from stark_lsp.search.context import build_context
+
+    task = sample_task("cuda")
+    return build_context("plan", task, sample_tree(task)[:1], 1, hardware_info=HARDWARE, attempt=1, seed=3)
+
+
+def test_an_answer_cut_short_of_max_tokens_is_a_full_context_and_is_not_retried(replay):
+    from stark_lsp.agents.base import AgentError
+    from stark_lsp.agents.team import make_team
+
+    replay.push(completion("MARKER s1 lines 1-2: go fas", finish_reason="length", completion_tokens=557))
+    team = make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_tokens=8192, max_retries=0)
+    with pytest.raises(AgentError) as e:
+        team.planner.plan(plan_ctx())
+    assert "context (prompt and answer) is full" in str(e.value) and "--ctx-size" in str(e.value)
+    assert len(replay.requests) == 1  # the follow-up would only overflow it again
+
+
+def test_an_answer_cut_at_max_tokens_is_asked_again_with_only_its_head_replayed(replay):
+    from stark_lsp.agents.base import AgentError
+    from stark_lsp.agents.team import make_team
+
+    long = "x" * 9000
+    replay.push(completion(long, finish_reason="length", completion_tokens=100),
+                completion(long, finish_reason="length", completion_tokens=100))
+    team = make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_tokens=100, max_retries=0)
+    with pytest.raises(AgentError, match="cut off at the token limit"):
+        team.planner.plan(plan_ctx())
+    follow_up = replay.requests[1]["body"]["messages"]
+    replayed = [m["content"] for m in follow_up if m["role"] == "assistant"][0]
+    assert len(replayed) < 2100 and "more characters cut" in replayed
+    assert "--max-tokens" not in follow_up[-1]["content"]  # the model cannot change the user's flags

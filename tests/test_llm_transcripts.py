@@ -27,6 +27,7 @@ from stark_lsp.search.context import build_context
 CORPUS = Path(__file__).resolve().parent / "data" / "transcripts"
 CASES = json.loads((CORPUS / "cases.json").read_text())
 KEY = "sk-transcripts-0123456789abcdef"
+MAX_TOKENS = 4096
 
 
 def _marked(case, task, nodes) -> str | None:
@@ -66,9 +67,11 @@ def test_transcript(case, replay, tmp_path):
     plan = (marked, "the plan") if agent == "code" else None
     ctx = build_context(agent, task, nodes, node.id, hardware_info=HARDWARE, attempt=6, plan=plan)
     finish = case.get("finish", ["stop"] * len(case["turns"]))
-    for turn, fr in zip(case["turns"], finish):
-        replay.push(completion((CORPUS / turn).read_text(), finish_reason=fr))
-    team = make_team("openai", base_url=replay.base_url, model="replay-model", api_key=KEY, timeout_s=10)
+    for turn, fr in zip(case["turns"], finish):  # a server that stops at the token limit has spent it all
+        replay.push(completion((CORPUS / turn).read_text(), finish_reason=fr,
+                               completion_tokens=MAX_TOKENS if fr == "length" else 50))
+    team = make_team("openai", base_url=replay.base_url, model="replay-model", api_key=KEY, timeout_s=10,
+                     max_tokens=MAX_TOKENS)
     run = {"plan": lambda: team.planner.plan(ctx), "code": lambda: team.coder.code(ctx, marked),
            "debug": lambda: team.debugger.debug(ctx)}[agent]
 

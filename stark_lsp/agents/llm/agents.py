@@ -37,6 +37,9 @@ DEFAULT_TEMPERATURES = {"plan": 0.8, "code": 0.1, "debug": 0.1}
 T = TypeVar("T")
 
 
+REPLAYED_CUT_CHARS = 2000  # of an answer cut off at the token limit, what the fix request replays
+
+
 @dataclass
 class _LLMAgent:
     client: ChatClient
@@ -70,9 +73,12 @@ class _LLMAgent:
             try:
                 return parse(reply), reply, messages
             except AgentError as e:
-                if turn == FIX_RETRIES:
+                if turn == FIX_RETRIES or reply.finish_reason == "context_full":  # a longer prompt cannot fit
                     raise self._fail(e, exchanges) from None
-                messages = messages + [{"role": "assistant", "content": reply.text},
+                said = reply.text
+                if reply.finish_reason == "length" and len(said) > REPLAYED_CUT_CHARS:  # its head is enough
+                    said = said[:REPLAYED_CUT_CHARS] + f"\n[... {len(said) - REPLAYED_CUT_CHARS} more characters cut ...]"
+                messages = messages + [{"role": "assistant", "content": said},
                                        {"role": "user", "content": prompts.fix_request(self.role, str(e))}]
         raise AssertionError("unreachable")
 

@@ -331,7 +331,10 @@ class ChatClient:
         ct = int(getattr(u, "completion_tokens", 0) or 0)
         price = price_of(self.prices, model)
         usage = Usage(pt, ct, price.cost(pt, ct) if price else 0.0, 1)
-        return ChatReply(self.redact(scrub(text)), choice.finish_reason or "", usage,
+        finish = choice.finish_reason or ""
+        if finish == "length" and self.max_tokens and 0 < ct < CONTEXT_FULL_SHARE * self.max_tokens:
+            finish = CONTEXT_FULL  # stopped well short of max_tokens: the server's context (prompt + answer) is full
+        return ChatReply(self.redact(scrub(text)), finish, usage,
                          getattr(resp, "model", model) or model)
 
 
@@ -407,6 +410,8 @@ def _refused(e: Exception) -> bool:
     return False
 
 
+CONTEXT_FULL = "context_full"  # a finish_reason of ours: 'length' well below max_tokens
+CONTEXT_FULL_SHARE = 0.95
 PROBE_READ_S = 15.0  # the probe's read timeout at most: listing models is quick or it is not there
 
 

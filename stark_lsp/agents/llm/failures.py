@@ -14,6 +14,7 @@ ENDPOINT_SIGNS = ("the endpoint failed", "the endpoint gave an unusable answer",
                   "no answer within", "cannot connect", "HTTP 401", "HTTP 403", "HTTP 404")
 CUT_OFF = "cut off at the token limit"
 REASONS = (  # how an unusable answer is counted, first match wins
+    ("context (prompt and answer) is full", "cut off by a full context"),
     (CUT_OFF, "cut off at the token limit"),
     ("not closed (truncated?)", "cut off mid-block"),
     ("no MARKER line", "without a MARKER line"),
@@ -54,9 +55,11 @@ def summarize(errors: list[str]) -> RunFailure:
     counts = Counter(reason(e) for e in answers)
     how = ", ".join(f"{n} {why}" for why, n in counts.most_common())
     advice = []
+    if counts.get("cut off by a full context"):
+        advice.append("serve the model with a larger context (llama.cpp: --ctx-size), or lower --context-tokens")
     if counts.get("cut off at the token limit") or counts.get("cut off mid-block"):
         advice.append("raise --max-tokens, or serve the model with a larger context")
-    if any(why not in ("cut off at the token limit", "cut off mid-block") for why in counts):
+    if any(why not in ("cut off at the token limit", "cut off mid-block", "cut off by a full context") for why in counts):
         advice.append("a model that follows the answer format (docs/AGENTS.md, 'Answers') does better")
     also = f"; {len(endpoint)} more failed at the endpoint" if endpoint else ""
     return RunFailure("answers", f"the model answered {len(answers)} time{'s' * (len(answers) != 1)} but no answer "

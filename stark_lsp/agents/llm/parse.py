@@ -59,9 +59,13 @@ def _outside_blocks(text: str) -> str:
 def check_reply(text: str, finish_reason: str, what: str) -> None:
     if not text.strip():
         raise AgentError(f"the {what} answer was empty", raw=text)
+    if finish_reason == "context_full":
+        raise AgentError(f"the {what} answer was cut off short of --max-tokens: the server's context (prompt and "
+                         f"answer) is full: serve the model with a larger context (llama.cpp: --ctx-size), or lower "
+                         f"--context-tokens", raw=text)
     if finish_reason == "length":
         raise AgentError(f"the {what} answer was cut off at the token limit (finish_reason 'length'): answer "
-                         f"more briefly (or raise --max-tokens)", raw=text)
+                         "more briefly", raw=text)
 
 
 def _fit_newline(original: str, text: str) -> str:
