@@ -43,9 +43,20 @@ def _available() -> dict[str, object]:
     return mods
 
 
+EXIT_CODES_HELP = """exit codes (stark_lsp/exit_codes.py):
+  0    done; for optimize, a verified candidate beat your kernel and the best file was written
+  1    the answer is no: a failing candidate (eval), failed runs (bench)
+  2    bad input or a request this machine cannot serve; nothing was run
+  3    optimize finished, but no verified candidate beat your kernel
+  4    the LLM team made no candidate: its endpoint failed, or no answer was usable
+  5    the evaluator could not start (its judge or sandbox)
+  70   a bug in stark: run again with --debug for the traceback
+  130  interrupted (Ctrl-C): the tree is saved; the same command resumes"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stark", description="STARK-LSP: agents that make GPU kernels faster.",
-                                     epilog="Exit codes: see README.md, 'Exit codes'.")
+                                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the full traceback of an unexpected error (also STARK_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -59,7 +70,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class PipeSafe:
+    """``sys.stdout`` for a command: once the reader goes away (``stark show | head``), what is left to
+    print is dropped and the command runs to its end and its own exit code, instead of dying halfway
+    (an optimize or bench run recorded as a BrokenPipeError, an exit 0 that says nothing)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._close()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._close()
+
+    def _close(self) -> None:
+        self.closed_pipe = True
+        try:  # the stream's own descriptor to /dev/null: what it still holds is flushed there at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if not isinstance(sys.stdout, PipeSafe) and sys.stdout is sys.__stdout__:
+        sys.stdout = PipeSafe(sys.stdout)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

@@ -205,8 +205,12 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     code = exit_codes.OK
     try:
         try:
-            for notice in (team.probe() if getattr(team, "probe", None) else []):  # a dead endpoint: before any timing
-                print(f"stark optimize: {for_terminal(notice)}", file=sys.stderr)
+            if getattr(team, "probe", None):  # a dead endpoint: found before any timing
+                refused = evaluator.refusal() if hasattr(evaluator, "refusal") else None
+                if refused:  # but an evaluator that will refuse the team's candidates says so first
+                    raise EvaluatorUnavailable(refused)
+                for notice in team.probe():
+                    print(f"stark optimize: {for_terminal(notice)}", file=sys.stderr)
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except TaskBroken as e:
             print(f"stark optimize: the task is broken: {e}", file=sys.stderr)

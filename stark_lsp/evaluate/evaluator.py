@@ -33,7 +33,7 @@ from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
-from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, probe
+from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refusal, probe
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
@@ -102,6 +102,14 @@ class Evaluator:
         if hw.get("is_gpu"):
             return f"{hw['device']} (sm_{hw['capability'].replace('.', '')}, {hw['sms']} SMs, L2 {hw['l2_bytes'] >> 20} MiB)"
         return str(hw.get("device", "cpu"))
+
+    def refusal(self) -> str | None:
+        """Why this evaluator will refuse candidates written by an LLM (no sandbox, or one without its
+        syscall filter, under the "required" policy), or None; known before anything is evaluated."""
+        if self.sandbox_policy != "required":
+            return None
+        sb = self.sandbox_info()
+        return llm_refusal(sb if sb.available else None, sb.reason)
 
     def sandbox_info(self) -> Sandbox:
         """The sandbox candidates run in here (probed once per process)."""

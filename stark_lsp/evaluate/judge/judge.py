@@ -55,7 +55,7 @@ from stark_lsp.evaluate.judge.timed_calls import Timed, calibrate, memory_calls,
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
-from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, make_layout, probe
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
@@ -145,14 +145,9 @@ class Judge:
     def _zygote_for(self, paths: list[str], policy: str, hide: list[str] | None = None) -> SandboxedZygote:
         """A zygote whose sandbox shows ``paths`` (restarted with a wider view when needed)."""
         sandbox = None if policy == "off" else self.sandbox()
-        if sandbox is None and policy == "required":
-            raise SandboxUnavailable(
-                f"no sandbox can be made here ({self._sandbox_reason}): candidates written by an LLM are not run "
-                f"without one; install util-linux (unshare) or bubblewrap, or pass --unsafe-no-sandbox")
-        if sandbox is not None and not sandbox.filtered and policy == "required":
-            raise SandboxUnavailable(
-                f"the sandbox here has no syscall filter ({sandbox.details.get('filter_refused')}): candidates "
-                f"written by an LLM are not run without one; install libseccomp2, or pass --unsafe-no-sandbox")
+        refused = llm_refusal(sandbox, self._sandbox_reason) if policy == "required" else None
+        if refused:
+            raise SandboxUnavailable(refused)
         hide = list(hide if hide is not None else self._hide)
         self._hide = hide
         z = self.zygote

@@ -74,6 +74,18 @@ class SandboxRefused(RuntimeError):
     """The work requires a sandbox (candidates written by an LLM) and none fit for it can be made here."""
 
 
+def llm_refusal(sandbox: "Sandbox | None", reason: str) -> str | None:
+    """Why candidates written by an LLM cannot run here (the "required" policy), or None: the one message
+    the judge refuses them with and the CLI says before anything runs."""
+    if sandbox is None or not sandbox.available:
+        return (f"no sandbox can be made here ({reason}): candidates written by an LLM are not run without one; "
+                f"install util-linux (unshare) or bubblewrap, or pass --unsafe-no-sandbox")
+    if not sandbox.filtered:
+        return (f"the sandbox here has no syscall filter ({sandbox.details.get('filter_refused')}): candidates "
+                f"written by an LLM are not run without one; install libseccomp2, or pass --unsafe-no-sandbox")
+    return None
+
+
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """An allow-listed copy of the environment with anything secret-looking removed."""
     base = dict(os.environ if base is None else base)
