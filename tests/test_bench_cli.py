@@ -240,3 +240,21 @@ def test_bad_gpu_lists_are_refused(fakes, capsys, tmp_path, text, monkeypatch):
     fake_task(tmp_path, "k")
     assert main(["bench", str(tmp_path), "--gpus", text, "--out", str(tmp_path / "o")]) == 2
     assert "--gpus" in capsys.readouterr().err
+
+
+def test_a_dead_llm_endpoint_is_exit_4_before_any_run(fakes, monkeypatch, capsys, tmp_path):
+    from stark_lsp.agents.base import AgentsUnavailable
+
+    team = FakeTeam()
+
+    def dead():
+        raise AgentsUnavailable("cannot connect to http://127.0.0.1:9/v1 (refused): is the server running?")
+
+    team.probe = dead
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: team)
+    code = main(["bench", str(ROOT / "samples" / "mistuned"), "--budget", "2", "--out", str(tmp_path / "out"),
+                 "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert "agents unavailable: cannot connect" in err and "Traceback" not in err
+    assert all(ev.calls == 0 for ev in fakes) and not list((tmp_path / "out").glob("bench.json"))

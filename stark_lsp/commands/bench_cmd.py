@@ -169,6 +169,25 @@ def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]
     print(f"{runs} run(s), at most {runs * config.budget} attempts; output {out}")
 
 
+def _probe(team: Any, evaluator: Any) -> int | None:
+    """An LLM team's endpoint, before any run (``Team.probe``): a dead one is exit 4 now, not one error
+    per run after every task's baselines were timed. An evaluator that will refuse the team's candidates
+    (no sandbox) is left to say so itself."""
+    from stark_lsp.agents.base import AgentsUnavailable
+    from stark_lsp.safe_text import for_terminal
+
+    probe = getattr(team, "probe", None)
+    if probe is None or (hasattr(evaluator, "refusal") and evaluator.refusal()):
+        return None
+    try:
+        for notice in probe():
+            print(f"stark bench: {for_terminal(notice)}", file=sys.stderr)
+    except AgentsUnavailable as e:
+        _err(f"agents unavailable: {for_terminal(str(e)).splitlines()[0]}")
+        return exit_codes.AGENTS_UNAVAILABLE
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.bench.checks import check_task
     from stark_lsp.bench.discover import Skipped, discover, short_names
@@ -273,6 +292,9 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
           f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
     made = evaluator_from_args(args)
     evaluators = made if isinstance(made, list) else [made]
+    code = _probe(team, evaluators[0])
+    if code is not None:
+        return code
     header: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,
         "tasks": [{"name": n, "key": t.task_id(), **t.to_dict()} for n, t in zip(names, tasks)],
