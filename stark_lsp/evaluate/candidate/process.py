@@ -259,23 +259,30 @@ class CandidateProcess:
         for c in calls:
             seed = next_seed(int(c[0]), prev)
             inputs = self.draw(seed)
-            first = self.calls == 0 and not calibration
-            if self.is_gpu and first:
-                poison_cached_memory(self.device)  # an output that is never written reads as NaN
-            if first:  # a long first call (Triton compiles) says how far it got
-                self.launches.on_launch = lambda name: self.chan.send({"progress": name})
-            try:
-                out = call(inputs)
-                if first:  # the call returned: a kernel that now hangs is killed within the call's limit
-                    self.chan.send({"launched": True})
-            finally:
-                self.launches.on_launch = None
+            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration)
             self._sync()  # every stream's work, not only the current stream's, before the digest reads it
             dg = digest(out, int(c[1]))  # the next call's inputs wait for it (the chain)
             kept.append((seed, inputs, out))
             replies.append({"digest": dg, "meta": output_meta(out)})
             prev = dg
         return {"calls": replies}
+
+    def _one_call(self, call: Callable[[list[Any]], list[Any]], inputs: list[Any], first: bool) -> list[Any]:
+        """One call of a batch. The first of the process: its memory poisoned before (an output that is never
+        written reads as NaN), each Triton launch said as it happens (a long compile shows how far it got),
+        and its return said before any synchronization (a kernel that then hangs is killed within the
+        call's limit)."""
+        if not first:
+            return call(inputs)
+        if self.is_gpu:
+            poison_cached_memory(self.device)
+        self.launches.on_launch = lambda name: self.chan.send({"progress": name})
+        try:
+            out = call(inputs)
+            self.chan.send({"launched": True})
+        finally:
+            self.launches.on_launch = None
+        return out
 
     def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The inputs of the next batch on the device chain (``wire/device_chain.py``), drawn before the
@@ -305,16 +312,7 @@ class CandidateProcess:
         metas = []
         for i, (c, (seed, inputs)) in enumerate(zip(calls, prepared)):
             DC.perturb_inputs(inputs, dig, i - 1, nonce)
-            first = self.calls == 0 and not calibration
-            if first:
-                poison_cached_memory(self.device)
-                self.launches.on_launch = lambda name: self.chan.send({"progress": name})
-            try:
-                out = call(inputs)
-                if first:  # the call returned: a kernel that now hangs is killed within the call's limit
-                    self.chan.send({"launched": True})
-            finally:
-                self.launches.on_launch = None
+            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration)
             DC.digest_into(out, dig, i, int(c[1]))
             kept.append((seed, inputs, out))
             metas.append(output_meta(out))

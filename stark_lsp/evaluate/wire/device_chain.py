@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from stark_lsp.evaluate.wire.signed_sum import BLOCK, C1, CHUNK, GOLDEN, M32, fmix32, key, triton_cdiv
+from stark_lsp.evaluate.wire.signed_sum import BLOCK, C1, CHUNK, M32, fmix32, key, triton_cdiv
 
 EPS = 2.0**-4  # exact in every float format: 1 +- EPS is 1.0625 or 0.9375
 FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -130,6 +130,3 @@ def rows(dig: torch.Tensor, outputs: int) -> list[list[list[float]]]:
 def flat_row(digest: list[list[float]]) -> list[float]:
     return [float(v) for out in digest for v in out]
 
-
-__all__ = ["EPS", "usable", "perturb_", "perturb_inputs", "digest_into", "rows", "flat_row", "chain_hash", "seed_of",
-           "GOLDEN"]
