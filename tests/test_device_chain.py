@@ -3,7 +3,10 @@ evaluation on it (forced on the CPU with STARK_EVAL_DEVICE_CHAIN=1), honest and 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +26,12 @@ def interpreted(monkeypatch):
     if os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available():
         pytest.skip("the interpreter's path: a GPU runs the real kernels in tests/test_evaluator_gpu.py")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    DC._K.clear()
+    sys.modules.pop(KERNELS, None)  # Triton reads the variable when the kernels are defined
     yield
-    DC._K.clear()
+    sys.modules.pop(KERNELS, None)
+
+
+KERNELS = "stark_lsp.evaluate.wire.device_chain_kernels"
 
 
 def factors(seed: int, previous, n: int) -> list[float]:
@@ -111,3 +117,41 @@ def test_answers_made_before_the_clock_are_answers_to_other_inputs(ev):
     task = load_task(ROOT / "tests/data/evaluator/add_task.py")
     r = ev.evaluate(task, (ROOT / "tests/data/attacks/precompute_prepared.py").read_text(), OPTS)
     assert r.status in (Status.INCORRECT, Status.CHEAT), r.summary()
+
+
+def test_the_zygote_compiles_both_kernels_for_every_float_dtype_without_a_gpu():
+    """``precompile`` (run by the zygote before any candidate) builds real GPU binaries from the most
+    general signatures, and names the launcher stubs they need. In a process of its own: Triton
+    decides once per process whether it interprets."""
+    try:
+        from triton.backends.nvidia.compiler import CUDABackend  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pytest.skip("this Triton has no CUDA backend")
+    code = ("import json; from stark_lsp.evaluate.wire import device_chain_kernels as K; "
+            "sigs, _ = K.precompile(90, 4096); "
+            "print(json.dumps({'compiled': sorted(map(list, K.COMPILED)), 'sigs': sigs, "
+            "'cubins': all('cubin' in ck.asm for ck in K.COMPILED.values())}))")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["compiled"] == sorted([k, d] for k in ("perturb", "digest") for d in ("fp32", "fp16", "bf16", "fp64"))
+    assert got["cubins"] and len(got["sigs"]) == 8 and all(s[0].startswith("*") for s in got["sigs"])
+    assert "not compiled" not in proc.stderr
+
+
+def test_a_compiled_kernel_this_triton_cannot_launch_falls_back_to_the_same_kernel_by_jit(monkeypatch):
+    from stark_lsp.evaluate.wire import device_chain_kernels as K
+
+    class Unlaunchable:
+        def __getitem__(self, grid):
+            raise TypeError("no such launcher API")
+
+    monkeypatch.setitem(K.COMPILED, ("perturb", "fp32"), Unlaunchable())
+    monkeypatch.setattr(K, "_broken", [])
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(1))
+    y = x.clone()
+    DC.perturb_(y, None, -1, 77, 0)
+    assert torch.equal(y, x * torch.tensor(factors(DC.seed_of(77, 0), None, 3000)))  # applied once, by the JIT
+    assert K._broken and "no such launcher API" in K._broken[0]

@@ -504,7 +504,7 @@ class Judge:
                 first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
                 del first
                 timed[role] = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
-                                         checker=None, shapes=output_shapes(out))
+                                         checker=None, shapes=output_shapes(out), role=role)
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR

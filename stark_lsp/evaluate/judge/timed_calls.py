@@ -13,7 +13,9 @@ are timed the same way, in their own processes, unchecked (trusted code).
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -78,14 +80,16 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
                ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]],
-               protocol_cap_ms: float | None = None) -> Timed:
+               protocol_cap_ms: float | None = None, role: str = "candidate") -> Timed:
     """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
     timed batch, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``), first and second
     in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
     cost a call in the reference's own process (trusted); a candidate's process is never credited with
     more per call, whatever its calibration (taken while the GPU's clocks were still low, it can be
     dearer than the truth) or its empty batches (which candidate code runs beside) say. Of that, only
-    ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike."""
+    ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike. ``role`` names the process in
+    the trace (``STARK_EVAL_TRACE``)."""
+    calibrated = ov
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms,
                      left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
@@ -112,6 +116,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         one = min(one, batch(1, "warm-up", 0).judged_ms(ov))
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
+        _trace(role, calibrated, ov, protocol_cap_ms, runs, 0.0, conv.chain, slow=True)
         return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)
     k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
     batch(k_warm, "warm-up", 0)
@@ -130,4 +135,24 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
                      budget_s=budget, is_gpu=is_gpu):
             break
+    _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0, conv.chain)
     return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)
+
+
+def _trace(role: str, calibrated: TM.Overhead, ov: TM.Overhead, cap_ms: float | None, runs: list[TM.Batch],
+           spent_s: float, chain: str, slow: bool = False) -> None:
+    """With ``STARK_EVAL_TRACE=FILE``: one JSON line per timed process (its calibration, what was
+    subtracted, every timed batch and its empty twin, the seconds spent), for studying the clock.
+    The judge's own data only: the process sent none of it."""
+    path = os.environ.get("STARK_EVAL_TRACE")
+    if not path:
+        return
+    row = {"role": role, "chain": chain, "slow": slow, "spent_s": round(spent_s, 4), "cap_ms": cap_ms,
+           "calibrated": vars(calibrated), "subtracted": vars(ov),
+           "batches": [[b.calls, round(b.wall_ms, 5), None if b.paired_ms is None else round(b.paired_ms, 5)]
+                       for b in runs]}
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+    except OSError:
+        pass

@@ -198,8 +198,10 @@ class Zygote:
             pass
         self.warm = warm_triton_files(self.device)
         compiled, seconds = warm_triton_compiler(self.device, self.arch)
+        chain, chain_s = self.compile_chain()
         self.send({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "pid1": os.getpid() == 1,
-                   "warm_files": len(self.warm), "warm_kernels": compiled, "warm_s": round(seconds, 3)})
+                   "warm_files": len(self.warm), "warm_kernels": compiled, "warm_s": round(seconds, 3),
+                   "chain_kernels": chain, "chain_s": round(chain_s, 3)})
         try:
             return self.serve()
         except WipeFailed as e:  # this sandbox is spent: the judge starts a new one
@@ -251,12 +253,30 @@ class Zygote:
                     os.close(fd)
                 self.send({"error": f"bad request {op!r}"})
 
-    def add_launchers(self, raw: object) -> None:
+    def compile_chain(self) -> tuple[int, float]:
+        """The device chain's kernels, compiled here once for every candidate process (they inherit
+        them: ``device_chain_kernels.precompile``), with their launcher stubs; (kernels, seconds)."""
+        if self.device == "cpu" or self.arch <= 0 or os.environ.get("TRITON_INTERPRET") == "1":
+            return 0, 0.0
+        t0 = time.perf_counter()
+        try:
+            from stark_lsp.evaluate.wire import device_chain_kernels
+            from stark_lsp.evaluate.wire.signed_sum import BLOCK
+
+            sigs, _ = device_chain_kernels.precompile(self.arch, BLOCK)
+            self.add_launchers([list(s) for s in sigs], limit=len(sigs))
+        except Exception as e:  # noqa: BLE001 - each candidate process compiles them through the JIT instead
+            sys.stderr.write(f"zygote: device chain kernels not compiled ({type(e).__name__}: {e})\n")
+            return 0, time.perf_counter() - t0
+        return len(device_chain_kernels.COMPILED), time.perf_counter() - t0
+
+    def add_launchers(self, raw: object, limit: int | None = None) -> None:
         """Build Triton launcher stubs for the signatures the judge passed on (checked again
         here); the candidate processes forked from now on find them in their caches."""
         if self.device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
             return
-        new = [s for s in valid_signatures(raw) if s not in self.launchers]
+        new = [s for s in (valid_signatures(raw) if limit is None else valid_signatures(raw, limit))
+               if s not in self.launchers]
         if not new:
             return
         built = build_launchers(new)

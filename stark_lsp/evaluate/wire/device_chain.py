@@ -38,16 +38,14 @@ from stark_lsp.evaluate.wire.signed_sum import BLOCK, C1, CHUNK, M32, fmix32, ke
 
 EPS = 2.0**-4  # exact in every float format: 1 +- EPS is 1.0625 or 0.9375
 FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-_K: dict[str, Any] = {}
+_DT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
 
 
-def _kernels() -> dict[str, Any]:
+def _kernels() -> Any:
     """The Triton kernels (``device_chain_kernels.py``), imported on first use: a CPU never needs them."""
-    if not _K:
-        from stark_lsp.evaluate.wire import device_chain_kernels as K
+    from stark_lsp.evaluate.wire import device_chain_kernels as K
 
-        _K.update(perturb=K.perturb_kernel, digest=K.digest_kernel)
-    return _K
+    return K
 
 
 def usable(inputs: list[Any], outputs: list[Any], device: torch.device, any_device: bool = False) -> bool:
@@ -83,7 +81,6 @@ def perturb_(x: torch.Tensor, dig: torch.Tensor | None, row: int, nonce: int, wh
         return
     if not x.is_contiguous():
         raise ValueError("the device chain needs contiguous inputs")
-    k = _kernels()
     n = x.numel()
     first = dig is None or row < 0
     m = 1 if first else dig.shape[1]
@@ -91,9 +88,9 @@ def perturb_(x: torch.Tensor, dig: torch.Tensor | None, row: int, nonce: int, wh
     flat = x.view(-1)
     for start in range(0, n, CHUNK):  # indices within a chunk fit in 32 bits
         part = flat[start:start + CHUNK]
-        k["perturb"][(triton_cdiv(part.numel(), BLOCK),)](
-            part, part.numel(), base, 0 if first else row * m, (seed_of(nonce, which) ^ ((start // CHUNK) << 2)) | 2,
-            M=m, FIRST=first, WIDE=x.dtype == torch.float64, BLOCK=BLOCK)
+        _kernels().launch("perturb", _DT[x.dtype], triton_cdiv(part.numel(), BLOCK), part, part.numel(), base,
+                          0 if first else row * m, (seed_of(nonce, which) ^ ((start // CHUNK) << 2)) | 2, m,
+                          int(first), block=BLOCK)
 
 
 def perturb_inputs(inputs: list[Any], dig: torch.Tensor | None, row: int, nonce: int) -> None:
@@ -107,7 +104,7 @@ def digest_into(outputs: list[Any], dig: torch.Tensor, row: int, sign_seed: int)
     not tensors are left at zero (their description, checked on every call, says what they are)."""
     from stark_lsp.evaluate.wire.digest import _flat
 
-    kern = _kernels()["digest"]
+    K = _kernels()
     for i, o in enumerate(outputs):
         if not isinstance(o, torch.Tensor) or 4 * i + 4 > dig.shape[1]:
             continue
@@ -118,8 +115,8 @@ def digest_into(outputs: list[Any], dig: torch.Tensor, row: int, sign_seed: int)
             flat = flat.to(dig.device)
         for c, start in enumerate(range(0, flat.numel(), CHUNK)):
             part = flat[start:start + CHUNK]
-            kern[(triton_cdiv(part.numel(), BLOCK),)](part, part.numel(), key(sign_seed, i, c), dig[row, 4 * i:],
-                                                      BLOCK=BLOCK)
+            K.launch("digest", _DT[flat.dtype], triton_cdiv(part.numel(), BLOCK), part, part.numel(),
+                     key(sign_seed, i, c), dig[row, 4 * i:], block=BLOCK)
 
 
 def rows(dig: torch.Tensor, outputs: int) -> list[list[list[float]]]:

@@ -3,11 +3,27 @@
 ``perturb_kernel``: multiplies a chunk of an input in place by ``1 +- 1/16``
 per element, the sign bit 31 of MurmurHash3's finaliser of
 ``index * 0x9E3779B1 + h``, where ``h`` is hashed from a seed and, bit by
-bit, from the previous call's digest row in device memory.
+bit, from the previous call's digest row in device memory (``m`` values;
+none when ``first``).
 
 ``digest_kernel``: adds a chunk's signed sum of finite elements (the signs of
 ``signed_sum.py``) and its NaN, +inf and -inf counts into four float64 slots.
+
+Every candidate process is fresh, so through ``@triton.jit`` each one would
+compile both kernels again (tens of milliseconds each, per input dtype, on
+the H200). ``precompile`` compiles them in the zygote instead, for every
+float dtype, against the GPU's architecture and without touching CUDA; the
+forked processes inherit the compiled kernels (``COMPILED``) and only load
+them. Their signatures assume nothing of alignment or values, so one binary
+serves every tensor. ``launch`` takes the compiled kernel where there is one
+and the JIT otherwise (the judge's own process, the CPU's interpreter).
 """
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
 
 import triton
 import triton.language as tl
@@ -23,11 +39,10 @@ def _fm(h):
 
 
 @triton.jit
-def perturb_kernel(x_ptr, n, dig_ptr, row_off, seed, M: tl.constexpr, FIRST: tl.constexpr, WIDE: tl.constexpr,
-                   BLOCK: tl.constexpr):
+def perturb_kernel(x_ptr, n, dig_ptr, row_off, seed, m, first, WIDE: tl.constexpr, BLOCK: tl.constexpr):
     h = _fm(seed.to(tl.uint32))
-    if not FIRST:
-        for j in tl.static_range(M):
+    if first == 0:
+        for j in range(m):
             bits = tl.load(dig_ptr + row_off + j).to(tl.uint64, bitcast=True)
             h = _fm(h ^ (bits & 0xFFFFFFFF).to(tl.uint32))
             h = _fm(h ^ (bits >> 32).to(tl.uint32))
@@ -58,3 +73,61 @@ def digest_kernel(x_ptr, n, k, out_ptr, BLOCK: tl.constexpr):
     tl.atomic_add(out_ptr + 1, tl.sum((mask & nan).to(tl.float64), axis=0))
     tl.atomic_add(out_ptr + 2, tl.sum((mask & pinf).to(tl.float64), axis=0))
     tl.atomic_add(out_ptr + 3, tl.sum((mask & ninf).to(tl.float64), axis=0))
+
+
+KERNELS = {"perturb": perturb_kernel, "digest": digest_kernel}
+DTYPES = ("fp32", "fp16", "bf16", "fp64")  # Triton's names for device_chain.FLOATS
+COMPILED: dict[tuple[str, str], Any] = {}  # (kernel, dtype) -> a compiled kernel, filled in the zygote
+_broken: list[str] = []  # a compiled kernel this Triton could not launch: the JIT from then on
+
+
+def signature(name: str, dtype: str) -> dict[str, str]:
+    """The most general signature of ``name`` on ``dtype`` tensors (no alignment, no value assumed)."""
+    if name == "perturb":
+        return {"x_ptr": f"*{dtype}", "n": "i32", "dig_ptr": "*fp64", "row_off": "i32", "seed": "i64", "m": "i32",
+                "first": "i32", "WIDE": "constexpr", "BLOCK": "constexpr"}
+    return {"x_ptr": f"*{dtype}", "n": "i32", "k": "i64", "out_ptr": "*fp64", "BLOCK": "constexpr"}
+
+
+def constexprs(name: str, dtype: str, block: int) -> dict[str, Any]:
+    return {"WIDE": dtype == "fp64", "BLOCK": block} if name == "perturb" else {"BLOCK": block}
+
+
+def precompile(arch: int, block: int, warp_size: int = 32) -> tuple[list[tuple[str, ...]], float]:
+    """In the zygote (no CUDA): compile both kernels for every dtype into ``COMPILED``; the launcher
+    signatures they need (for the zygote's stubs) and the seconds it took."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
+
+    target = GPUTarget("cuda", arch, warp_size)
+    t0, sigs = time.perf_counter(), []
+    with scratch_cache("stark-chain-triton-"):  # the binaries live in memory; nothing stays on disk
+        for name, fn in KERNELS.items():
+            for dtype in DTYPES:
+                sig = signature(name, dtype)
+                try:
+                    COMPILED[(name, dtype)] = triton.compile(ASTSource(fn, sig, constexprs(name, dtype, block)),
+                                                             target=target)
+                    sigs.append(tuple(sig.values()))
+                except Exception as e:  # noqa: BLE001 - the JIT builds it in each process instead
+                    sys.stderr.write(f"zygote: device chain kernel {name}/{dtype} not compiled "
+                                     f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})\n")
+    return sigs, time.perf_counter() - t0
+
+
+def launch(name: str, dtype: str, grid: int, *args: Any, block: int) -> str:
+    """Run kernel ``name`` over ``grid`` programs: the zygote's compiled binary where there is one, the
+    JIT otherwise. ``args`` are the kernel's runtime arguments in order; which path ran."""
+    ck = None if _broken else COMPILED.get((name, dtype))
+    if ck is not None:
+        try:
+            ck[(grid, 1, 1)](*args, *constexprs(name, dtype, block).values())
+            return "compiled"
+        except (TypeError, AttributeError, ValueError) as e:  # raised before the launch: an API this Triton lacks
+            _broken.append(f"{type(e).__name__}: {e}")
+            sys.stderr.write(f"device chain: compiled kernel not launched ({_broken[0][:200]}); using the JIT\n")
+    kw = constexprs(name, dtype, block)
+    KERNELS[name][(grid,)](*args, **kw)
+    return "jit"
