@@ -79,6 +79,13 @@ def test_timing_stops_once_the_noise_is_below_the_target():
     assert TM.enough(noisy, OV, noise_target=0.005, min_calls=100, spent_s=3.1, budget_s=3.0)
 
 
+def test_a_long_call_needs_not_its_hundredth_call_once_its_batches_ran_long_enough():
+    long = [TM.Batch(1, 0.1 + 0.05 + 2.0, paired_ms=0.1 + 0.05) for _ in range(5)]  # 2 ms calls, one a batch
+    assert not TM.enough(long, OV, noise_target=0.02, min_calls=100, spent_s=0.1, budget_s=3.0)
+    assert TM.enough(long, OV, noise_target=0.02, min_calls=100, spent_s=TM.MIN_TIME_S, budget_s=3.0)
+    assert not TM.enough(long[:4], OV, noise_target=0.02, min_calls=100, spent_s=TM.MIN_TIME_S, budget_s=3.0)
+
+
 def test_the_empty_batch_beside_a_timed_one_is_its_overhead_but_never_more_than_the_calibration():
     cheaper = TM.Batch(10, 0.1 + 10 * (0.03 + 0.2), paired_ms=0.1 + 10 * 0.03)  # clocks went up
     assert abs(cheaper.judged_ms(OV) - 0.2) < 1e-9  # the empty batch beside it says what the protocol cost

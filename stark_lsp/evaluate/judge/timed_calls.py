@@ -29,7 +29,9 @@ from stark_lsp.evaluate.options import EvalOptions
 
 _perf = time.perf_counter
 KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch may keep alive, inputs and outputs
-FETCH_PER_BATCH = 4  # calls of each timed batch compared element by element (chosen after it ran)
+# calls of each timed batch compared element by element (chosen after it ran; every call's digest is checked):
+# over the least 5 batches, 10 calls in full. Each costs its output's transfer and the reference's run
+FETCH_PER_BATCH = 2
 
 
 @dataclass

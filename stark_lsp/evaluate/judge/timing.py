@@ -57,6 +57,9 @@ PROTOCOL_DRIFT = {True: 0.02, False: 0.75}
 BATCH_TARGET_MS = {True: 10.0, False: 50.0}  # how long one batch should take on the judge's clock
 MAX_BATCH = 256
 MIN_BATCHES = 5
+# the least calls (``EvalOptions.reps``) are not needed once the timed batches have run this long: a call of
+# a millisecond or more, whose batches hold one or two calls, is known long before its hundredth call
+MIN_TIME_S = 0.3
 MAX_CALLS = 20000
 # before the candidate loads: a cap on the protocol's cost (the empty batch beside each timed one is the measure)
 CALIBRATION_SIZES = {True: (1, 8), False: (1, 4)}
@@ -190,7 +193,7 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
            budget_s: float, is_gpu: bool = True, max_batches: int | None = None) -> bool:
     """Whether to stop timing: the figure is known to ``noise_target`` (the relative standard error
     of its median) over at least ``MIN_BATCHES`` batches and ``min_calls``
-    calls; or the time budget is spent (after at least 3 batches); or ``MAX_CALLS`` calls, or
+    calls (or ``MIN_TIME_S`` of timed batches); or the time budget is spent (after at least 3 batches); or ``MAX_CALLS`` calls, or
     ``max_batches`` batches, were made."""
     n = len(batches)
     calls = sum(b.calls for b in batches)
@@ -200,7 +203,7 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
         return True
     if n >= 3 and spent_s >= budget_s:
         return True
-    if n < MIN_BATCHES or calls < min_calls:
+    if n < MIN_BATCHES or (calls < min_calls and spent_s < MIN_TIME_S):
         return False
     return figure(batches, ov, is_gpu).noise <= noise_target
 

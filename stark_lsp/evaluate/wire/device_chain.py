@@ -115,7 +115,7 @@ def digest_into(outputs: list[Any], dig: torch.Tensor, row: int, sign_seed: int)
             flat = flat.to(dig.device)
         for c, start in enumerate(range(0, flat.numel(), CHUNK)):
             part = flat[start:start + CHUNK]
-            K.launch("digest", _DT[flat.dtype], triton_cdiv(part.numel(), BLOCK), part, part.numel(),
+            K.launch("digest", _DT[flat.dtype], K.digest_grid(part.numel()), part, part.numel(),
                      key(sign_seed, i, c), dig[row, 4 * i:], block=BLOCK)
 
 

@@ -4,8 +4,8 @@ Each element's sign is a hash of its index and a key drawn from the call's
 seed (``key``): bit 31 of MurmurHash3's 32-bit finaliser of
 ``index * 0x9E3779B1 + key``, computed where the element is read. Nothing of
 an output's size is drawn, written or read again: on a GPU one Triton kernel
-reads the output once and adds its blocks' float64 sums into one number
-(``_triton_sum``), about one pass over memory; anywhere else (the CPU, or a
+reads the output once, grid-stride, and adds its programs' float64 sums into
+one number (``_triton_sum``), about one pass over memory; anywhere else (the CPU, or a
 GPU without Triton) the same hash in torch gives the same signs
 (``_torch_sum``). Both sides of the wire get the same signs for a seed
 whichever path they take, and the sums agree to float64 rounding.
@@ -70,6 +70,7 @@ def _torch_sum(x: torch.Tensor, k: int) -> torch.Tensor:
 
 _KERNEL: Any = None  # the Triton kernel, made on first use (False: Triton is not usable here)
 BLOCK = 4096
+SUM_BLOCK, SUM_PROGRAMS = 1024, 528  # the sum's step and its grid at most (grid-stride: few same-address adds)
 
 
 def _make_kernel() -> Any:
@@ -81,17 +82,19 @@ def _make_kernel() -> Any:
 
     @triton.jit
     def signed_sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
-        h = offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32)
-        h = h ^ (h >> 16)
-        h = h * 0x85EBCA6B
-        h = h ^ (h >> 13)
-        h = h * 0xC2B2AE35
-        h = h ^ (h >> 16)
-        s = tl.where((h >> 31) != 0, -x, x)
-        tl.atomic_add(out_ptr, tl.sum(s, axis=0))
+        acc = tl.zeros([BLOCK], dtype=tl.float64)
+        for b in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):  # grid-stride: one add a program
+            offs = b * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
+            h = offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32)
+            h = h ^ (h >> 16)
+            h = h * 0x85EBCA6B
+            h = h ^ (h >> 13)
+            h = h * 0xC2B2AE35
+            h = h ^ (h >> 16)
+            acc += tl.where((h >> 31) != 0, -x, x)
+        tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
 
     return signed_sum_kernel
 
@@ -108,7 +111,7 @@ def _triton_sum(x: torch.Tensor, k: int, acc: torch.Tensor) -> bool:
         return False
     n = x.numel()
     try:
-        _KERNEL[(triton_cdiv(n, BLOCK),)](x, acc, n, k, BLOCK=BLOCK)
+        _KERNEL[(max(1, min(triton_cdiv(n, SUM_BLOCK), SUM_PROGRAMS)),)](x, acc, n, k, BLOCK=SUM_BLOCK)
     except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path, same signs
         _KERNEL = False
         return False
