@@ -375,7 +375,7 @@ class Judge:
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
             timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
                                checker=checker, shapes=output_shapes(ref_out0),
-                               protocol_cap_ms=base.reference.protocol_ms)
+                               protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms)
             state.mark("timing")
             if not state.resources:
                 state.resources = self._resources(conv, source)

@@ -39,6 +39,7 @@ class Timed:
     figure: TM.Figure
     slow: bool = False
     protocol_ms: float | None = None  # the protocol's cost per call, from the empty batches beside the timed ones
+    fixed_ms: float | None = None  # the round trip a batch was charged (a baseline's: the cap on a candidate's)
     chain: str = "host"  # how its batches chained their calls (``Conversation.chain``)
 
 
@@ -82,22 +83,30 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
                ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]],
-               protocol_cap_ms: float | None = None, role: str = "candidate") -> Timed:
+               protocol_cap_ms: float | None = None, fixed_cap_ms: float | None = None,
+               role: str = "candidate") -> Timed:
     """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
-    timed batch, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``), first and second
-    in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
+    of a baseline's timed batches, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``),
+    first and second in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
     cost a call in the reference's own process (trusted); a candidate's process is never credited with
     more per call, whatever its calibration (taken while the GPU's clocks were still low, it can be
     dearer than the truth) or its empty batches (which candidate code runs beside) say. Of that, only
-    ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike. ``role`` names the process in
-    the trace (``STARK_EVAL_TRACE``)."""
+    ``timing.PROTOCOL_CREDIT`` is subtracted, in every process alike. ``fixed_cap_ms``: the round trip
+    the reference's process was charged; a candidate's is never charged more (a calibration's fit of
+    its round trip varied between 0.5 and 1.1 ms between processes on the H200, which a call of one
+    batch carries whole). Only a baseline's (trusted) timed batches get an empty twin beside them:
+    the least of those is the cap, while a candidate's figure subtracts the calibration's share alone,
+    which its empty batches never undercut on the H200 (their time was never used, and cost as much
+    as the timed batches). ``role`` names the process in the trace (``STARK_EVAL_TRACE``)."""
     calibrated = ov
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
-    ov = TM.Overhead(fixed_ms=ov.fixed_ms, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms,
+    fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
+    pair = checker is None
+    ov = TM.Overhead(fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms,
                      left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
 
-    def batch(k: int, phase: str, fetch: int, paired: bool = True) -> TM.Batch:
+    def batch(k: int, phase: str, fetch: int, paired: bool = pair) -> TM.Batch:
         limit = TM.batch_limit_s(k, ref_ms, ov, is_gpu, opts.load_timeout_s)
         empty = None
         turn[0] += 1
@@ -119,7 +128,8 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
         _trace(role, calibrated, ov, protocol_cap_ms, runs, 0.0, conv.chain, slow=True)
-        return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)
+        return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
+                     fixed_ms=ov.fixed_ms)
     k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
     batch(k_warm, "warm-up", 0)
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
@@ -138,7 +148,8 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
                      budget_s=budget, is_gpu=is_gpu):
             break
     _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0, conv.chain)
-    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain)
+    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
+                 fixed_ms=ov.fixed_ms)
 
 
 def _trace(role: str, calibrated: TM.Overhead, ov: TM.Overhead, cap_ms: float | None, runs: list[TM.Batch],

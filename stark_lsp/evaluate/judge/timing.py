@@ -7,15 +7,12 @@ reading its reply: ``wall = fixed + k * (per_call + call)``. ``fixed`` (the
 round trip) and ``per_call`` (drawing the inputs, the digest, its
 synchronization, the loop) were measured in the same process before any
 candidate code existed in it, with batches of calls that do nothing, at
-several k (``fit_overhead``, the calibration). Beside every timed batch the
-judge asks for a batch of as many calls that do nothing, so that the
-protocol's cost is measured under the same clocks and caches as the calls
-(on the H200 it drifted by as much as the call itself between a calibration
-and a timed batch a second later); the lesser of the two is taken
-(``Batch.overhead_ms``), so a process that slows its own empty calls only
-lowers the judge's figure. Each batch then gives the judge's figure for one
-call, ``judged = (wall - overhead) / k``, and the spread of those figures over
-the batches is the judge's noise.
+several k (``fit_overhead``, the calibration). Beside a baseline's timed
+batches (trusted code) the judge asks for batches of as many calls that do
+nothing: the least per-call cost of those caps what a candidate's process is
+credited with (``timed_calls``). Each batch then gives the judge's figure
+for one call, ``judged = (wall - overhead) / k``, and the spread of those
+figures over the batches is the judge's noise.
 
 The figure is the judge's and nobody else's: the median of those per-batch
 figures. The process sends no time at all (a time it sent could only be its
@@ -162,17 +159,14 @@ def fit_overhead(samples: list[Batch]) -> Overhead:
 
 
 def figure(batches: list[Batch], ov: Overhead, is_gpu: bool) -> Figure:
-    """The runtime of one call: the median of the judge's per-batch figures, and its bound. With an
-    empty batch beside each timed one the noise is on both sides (the median); a figure timed without
-    (a slow candidate's few calls) is the least, since a host clock's noise only adds. A call the
+    """The runtime of one call: the median of the judge's per-batch figures, and its bound. A call the
     clock cannot tell from nothing gets the clock's resolution (``BOUND_FLOOR_MS``), flagged
     unconfirmed by its bound, never zero."""
     judged = [b.judged_ms(ov) for b in batches]
     if not judged:
         return Figure(median_ms=0.0, bound_ms=math.inf, noise=math.inf, batches=0, calls=0, samples_ms=())
-    paired = all(b.paired_ms is not None for b in batches)
     # never below the clock's resolution: a call cheaper than the protocol's noise is "at most that"
-    j = max(statistics.median(judged) if paired else min(judged), BOUND_FLOOR_MS[is_gpu])
+    j = max(statistics.median(judged), BOUND_FLOOR_MS[is_gpu])
     calls = sum(b.calls for b in batches)
     se = median_se(judged) if len(judged) > 1 else ov.noise_ms / max(1, batches[0].calls)
     bound = max(BOUND_SIGMAS * se, BOUND_RELATIVE * j, PROTOCOL_DRIFT[is_gpu] * ov.per_call_ms,
