@@ -258,3 +258,54 @@ def test_a_dead_llm_endpoint_is_exit_4_before_any_run(fakes, monkeypatch, capsys
     assert code == 4, err
     assert "agents unavailable: cannot connect" in err and "Traceback" not in err
     assert all(ev.calls == 0 for ev in fakes) and not list((tmp_path / "out").glob("bench.json"))
+
+
+def test_jobs_default_to_what_the_machine_fits_and_one_on_the_cpu(monkeypatch):
+    import argparse
+
+    from stark_lsp.commands import refusal
+
+    monkeypatch.setattr(refusal, "runs_on_cpu", lambda device: device == "cpu")
+    monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 16)
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 4
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cpu")) == 1
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=3, device="cpu")) == 3
+    monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 2)
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 1
+
+
+def test_jobs_make_that_many_evaluators_and_each_task_runs_whole_in_one(monkeypatch, capsys, tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for n in ("a", "b", "c"):
+        fake_task(tasks, n)
+    made = []
+
+    class Recording(FakeEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.tasks: set[str] = set()
+
+        def evaluate(self, task, source, options=None):
+            self.tasks.add(task.path.name)
+            return super().evaluate(task, source, options)
+
+    def make(args):
+        evs = [Recording() for _ in range(bench_cmd.jobs_from_args(args))]
+        made.extend(evs)
+        return evs if len(evs) > 1 else evs[0]
+
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", make)
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
+    out = tmp_path / "out"
+    code = main(["bench", str(tasks), "--policies", "stark,greedy", "--budget", "2", "--device", "cpu",
+                 "--jobs", "2", "--out", str(out)])
+    assert code == 0
+    assert len(made) == 2
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["config"]["jobs"] == 2 and len(doc["runs"]) == 6
+    by_task: dict[str, set[int]] = {}
+    for ev_i, ev in enumerate(made):
+        for name in ev.tasks:
+            by_task.setdefault(name, set()).add(ev_i)
+    assert set(by_task) == {"a.py", "b.py", "c.py"} and all(len(v) == 1 for v in by_task.values())

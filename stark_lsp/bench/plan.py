@@ -29,6 +29,7 @@ class BenchConfig:
     small: bool = False  # STARK_SMALL=1: the harnesses' small shapes
     concurrency: int = 2
     workers: int = 1
+    jobs: int = 1  # tasks searched at once per GPU (their timing takes turns: the GPU lock)
     wall_time_s: float | None = None  # per run
     compile_baseline: bool = True  # also time torch.compile of the reference (GPU)
     trials: int = 5  # correctness trials per evaluation

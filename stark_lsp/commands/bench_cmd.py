@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                        "~/.cache/stark-lsp)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
+    p.add_argument("--jobs", type=positive_int,
+                   help="tasks searched at once on each GPU: their builds and agents overlap, their evaluations take "
+                        "turns on the GPU (default: a quarter of the CPU cores, at most 4, on a GPU; 1 on the CPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
     p.add_argument("--wall-time", type=positive_float, help="per run: stop starting attempts after this many seconds")
@@ -77,9 +80,25 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     sandbox = policy(args.llm, getattr(args, "unsafe_no_sandbox", False))
     cache = Path(args.cache_dir) if getattr(args, "cache_dir", None) else None
     gpus = parse_gpus(getattr(args, "gpus", None))
-    if gpus is None:
+    jobs = jobs_from_args(args)
+    if gpus is None and jobs == 1:
         return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache)
-    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox, cache_dir=cache) for g in gpus]
+    if gpus is None:
+        return [Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache)
+                for _ in range(jobs)]
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox, cache_dir=cache)
+            for g in gpus for _ in range(jobs)]
+
+
+def jobs_from_args(args: argparse.Namespace) -> int:
+    """``--jobs``, or what fits the machine: on a GPU a quarter of the cores (a search's builds, agents
+    and sandboxed processes keep about four busy), at most 4; on the CPU one (the interpreter is the
+    bottleneck, and CI's two cores have nothing to spare)."""
+    if getattr(args, "jobs", None):
+        return int(args.jobs)
+    if refusal.runs_on_cpu(args.device):
+        return 1
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
@@ -217,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     small = use_small_shapes(args.shapes, args.device)
     config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
-                         concurrency=args.concurrency, workers=args.workers, wall_time_s=args.wall_time,
+                         concurrency=args.concurrency, workers=args.workers, jobs=jobs_from_args(args),
+                         wall_time_s=args.wall_time,
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
                          retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
                          context_tokens=getattr(args, "context_tokens", None) or 12000)
