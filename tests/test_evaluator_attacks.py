@@ -261,6 +261,8 @@ def test_2_work_moved_into_drawing_the_inputs_is_on_the_judges_clock(ev):
     r = run(ev, "precompute_in_draw.py")
     if r.status is Status.OK:  # the judge reports its own clock's figure: the 40 ms are in it
         assert r.runtime.candidate.median_ms >= 40.0, r.summary()
+    elif r.status is Status.INCORRECT:  # the device chain perturbs the inputs after they are drawn:
+        assert "trial" in r.message, r.summary()  # an answer worked out while drawing is wrong at once
     else:
         assert r.status is Status.CHEAT and r.cheats[0].kind == "untimed_work", r.summary()
 
