@@ -66,6 +66,8 @@ class Evaluator:
         env = {
             "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
             "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
+            # the baselines' figures across sessions (judge/baseline_cache.py); set to nothing: off
+            "STARK_EVAL_BASELINE_CACHE": os.environ.get("STARK_EVAL_BASELINE_CACHE", str(self.cache_dir / "baselines")),
         }
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"

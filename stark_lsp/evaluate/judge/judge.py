@@ -57,6 +57,7 @@ from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, F
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
+from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
 from stark_lsp.safe_text import first_line
@@ -81,8 +82,9 @@ def _value_info(v: Any) -> ValueInfo:
 class _Baselines:
     """The reference's timing (and torch.compile's) for one task and its settings."""
 
-    def __init__(self, reference: Timed, compiled: Timed | None, note: str):
+    def __init__(self, reference: Timed, compiled: Timed | None, note: str, measured_at: str = ""):
         self.reference, self.compiled, self.note = reference, compiled, note
+        self.measured_at = measured_at  # set when they came from the baseline cache (``baseline_cache.py``)
 
 
 class Judge:
@@ -415,6 +417,9 @@ class Judge:
         )
         runtime.floor = self._floor(ref, spec, opts, param_seed)
         notes = [n for n in (runtime.note, base.note) if n]
+        if base.measured_at:
+            notes.append(f"{'eager and torch.compile' if base.compiled else 'eager'} timed {base.measured_at} "
+                         f"(the baseline cache: STARK_EVAL_BASELINE_CACHE= times them afresh)")
         if timed.slow:
             notes.append(f"slower than {TM.SLOW_FACTOR:g}x the reference ({fig.median_ms:.4g} ms vs "
                          f"{rfig.median_ms:.4g} ms): timed over {fig.calls} calls only")
@@ -487,6 +492,12 @@ class Judge:
         out = self._outputs(ref, inputs, param_seed)
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in out if isinstance(o, torch.Tensor))
         keep = memory_calls(output_bytes(inputs), out_bytes, self.is_gpu)
+        disk = self._baseline_parts(spec, opts, inputs, out)
+        if disk is not None:
+            got = BC.load(BC.key(disk))
+            if got is not None:
+                self._baselines[key] = _Baselines(*got)
+                return self._baselines[key]
         timed: dict[str, Timed] = {}
         note = ""
         roles = ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",)
@@ -519,8 +530,46 @@ class Judge:
                 except (SandboxError, OSError):  # the next take starts a new zygote
                     self.close()
         b = _Baselines(timed["reference"], timed.get("compiled"), note)
+        if disk is not None and not note:  # a torch.compile that failed is tried again next session
+            BC.store(BC.key(disk), b.reference, b.compiled, note, disk)
         self._baselines[key] = b
         return b
+
+    def _baseline_parts(self, spec: TaskSpec, opts: EvalOptions, inputs: list[Any], out: list[Any]
+                        ) -> dict[str, Any] | None:
+        """The key of the task's baselines in the baseline cache (``baseline_cache.py``), or None when
+        it is off (no folder; on the CPU, unless ``STARK_EVAL_BASELINE_CACHE_CPU=1``: tests)."""
+        if BC.directory() is None or not (self.is_gpu or os.environ.get("STARK_EVAL_BASELINE_CACHE_CPU") == "1"):
+            return None
+        try:
+            files = BC.file_digest([p for p in (spec.path, spec.harness) if p is not None])
+        except OSError:
+            return None
+        return {"format": BC.FORMAT, "code": BC.code_digest(), "files": files, "kind": spec.kind,
+                "entry": getattr(spec, "entry", None),
+                "inputs": [_value_info(v).__dict__ for v in inputs], "outputs": [_value_info(v).__dict__ for v in out],
+                "options": [opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s, opts.warmup_ms,
+                            opts.noise_target],
+                "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""), os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
+                "machine": self._machine()}
+
+    def _machine(self) -> dict[str, Any]:
+        m: dict[str, Any] = {"device": self.device.type, "torch": torch.__version__, "cuda": torch.version.cuda}
+        try:
+            import triton
+
+            m["triton"] = triton.__version__
+        except ImportError:
+            m["triton"] = None
+        if self.is_gpu:
+            p = torch.cuda.get_device_properties(self.device)
+            m.update(gpu=p.name, capability=[p.major, p.minor], memory=int(p.total_memory),
+                     sms=p.multi_processor_count, uuid=str(getattr(p, "uuid", "")))
+            try:
+                m["driver"] = torch._C._cuda_getDriverVersion()
+            except Exception:  # noqa: BLE001 - a torch without it: the CUDA version stands in
+                m["driver"] = None
+        return m
 
     def _floor(self, ref: Reference, spec: TaskSpec, opts: EvalOptions, param_seed: int) -> Floor | None:
         if self.ceilings is None:
