@@ -15,7 +15,10 @@ class EvalOptions:
     rtol: float | None = None
     warmup_ms: float = 50.0  # warm-up calls, discarded (also lets clocks ramp up after a compile)
     reps: int = 100  # the least number of timed calls (in at least 5 batches), unless ...
-    time_budget_s: float = 3.0  # ... timing one function would overrun this budget (then at least 3 batches)
+    # ... timing one candidate would overrun this budget (then at least 3 batches); the baselines and the
+    # re-timing of a search's best get twice as long (on the H200 a noisy process ran to 3 s one time in four,
+    # a figure it knew to about 3 % by half of that)
+    time_budget_s: float = 1.5
     noise_target: float = 0.02  # timing stops once the figure is known to this (relative standard error of its median)
     cpu_reps: int = 5  # timed calls on the CPU (Triton interpreter), one per batch
     compile_baseline: bool = False  # also time torch.compile of the reference
