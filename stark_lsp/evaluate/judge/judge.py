@@ -546,7 +546,8 @@ class Judge:
             return None
         try:
             files = BC.file_digest([p for p in (spec.path, spec.harness) if p is not None])
-        except OSError:
+            machine = self._machine()
+        except Exception:  # noqa: BLE001 - a part of the key not known here: no cache, the baselines timed
             return None
         return {"format": BC.FORMAT, "code": BC.code_digest(), "files": files, "kind": spec.kind,
                 "entry": getattr(spec, "entry", None),
@@ -554,7 +555,7 @@ class Judge:
                 "options": [opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s, opts.warmup_ms,
                             opts.noise_target],
                 "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""), os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
-                "machine": self._machine()}
+                "machine": machine}
 
     def _machine(self) -> dict[str, Any]:
         m: dict[str, Any] = {"device": self.device.type, "torch": torch.__version__, "cuda": torch.version.cuda}
