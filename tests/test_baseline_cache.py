@@ -87,3 +87,18 @@ def test_the_key_changes_with_every_part():
     assert BC.key(base) == BC.key(dict(base))
     for k, v in (("files", "b"), ("inputs", [[8]]), ("machine", {"gpu": "H100"})):
         assert BC.key({**base, k: v}) != BC.key(base)
+
+
+def test_a_file_others_can_write_or_an_old_one_is_not_taken(tmp_path, task):
+    import os
+    import time
+
+    cache = tmp_path / "cache"
+    session(cache, task)
+    (f,) = (cache / "baselines").glob("*.json")
+    f.chmod(0o666)  # anyone could have written these figures
+    assert "baseline cache" not in session(cache, task).runtime.note
+    f.chmod(0o600)
+    old = time.time() - BC.MAX_AGE_S - 60
+    os.utime(f, (old, old))
+    assert "baseline cache" not in session(cache, task).runtime.note

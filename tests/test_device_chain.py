@@ -98,6 +98,7 @@ def ev(tmp_path_factory):
         pytest.skip(f"no sandbox here: {probe().reason}")
     mp = pytest.MonkeyPatch()
     mp.setenv("STARK_EVAL_DEVICE_CHAIN", "1")
+    mp.setenv("STARK_EVAL_TRACE", str(tmp_path_factory.mktemp("trace") / "trace.jsonl"))  # the judge's own record
     try:
         with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="required", device="cpu") as e:
             yield e
@@ -117,6 +118,33 @@ def test_answers_made_before_the_clock_are_answers_to_other_inputs(ev):
     task = load_task(ROOT / "tests/data/evaluator/add_task.py")
     r = ev.evaluate(task, (ROOT / "tests/data/attacks/precompute_prepared.py").read_text(), OPTS)
     assert r.status in (Status.INCORRECT, Status.CHEAT), r.summary()
+
+
+def test_work_done_while_the_inputs_are_drawn_is_on_the_judges_clock(ev):
+    """The attack sleeps 80 ms a call in ``prepare``: the judge's own trace shows that time counted in every
+    timed batch (beyond the calibrated cost of drawing, and its slack), and so in the figure."""
+    from stark_lsp.evaluate.judge import timing as TM
+
+    trace = Path(os.environ["STARK_EVAL_TRACE"])
+    before = len(trace.read_text().splitlines()) if trace.exists() else 0
+    task = load_task(ROOT / "tests/data/evaluator/add_task.py")
+    r = ev.evaluate(task, (ROOT / "tests/data/attacks/work_in_prepare.py").read_text(), OPTS)
+    assert r.status is Status.OK, r.summary()
+    rows = [json.loads(x) for x in trace.read_text().splitlines()[before:]]
+    (cand,) = [x for x in rows if x["role"] == "candidate"]
+    ov = TM.Overhead(**cand["subtracted"])
+    assert ov.prepare_fixed_ms is not None  # the calibration measured what drawing costs
+    for calls, wall, paired, prepare in cand["batches"]:
+        b = TM.Batch(calls, wall, paired, prepare)
+        assert prepare >= 80.0 * calls and b.untimed_ms(ov) >= 80.0 * calls - ov.prepare_allowed_ms(calls)
+        assert b.judged_ms(ov) * calls >= b.untimed_ms(ov)
+    assert r.runtime.candidate.median_ms >= min(TM.Batch(*b).judged_ms(ov) for b in cand["batches"])
+
+
+def test_a_kernel_named_like_the_protocols_own_is_not_counted_as_launched(ev):
+    task = load_task(ROOT / "tests/data/evaluator/add_task.py")
+    r = ev.evaluate(task, (ROOT / "tests/data/attacks/launch_named_like_the_protocol.py").read_text(), OPTS)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
 
 
 def test_the_zygote_compiles_both_kernels_for_every_float_dtype_without_a_gpu():

@@ -126,3 +126,15 @@ def test_the_protocol_left_in_a_figure_widens_its_bound_and_can_leave_it_unconfi
     plain, wide = TM.figure(batches(0.2), OV, is_gpu=True), TM.figure(batches(0.2), left, is_gpu=True)
     assert abs(wide.bound_ms - plain.bound_ms - 0.05) < 1e-12 and wide.median_ms == plain.median_ms
     assert wide.unconfirmed and not plain.unconfirmed
+
+
+def test_drawing_the_inputs_beyond_its_calibrated_cost_is_added_to_the_batch():
+    cal = [TM.Batch(k, 0.1 + k * 0.05, prepare_ms=0.3 + k * 0.1) for k in (1, 8) for _ in range(3)]
+    ov = TM.fit_overhead(cal)
+    assert abs(ov.prepare_fixed_ms - 0.3) < 1e-9 and abs(ov.prepare_per_call_ms - 0.1) < 1e-9
+    honest = TM.Batch(10, 0.1 + 10 * (0.05 + 0.2), prepare_ms=1.3 * 1.1)  # a little slower than calibrated
+    assert abs(honest.judged_ms(ov) - 0.2) < 1e-9  # within the slack: nothing added
+    busy = TM.Batch(10, 0.1 + 10 * (0.05 + 0.2), prepare_ms=1.3 + 50.0)  # 50 ms of work while drawing
+    allowed = TM.PREPARE_SLACK * 1.3 + TM.PREPARE_SLACK_MS
+    assert abs(busy.judged_ms(ov) - (0.2 + (51.3 - allowed) / 10)) < 1e-9
+    assert TM.Batch(10, 2.6).judged_ms(ov) == honest.judged_ms(ov)  # the host chain: no prepare, nothing added

@@ -53,6 +53,11 @@ def _kernel_name(obj: Any) -> str:
     return getattr(obj, "__name__", "?")
 
 
+# the judge's protocol launches Triton kernels in the candidate process (the device chain, the digest): never
+# counted as the candidate's, or a candidate could name a kernel it never launches after one of them
+PROTOCOL_MODULES = ("stark_lsp.evaluate.wire.device_chain_kernels", "stark_lsp.evaluate.wire.signed_sum")
+
+
 class LaunchCounter:
     """Counts launches of Triton kernels by name (JIT and interpreter), and which
     kernels a launch was attempted for (``kernel[grid]`` evaluated): a kernel
@@ -105,6 +110,8 @@ class LaunchCounter:
 
             def run(self: Any, *a: Any, __orig: Any = original, **k: Any) -> Any:
                 out = __orig(self, *a, **k)  # count only launches that went through
+                if getattr(getattr(self, "fn", None), "__module__", "") in PROTOCOL_MODULES:
+                    return out  # the protocol's own kernels are not the candidate's launches, whatever their names
                 name = _kernel_name(self)
                 counter.launches[name] = counter.launches.get(name, 0) + 1
                 if counter.on_launch is not None:
@@ -116,7 +123,8 @@ class LaunchCounter:
             get = cls.__getitem__
 
             def getitem(self: Any, grid: Any, __orig: Any = get) -> Any:
-                counter.reached.add(_kernel_name(self))
+                if getattr(getattr(self, "fn", None), "__module__", "") not in PROTOCOL_MODULES:
+                    counter.reached.add(_kernel_name(self))
                 return __orig(self, grid)
 
             cls.__getitem__ = getitem  # type: ignore[method-assign]

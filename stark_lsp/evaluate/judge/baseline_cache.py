@@ -11,14 +11,19 @@ same:
 * the task's files (its source and harness, byte for byte), the shapes and
   dtypes of its inputs and outputs as drawn now (so ``STARK_SMALL`` or a
   changed ``get_inputs`` is another key);
-* the timing options, whether torch.compile is timed, and the chain forced
-  by the environment;
+* the timing options, whether torch.compile is timed, the chain forced by
+  the environment, and the environment that changes what the reference or
+  torch.compile runs (``TORCH*``, ``NVIDIA_TF32*``, ``CUBLAS*``, ...);
 * the GPU (name, capability, memory, SMs), the driver, torch, Triton and
   CUDA versions;
 * the judge's own timing code (its files' bytes): a new protocol times
   afresh.
 
-Not in it: the model's parameters and the inputs' values, drawn anew each
+An entry is used only if the folder and the file are the user's and
+writable by nobody else, and for at most ``MAX_AGE_S`` (a week).
+
+Not in it: modules the reference imports besides its own files, the
+model's parameters and the inputs' values, drawn anew each
 session, on which a runtime does not depend. A file that is missing,
 malformed or of another format is timed afresh and replaced. The verdict
 says when its baselines came from here, and when they were measured.
@@ -40,7 +45,10 @@ from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.timed_calls import Timed
 
 FORMAT = 1
-_CODE = ("timing.py", "timed_calls.py", "batches.py", "../wire/device_chain.py", "../wire/device_chain_kernels.py",
+MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a machine's state drifts)
+# environment that changes what the reference or torch.compile runs (TF32, inductor's choices, cuBLAS)
+_ENV_PREFIXES = ("TORCH", "NVIDIA_TF32", "CUBLAS", "CUDNN", "STARK_SMALL", "PYTORCH")
+_CODE = ("timing.py", "timed_calls.py", "batches.py", "judge.py", "../harness.py", "../wire/device_chain.py", "../wire/device_chain_kernels.py",
          "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py")
 
 
@@ -67,6 +75,16 @@ def file_digest(paths: list[Path]) -> str:
         h.update(str(p.name).encode() + b"\0")
         h.update(p.read_bytes())
     return h.hexdigest()
+
+
+def environment() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)}
+
+
+def _owned(path: Path) -> bool:
+    """The user's own, and writable by nobody else (a cache another user could write is no evidence)."""
+    st = path.lstat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
 
 
 def key(parts: dict[str, Any]) -> str:
@@ -110,7 +128,10 @@ def load(k: str) -> tuple[Timed, Timed | None, str, str] | None:
     if d is None:
         return None
     try:
-        doc = json.loads((d / f"{k}.json").read_text())
+        f = d / f"{k}.json"
+        if not (_owned(d) and _owned(f)) or time.time() - f.stat().st_mtime > MAX_AGE_S:
+            return None
+        doc = json.loads(f.read_text())
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != k:
             return None
         ref = _timed(doc.get("reference"))

@@ -51,6 +51,7 @@ class RanBatch:
     calls: list[R.CallReply]
     wall_ms: float  # the judge's clock around the request
     chain: str = "host"
+    prepare_ms: float | None = None  # the judge's clock around drawing its inputs (the device chain's ``prepare``)
 
     @property
     def input_seeds(self) -> list[int]:
@@ -70,7 +71,7 @@ class RanBatch:
         return xs
 
     def sample(self) -> Batch:
-        return Batch(len(self.calls), self.wall_ms)
+        return Batch(len(self.calls), self.wall_ms, prepare_ms=self.prepare_ms)
 
 
 class Seeds:
@@ -104,9 +105,11 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
     nonce = seeds.secret()
     msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce, **(extra or {})}
-    if conv.chain == "device":  # the inputs drawn first, off the clock; the calls then chain on the device
+    prepare_ms = None
+    if conv.chain == "device":  # the inputs drawn first, off the batch's clock (timed too: ``Batch.untimed_ms``)
         conv.ask({"op": "prepare", "seeds": call_seeds}, PREPARE_S + limit_s, f"{phase}: drawing its inputs",
                  lambda r: R.prepared(r, k))
+        prepare_ms = conv.link.wall_ms()
         msg.update(chain="device", outputs_n=conv.outputs_n, calls=[[0, p] for p in signs])
     gc_was = gc.isenabled()
     gc.disable()  # no collector pause in the judge while its clock runs
@@ -116,7 +119,7 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     finally:
         if gc_was:
             gc.enable()
-    return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms(), chain=conv.chain)
+    return RanBatch(call_seeds, signs, nonce, calls, conv.link.wall_ms(), chain=conv.chain, prepare_ms=prepare_ms)
 
 
 class Checker:

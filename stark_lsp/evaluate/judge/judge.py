@@ -555,6 +555,7 @@ class Judge:
                 "options": [opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s, opts.warmup_ms,
                             opts.noise_target],
                 "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""), os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
+                "env": BC.environment(),
                 "machine": machine}
 
     def _machine(self) -> dict[str, Any]:

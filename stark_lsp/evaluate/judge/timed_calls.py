@@ -17,7 +17,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -30,8 +30,9 @@ from stark_lsp.evaluate.options import EvalOptions
 _perf = time.perf_counter
 KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch may keep alive, inputs and outputs
 # calls of each timed batch compared element by element (chosen after it ran; every call's digest is checked):
-# over the least 5 batches, 10 calls in full. Each costs its output's transfer and the reference's run
-FETCH_PER_BATCH = 2
+# over the least 5 batches, 20 calls in full. A hostile review's candidate that rounded a quarter of its calls to
+# fp16 (inside the digest's bound) escaped 2 of 6 times with 2 a batch
+FETCH_PER_BATCH = 4
 
 
 @dataclass
@@ -102,8 +103,8 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
     pair = checker is None
-    ov = TM.Overhead(fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call, noise_ms=ov.noise_ms,
-                     left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
+    ov = replace(ov, fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call,
+                 left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
 
     def batch(k: int, phase: str, fetch: int, paired: bool = pair) -> TM.Batch:
@@ -117,7 +118,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
             empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         if checker is not None:
             checker.check(ran, seeds.choose(k, fetch), trial=False, label=phase)
-        return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty)
+        return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty, prepare_ms=ran.prepare_ms)
 
     first = batch(1, "warm-up", 0)
     one = first.judged_ms(ov)
@@ -162,8 +163,8 @@ def _trace(role: str, calibrated: TM.Overhead, ov: TM.Overhead, cap_ms: float | 
         return
     row = {"role": role, "chain": chain, "slow": slow, "spent_s": round(spent_s, 4), "cap_ms": cap_ms,
            "calibrated": vars(calibrated), "subtracted": vars(ov),
-           "batches": [[b.calls, round(b.wall_ms, 5), None if b.paired_ms is None else round(b.paired_ms, 5)]
-                       for b in runs]}
+           "batches": [[b.calls, round(b.wall_ms, 5), None if b.paired_ms is None else round(b.paired_ms, 5),
+                        None if b.prepare_ms is None else round(b.prepare_ms, 5)] for b in runs]}
     try:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")

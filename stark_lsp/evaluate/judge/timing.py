@@ -66,6 +66,12 @@ CALIBRATION_REPEATS = {True: 3, False: 3}
 # host's part of it varied by half between processes, and a candidate can make its own empty calls dearer), so
 # half is left in every figure: a figure errs high by about half the protocol's cost, never low
 PROTOCOL_CREDIT = 0.5
+# the device chain draws a batch's inputs in a request of its own, off the clock (``prepare``): what that request
+# takes beyond this share of its calibrated cost, plus PREPARE_SLACK_MS, is added to the batch's time, so work
+# done while the inputs are drawn (answers precomputed for inputs the candidate means to steer the chain to) is
+# on the judge's clock (a hostile review computed every call of a batch but the first there)
+PREPARE_SLACK = 1.25
+PREPARE_SLACK_MS = 0.5
 UNCONFIRMED = 0.25  # a bound wider than this share of the figure: the judge's clock cannot confirm the figure
 
 
@@ -77,9 +83,17 @@ class Overhead:
     per_call_ms: float
     noise_ms: float  # the robust spread of one batch's wall around the fit
     left_ms: float = 0.0  # the protocol's cost per call left in every figure (not subtracted: PROTOCOL_CREDIT)
+    prepare_fixed_ms: float | None = None  # what drawing a batch's inputs cost (device chain), fitted the same way
+    prepare_per_call_ms: float = 0.0
 
     def of(self, calls: int) -> float:
         return self.fixed_ms + calls * self.per_call_ms
+
+    def prepare_allowed_ms(self, calls: int) -> float | None:
+        """How long drawing ``calls`` calls' inputs may take before the excess counts (None: not known)."""
+        if self.prepare_fixed_ms is None:
+            return None
+        return PREPARE_SLACK * (self.prepare_fixed_ms + calls * self.prepare_per_call_ms) + PREPARE_SLACK_MS
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,7 @@ class Batch:
     calls: int
     wall_ms: float  # the judge's clock around the request
     paired_ms: float | None = None  # the judge's clock around a batch of as many calls that do nothing, beside it
+    prepare_ms: float | None = None  # the judge's clock around drawing its inputs (device chain), off the batch's
 
     def overhead_ms(self, ov: Overhead) -> float:
         """What the protocol cost this batch: its paired batch of calls that do nothing (measured beside
@@ -97,9 +112,17 @@ class Batch:
         before = ov.of(self.calls)
         return before if self.paired_ms is None else min(before, self.paired_ms)
 
+    def untimed_ms(self, ov: Overhead) -> float:
+        """What drawing the inputs took beyond what it may: work done off the batch's clock."""
+        allowed = ov.prepare_allowed_ms(self.calls)
+        if allowed is None or self.prepare_ms is None:
+            return 0.0
+        return max(0.0, self.prepare_ms - allowed)
+
     def judged_ms(self, ov: Overhead) -> float:
-        """One call's time by the judge's clock (never below zero)."""
-        return max(0.0, (self.wall_ms - self.overhead_ms(ov)) / self.calls)
+        """One call's time by the judge's clock (never below zero), with any work done while its
+        inputs were drawn."""
+        return max(0.0, (self.wall_ms - self.overhead_ms(ov) + self.untimed_ms(ov)) / self.calls)
 
 
 @dataclass(frozen=True)
@@ -137,25 +160,34 @@ def median_se(xs: list[float]) -> float:
     return 1.2533 * _mad_sigma(xs) / math.sqrt(len(xs))
 
 
+def _fit_line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """``fixed`` and ``per_call`` through the least value of each size (least squares), never negative."""
+    by_k: dict[int, list[float]] = {}
+    for k, w in points:
+        by_k.setdefault(k, []).append(w)
+    ks = sorted(by_k)
+    meds = [min(by_k[k]) for k in ks]
+    if len(ks) == 1:
+        return 0.0, meds[0] / ks[0]
+    mk, mw = statistics.fmean(ks), statistics.fmean(meds)
+    sxx = sum((k - mk) ** 2 for k in ks)
+    per = max(0.0, sum((k - mk) * (w - mw) for k, w in zip(ks, meds)) / sxx)
+    return max(0.0, mw - per * mk), per
+
+
 def fit_overhead(samples: list[Batch]) -> Overhead:
     """``fixed`` and ``per_call`` from calibration batches of several sizes: a straight line through
     the least wall of each size (least squares), never negative. The least, because the noise of a
     host clock only adds (a preempted process, a sleeping thread): the protocol costs at most
-    that, so a call is never credited with more overhead than the protocol showed."""
-    by_k: dict[int, list[float]] = {}
-    for b in samples:
-        by_k.setdefault(b.calls, []).append(b.wall_ms)
-    ks = sorted(by_k)
-    meds = [min(by_k[k]) for k in ks]
-    if len(ks) == 1:
-        fixed, per = 0.0, meds[0] / ks[0]
-    else:
-        mk, mw = statistics.fmean(ks), statistics.fmean(meds)
-        sxx = sum((k - mk) ** 2 for k in ks)
-        per = max(0.0, sum((k - mk) * (w - mw) for k, w in zip(ks, meds)) / sxx)
-        fixed = max(0.0, mw - per * mk)
+    that, so a call is never credited with more overhead than the protocol showed. Drawing the
+    inputs (the device chain's ``prepare``) is fitted the same way, where every sample has it."""
+    fixed, per = _fit_line([(b.calls, b.wall_ms) for b in samples])
     resid = [w - (fixed + per * b) for b, w in ((b.calls, b.wall_ms) for b in samples)]
-    return Overhead(fixed_ms=fixed, per_call_ms=per, noise_ms=_mad_sigma(resid) if len(resid) > 1 else 0.0)
+    prep_fixed, prep_per = None, 0.0
+    if samples and all(b.prepare_ms is not None for b in samples):
+        prep_fixed, prep_per = _fit_line([(b.calls, float(b.prepare_ms or 0.0)) for b in samples])
+    return Overhead(fixed_ms=fixed, per_call_ms=per, noise_ms=_mad_sigma(resid) if len(resid) > 1 else 0.0,
+                    prepare_fixed_ms=prep_fixed, prepare_per_call_ms=prep_per)
 
 
 def figure(batches: list[Batch], ov: Overhead, is_gpu: bool) -> Figure:
