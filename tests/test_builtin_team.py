@@ -177,3 +177,15 @@ def test_history_reads_the_search_summary_format():
     node = root.replace("#define THREADS 32", "#define THREADS 1024")
     r = make_builtin_team().debugger.debug(ctx_for("row_sum.cu", source=node, summary="#5 plan: incorrect: set THREADS to 1024 (was 32)"))
     assert "#define THREADS 32" in r.source and r.summary.endswith("after: incorrect")
+
+
+def test_on_the_cpu_the_team_never_tunes_what_the_interpreter_ignores():
+    from dataclasses import replace
+
+    planner = BuiltinPlanner(explore=1.0, noise=1.0)
+    for name in ("swish_add.py", "row_softmax.py"):
+        for seed in range(8):
+            gpu = ctx_for(name, seed=seed)
+            cpu = replace(gpu, hardware="cpu (triton interpreter)")
+            assert {t.kind for _, t, _ in planner.options(gpu)} >= {"num_warps"}  # tuned on a GPU
+            assert not {t.kind for _, t, _ in planner.options(cpu)} & {"num_warps", "num_stages"}

@@ -58,6 +58,15 @@ def _near(t: Tunable, v: Value) -> bool:
     return a is None or b is None or abs(a - b) <= MAX_LOG_STEP
 
 
+INTERPRETER_IGNORES = ("num_warps", "num_stages")  # launch keywords with no effect off the GPU
+
+
+def interpreted(ctx: AgentContext) -> bool:
+    """The candidates run through Triton's interpreter on the CPU (the evaluator says so in its hardware)."""
+    h = (ctx.hardware or "").lower()
+    return "interpreter" in h or h.startswith("cpu")
+
+
 class BuiltinPlanner:
     def __init__(self, explore: float = 0.25, noise: float = 0.15):
         self.explore = explore
@@ -66,6 +75,8 @@ class BuiltinPlanner:
     def options(self, ctx: AgentContext) -> list[tuple[float, Tunable, Value]]:
         lang = ctx.task.language
         tunables = find_tunables(ctx.node_source, lang)
+        if interpreted(ctx):  # Triton's interpreter ignores these: a change would be measured as noise
+            tunables = [t for t in tunables if t.kind not in INTERPRETER_IGNORES]
         keys = config_keys(tunables)
         node_cfg = config_of(tunables)
         hist = read_history(ctx.items, lang, node_cfg)
