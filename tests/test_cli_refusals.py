@@ -147,6 +147,7 @@ def test_eval_of_cuda_without_a_gpu_compiles_but_never_reports_success(ws):
         shutil.copy(SAMPLES / "cuda" / f, ws / f)
     r = stark("eval", "sum_dim1.cu", cwd=ws)
     assert r.returncode == exit_codes.FAILED and "NOT_RUN" in r.stdout and "compile:     ok" in r.stdout
+    assert "device:      none: no NVIDIA GPU here" in r.stdout and "interpreter" not in r.stdout  # not the CPU's line
     assert "not run: sum_dim1.cu needs an NVIDIA GPU" in r.stderr and "--compile-only" in r.stderr
     r = stark("eval", "sum_dim1.cu", "--compile-only", cwd=ws)
     assert r.returncode == exit_codes.OK and "compile:     ok" in r.stdout, r.stdout + r.stderr

@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             result = ev.evaluate(task, source, opts)
         hardware = ev.hardware()
+    if refusal.needs_gpu(task) and "interpreter" in str(hardware):  # nvcc compiled it; nothing here runs it
+        hardware = "none: no NVIDIA GPU here (nvcc compiles; nothing runs)"
     result = with_user_file_name(result, Path(shown).name)
     # a KernelBench file without ModelNew, evaluated alone: the reference timed against itself
     itself = args.candidate is None and without_kernelbench_stub(source) is not None
