@@ -27,6 +27,7 @@ COMMANDS = {
     "optimize": "stark_lsp.commands.optimize_cmd",
     "show": "stark_lsp.commands.show_cmd",
     "export": "stark_lsp.commands.export_cmd",
+    "harness": "stark_lsp.commands.harness_cmd",
     "serve": "stark_lsp.commands.serve_cmd",
     "bench": "stark_lsp.commands.bench_cmd",
 }

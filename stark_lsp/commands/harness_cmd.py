@@ -1,0 +1,60 @@
+"""``stark harness KERNEL [--kernel NAME] [-o FILE]``: write the harness template of a CUDA or Triton kernel.
+
+The same template the editor's "Create <name>.harness.py" quick fix writes
+(``tasks/harness_template.py``): inputs shaped from the launcher's or entry
+function's parameters, ``run()`` calling it, and a ``reference()`` for the
+user to write. Never over an existing file. A KernelBench file needs none
+(its ``Model`` is the reference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from stark_lsp import exit_codes
+from stark_lsp.commands import refusal
+
+NAME = "harness"
+HELP = "write the harness template of a CUDA or Triton kernel file (the editor's 'Create harness')"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kernel", help="the .cu or Triton .py kernel file")
+    p.add_argument("--kernel", dest="name", metavar="NAME",
+                   help="the __global__ or @triton.jit kernel to aim at (default: the file's first launcher or entry)")
+    p.add_argument("-o", "--out", help="the file to write (default: KERNEL's name with .harness.py, beside it)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stark_lsp.tasks.harness_template import render_harness
+    from stark_lsp.tasks.spec import default_harness_path, is_kernelbench_reference, is_triton_source, read_source
+
+    path = Path(args.kernel)
+    text = read_source(path, "kernel")
+    if path.suffix in (".cu", ".cuh"):
+        language = "cuda"
+    elif path.suffix == ".py" and is_kernelbench_reference(text):
+        raise refusal.Refusal(f"{path.name} is a KernelBench file: its Model is the reference, it needs no harness "
+                              f"(stark eval {path.name} times it)")
+    elif path.suffix == ".py" and is_triton_source(text):
+        language = "triton"
+    else:
+        raise refusal.Refusal(f"{path.name}: expected a CUDA file (.cu) or a Python file with @triton.jit kernels")
+    target = Path(args.out) if args.out else default_harness_path(path)
+    try:
+        harness = render_harness(language, path.name, text, args.name)
+    except ValueError as e:
+        raise refusal.Refusal(f"{path.name}: no harness template: {e}") from None
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise refusal.Refusal(f"{target} already exists: not overwritten") from None
+    except OSError as e:
+        raise refusal.Refusal(f"cannot write {target}: {e.strerror or e}") from None
+    with os.fdopen(fd, "w") as fh:
+        fh.write(harness)
+    print(f"wrote {target}: write reference() in it, then 'stark eval {path}'", file=sys.stderr)
+    return exit_codes.OK
