@@ -12,7 +12,7 @@ same:
   dtypes of its inputs and outputs as drawn now (so ``STARK_SMALL`` or a
   changed ``get_inputs`` is another key);
 * the timing options, whether torch.compile is timed, the chain forced by
-  the environment, and the environment that changes what the reference or
+  the environment and whether the device chain works in this judge, and the environment that changes what the reference or
   torch.compile runs (``TORCH*``, ``NVIDIA_TF32*``, ``CUBLAS*``, ...);
 * the GPU (name, capability, memory, SMs), the driver, torch, Triton and
   CUDA versions;

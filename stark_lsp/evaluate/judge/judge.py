@@ -248,6 +248,13 @@ class Judge:
         """The device chain (``wire/device_chain.py``) where the task allows it and its kernels work in
         this judge (checked once); else the host chain. The same for a task's every process."""
         forced = os.environ.get("STARK_EVAL_DEVICE_CHAIN") == "1"  # also on the CPU (Triton's interpreter): tests
+        conv.outputs_n = max(1, len(outputs))
+        usable = DC.usable(inputs, outputs, self.device, any_device=forced)
+        conv.chain = "device" if self._device_chain_works() and usable else "host"
+
+    def _device_chain_works(self) -> bool:
+        """Whether the device chain's kernels run in this judge (checked once)."""
+        forced = os.environ.get("STARK_EVAL_DEVICE_CHAIN") == "1"
         if self._device_chain_ok is None:
             self._device_chain_ok = False
             if (self.is_gpu or forced) and os.environ.get("STARK_EVAL_HOST_CHAIN") != "1":
@@ -262,9 +269,7 @@ class Judge:
                 except Exception as e:  # noqa: BLE001 - the host chain then: slower, as safe
                     sys.stderr.write(f"judge: device chain unavailable ({type(e).__name__}: {first_line(str(e))}); "
                                      "batches chain on the host\n")
-        conv.outputs_n = max(1, len(outputs))
-        usable = DC.usable(inputs, outputs, self.device, any_device=forced)
-        conv.chain = "device" if self._device_chain_ok and usable else "host"
+        return bool(self._device_chain_ok)
 
     def _rehearse(self, ref: Reference, ran: Any, param_seed: int) -> None:
         """What checking a batch costs the judge (the reference on each call's inputs), done after a
@@ -555,7 +560,7 @@ class Judge:
                 "options": [opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s, opts.warmup_ms,
                             opts.noise_target],
                 "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""), os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
-                "env": BC.environment(),
+                "env": BC.environment(), "device_chain": self._device_chain_works(),
                 "machine": machine}
 
     def _machine(self) -> dict[str, Any]:
