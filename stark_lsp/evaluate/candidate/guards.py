@@ -58,6 +58,10 @@ def _kernel_name(obj: Any) -> str:
 PROTOCOL_MODULES = ("stark_lsp.evaluate.wire.device_chain_kernels", "stark_lsp.evaluate.wire.signed_sum")
 
 
+def _is_protocol(kernel: Any) -> bool:
+    return getattr(getattr(kernel, "fn", None), "__module__", "") in PROTOCOL_MODULES
+
+
 class LaunchCounter:
     """Counts launches of Triton kernels by name (JIT and interpreter), and which
     kernels a launch was attempted for (``kernel[grid]`` evaluated): a kernel
@@ -110,7 +114,7 @@ class LaunchCounter:
 
             def run(self: Any, *a: Any, __orig: Any = original, **k: Any) -> Any:
                 out = __orig(self, *a, **k)  # count only launches that went through
-                if getattr(getattr(self, "fn", None), "__module__", "") in PROTOCOL_MODULES:
+                if _is_protocol(self):
                     return out  # the protocol's own kernels are not the candidate's launches, whatever their names
                 name = _kernel_name(self)
                 counter.launches[name] = counter.launches.get(name, 0) + 1
@@ -123,7 +127,7 @@ class LaunchCounter:
             get = cls.__getitem__
 
             def getitem(self: Any, grid: Any, __orig: Any = get) -> Any:
-                if getattr(getattr(self, "fn", None), "__module__", "") not in PROTOCOL_MODULES:
+                if not _is_protocol(self):
                     counter.reached.add(_kernel_name(self))
                 return __orig(self, grid)
 

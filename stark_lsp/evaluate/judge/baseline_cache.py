@@ -12,8 +12,9 @@ same:
   dtypes of its inputs and outputs as drawn now (so ``STARK_SMALL`` or a
   changed ``get_inputs`` is another key);
 * the timing options, whether torch.compile is timed, the chain forced by
-  the environment and whether the device chain works in this judge, and the environment that changes what the reference or
-  torch.compile runs (``TORCH*``, ``NVIDIA_TF32*``, ``CUBLAS*``, ...);
+  the environment and whether the device chain works in this judge, and
+  the environment that changes what the reference or torch.compile runs
+  (``TORCH*``, ``NVIDIA_TF32*``, ``CUBLAS*``, ...);
 * the GPU (name, capability, memory, SMs), the driver, torch, Triton and
   CUDA versions;
 * the judge's own timing code (its files' bytes): a new protocol times
@@ -48,8 +49,8 @@ FORMAT = 1
 MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a machine's state drifts)
 # environment that changes what the reference or torch.compile runs (TF32, inductor's choices, cuBLAS)
 _ENV_PREFIXES = ("TORCH", "NVIDIA_TF32", "CUBLAS", "CUDNN", "STARK_SMALL", "PYTORCH")
-_CODE = ("timing.py", "timed_calls.py", "batches.py", "judge.py", "../harness.py", "../wire/device_chain.py", "../wire/device_chain_kernels.py",
-         "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py")
+_CODE = ("timing.py", "timed_calls.py", "batches.py", "judge.py", "../harness.py", "../wire/device_chain.py",
+         "../wire/device_chain_kernels.py", "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py")
 
 
 def directory() -> Path | None:
@@ -144,13 +145,13 @@ def load(k: str) -> tuple[Timed, Timed | None, str, str] | None:
         return None
 
 
-def store(k: str, reference: Timed, compiled: Timed | None, note: str, parts: dict[str, Any]) -> str:
-    """Write the figures under ``k`` (atomically: a reader never sees half a file); when measured."""
-    when = time.strftime("%Y-%m-%d %H:%M:%S")
+def store(k: str, reference: Timed, compiled: Timed | None, note: str, parts: dict[str, Any]) -> None:
+    """Write the figures under ``k`` (atomically: a reader never sees half a file). A cache that cannot
+    be written only costs the next session the timing."""
     d = directory()
     if d is None:
-        return when
-    doc = {"format": FORMAT, "key": k, "measured_at": when, "parts": parts, "note": note,
+        return
+    doc = {"format": FORMAT, "key": k, "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "parts": parts, "note": note,
            "reference": _timed_doc(reference), "compiled": _timed_doc(compiled) if compiled else None}
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -160,4 +161,3 @@ def store(k: str, reference: Timed, compiled: Timed | None, note: str, parts: di
         os.replace(tmp, d / f"{k}.json")
     except OSError:
         pass
-    return when

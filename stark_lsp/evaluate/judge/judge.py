@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
+from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import task_sanity
 from stark_lsp.evaluate.judge import timing as TM
@@ -58,7 +59,6 @@ from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, F
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
-from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
 from stark_lsp.safe_text import first_line
@@ -559,12 +559,16 @@ class Judge:
                 "inputs": [_value_info(v).__dict__ for v in inputs], "outputs": [_value_info(v).__dict__ for v in out],
                 "options": [opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s, opts.warmup_ms,
                             opts.noise_target],
-                "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""), os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
+                "chain_env": [os.environ.get("STARK_EVAL_HOST_CHAIN", ""),
+                              os.environ.get("STARK_EVAL_DEVICE_CHAIN", "")],
                 "env": BC.environment(), "device_chain": self._device_chain_works(),
                 "machine": machine}
 
     def _machine(self) -> dict[str, Any]:
-        m: dict[str, Any] = {"device": self.device.type, "torch": torch.__version__, "cuda": torch.version.cuda}
+        """``hardware()`` (the GPU, its SMs, memory and torch) less the sandbox, with the versions and
+        the driver a baseline's figure also depends on."""
+        m = {k: v for k, v in self.hardware().items() if k != "sandbox"}
+        m["cuda"] = torch.version.cuda
         try:
             import triton
 
@@ -572,13 +576,8 @@ class Judge:
         except ImportError:
             m["triton"] = None
         if self.is_gpu:
-            p = torch.cuda.get_device_properties(self.device)
-            m.update(gpu=p.name, capability=[p.major, p.minor], memory=int(p.total_memory),
-                     sms=p.multi_processor_count, uuid=str(getattr(p, "uuid", "")))
-            try:
-                m["driver"] = torch._C._cuda_getDriverVersion()
-            except Exception:  # noqa: BLE001 - a torch without it: the CUDA version stands in
-                m["driver"] = None
+            m["uuid"] = str(getattr(torch.cuda.get_device_properties(self.device), "uuid", ""))
+            m["driver"] = torch._C._cuda_getDriverVersion() if hasattr(torch._C, "_cuda_getDriverVersion") else None
         return m
 
     def _floor(self, ref: Reference, spec: TaskSpec, opts: EvalOptions, param_seed: int) -> Floor | None:

@@ -88,7 +88,8 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
                role: str = "candidate") -> Timed:
     """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
     of a baseline's timed batches, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``),
-    first and second in turn, so neither always meets the process after a pause. ``protocol_cap_ms``: what the protocol
+    first and second in turn, so neither always meets the process after a pause. ``protocol_cap_ms``:
+    what the protocol
     cost a call in the reference's own process (trusted); a candidate's process is never credited with
     more per call, whatever its calibration (taken while the GPU's clocks were still low, it can be
     dearer than the truth) or its empty batches (which candidate code runs beside) say. Of that, only

@@ -219,7 +219,8 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
            budget_s: float, is_gpu: bool = True, max_batches: int | None = None) -> bool:
     """Whether to stop timing: the figure is known to ``noise_target`` (the relative standard error
     of its median) over at least ``MIN_BATCHES`` batches and ``min_calls``
-    calls (or ``MIN_TIME_S`` of timed batches); or the time budget is spent (after at least 3 batches); or ``MAX_CALLS`` calls, or
+    calls (or ``MIN_TIME_S`` of timed batches); or the time budget is spent (after at least 3
+    batches); or ``MAX_CALLS`` calls, or
     ``max_batches`` batches, were made."""
     n = len(batches)
     calls = sum(b.calls for b in batches)
