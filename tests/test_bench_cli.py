@@ -267,8 +267,10 @@ def test_jobs_default_to_what_the_machine_fits_and_one_on_the_cpu(monkeypatch):
 
     monkeypatch.setattr(refusal, "runs_on_cpu", lambda device: device == "cpu")
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 16)
-    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 4
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 8
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cpu")) == 1
+    monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 64)
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 8
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=3, device="cpu")) == 3
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 2)
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 1

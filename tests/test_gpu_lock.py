@@ -1,4 +1,5 @@
-"""One evaluation at a time per GPU, across processes (stark_lsp/evaluate/gpu_lock.py).
+"""The GPU's gate, across processes (stark_lsp/evaluate/judge/gpu_lock.py): what is timed has the GPU
+alone, everything else shares it.
 
 On the CPU the workers take no lock unless STARK_EVAL_LOCK_NAME names one, which
 these tests do to exercise the same path a GPU worker takes."""
@@ -32,9 +33,34 @@ print(json.dumps([t0, t1]), flush=True)
 """
 
 
+HOLD_MODE = r"""
+import json, sys, time
+from stark_lsp.evaluate.judge.gpu_lock import GpuGate
+gate = GpuGate(sys.argv[1])
+print("ready", flush=True)
+with gate.hold(sys.argv[3]):
+    t0 = time.time()
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+    t1 = time.time()
+print(json.dumps([t0, t1]), flush=True)
+"""
+
+
 def _hold(key: str, seconds: float, env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", HOLD, key, str(seconds)], stdout=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT)
+
+
+def _hold_as(mode: str, key: str, seconds: float, env: dict) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", HOLD_MODE, key, str(seconds), mode], stdout=subprocess.PIPE,
+                         text=True, env=env, cwd=ROOT)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def _span(p: subprocess.Popen) -> list[float]:
+    return json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
 
 
 @pytest.fixture
@@ -141,3 +167,96 @@ def test_a_lock_file_that_cannot_be_written_still_locks_and_none_at_all_does_not
     monkeypatch.setattr(gl.os, "open", nothing)
     with GpuLock("GPU-none") as lock:  # no lock to be had: the evaluation goes on
         assert lock.waited_s == 0.0
+
+
+def test_shared_holders_overlap_and_an_exclusive_one_waits_for_them(lock_env):
+    a = _hold_as("shared", "GPU-s", 2.0, lock_env)
+    assert a.stdout.readline().strip() == "held"
+    b = _hold_as("shared", "GPU-s", 0.0, lock_env)  # passes while a holds its share
+    (b0, b1) = _span(b)
+    w = _hold_as("exclusive", "GPU-s", 0.0, lock_env)
+    (a0, a1), (w0, _) = _span(a), _span(w)
+    assert b1 <= a1, "a second shared holder waited for the first"
+    assert w0 >= a1, "the exclusive holder ran beside a shared one"
+
+
+def test_a_waiting_exclusive_holder_is_not_starved_by_new_shared_ones(lock_env):
+    """A timer waits only for the shared phases already running: one that comes after it waits for it."""
+    from stark_lsp.evaluate.judge.gpu_lock import SHARED, GpuGate
+
+    reader = GpuGate("GPU-w")
+    reader.switch(SHARED)
+    w = _hold_as("exclusive", "GPU-w", 1.0, lock_env)
+    late = None
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:  # the writer has the turnstile once a shared try fails
+            probe = GpuGate("GPU-w")
+            if not probe._take(SHARED, blocking=False):
+                probe.close()
+                break
+            probe.release()
+            probe.close()
+            time.sleep(0.05)
+        else:
+            pytest.fail("the exclusive holder never reached the turnstile")
+        late = _hold_as("shared", "GPU-w", 0.0, lock_env)
+    finally:
+        reader.close()  # the running shared phase ends: the writer goes, then the late reader
+    (w0, w1) = _span(w)
+    (l0, _) = _span(late)
+    assert l0 >= w1, "a shared holder that came after a waiting timer went before it"
+
+
+def test_a_gate_says_when_it_waits_and_for_how_long(lock_env):
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
+
+    seen = []
+    gate = GpuGate("GPU-n", on_wait=lambda mode, s: seen.append((mode, s)))
+    with gate.hold(SHARED):
+        pass
+    assert seen == [] and gate.waited_s == 0.0  # nothing to wait for: nothing said
+    p = _hold_as("shared", "GPU-n", 1.0, lock_env)
+    assert p.stdout.readline().strip() == "held"
+    with gate.hold(EXCLUSIVE):
+        assert gate.mode == EXCLUSIVE
+    _span(p)
+    assert seen[0] == (EXCLUSIVE, None) and seen[1][0] == EXCLUSIVE and seen[1][1] > 0
+    assert gate.waited_s == seen[1][1] and gate.mode is None
+
+
+def test_a_cpu_gate_never_waits():
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, GpuGate
+
+    gate = GpuGate("")
+    with gate.hold(EXCLUSIVE):
+        assert not gate.active
+    assert gate.waited_s == 0.0
+
+
+@pytest.mark.timeout(300)
+def test_an_evaluation_times_only_when_no_other_process_uses_the_gpu(lock_env, monkeypatch, tmp_path):
+    """A process that holds the gate shared (another judge's checks) keeps an evaluation from timing
+    until it lets go; the wait is not the candidate's time, and the result says how long it was."""
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.tasks.spec import load_task
+
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-eval")
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=3.0)
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        assert ev.evaluate(task, task.root_source(), opts).status is Status.OK  # warm
+        p = _hold_as("shared", "GPU-eval", 6.0, lock_env)
+        assert p.stdout.readline().strip() == "held"
+        done: list = []
+        again = task.root_source() + "\n# a new source: not a cached verdict\n"
+        t = threading.Thread(target=lambda: done.append((ev.evaluate(task, again, opts), time.time())))
+        t.start()
+        (_, released) = _span(p)
+        t.join(120)
+    result, finished = done[0]
+    assert result.status is Status.OK, result.summary()
+    assert finished >= released
+    assert result.phases.get("waiting for the GPU", 0.0) > 0.0

@@ -91,14 +91,15 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
 
 
 def jobs_from_args(args: argparse.Namespace) -> int:
-    """``--jobs``, or what fits the machine: on a GPU a quarter of the cores (a search's builds, agents
-    and sandboxed processes keep about four busy), at most 4; on the CPU one (the interpreter is the
-    bottleneck, and CI's two cores have nothing to spare)."""
+    """``--jobs``, or what fits the machine: on a GPU half the cores (a search keeps about two busy
+    between its builds, its agents and its sandboxed processes; only timing holds the GPU alone,
+    ``gpu_lock.py``), at most 8; on the CPU one (the interpreter is the bottleneck, and CI's two
+    cores have nothing to spare)."""
     if getattr(args, "jobs", None):
         return int(args.jobs)
     if refusal.runs_on_cpu(args.device):
         return 1
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
+    return max(1, min(8, (os.cpu_count() or 1) // 2))
 
 
 def parse_gpus(text: str | None) -> list[int] | None:

@@ -90,12 +90,21 @@ class _Worker:
             pass
 
 
-def _is_started(line: bytes) -> bool:
+def _progress(line: bytes) -> str | None:
+    """"started", "waiting" or "resumed" for the judge's progress lines (process.py); None for a reply."""
     try:
         msg = json.loads(line)
     except ValueError:
-        return False
-    return isinstance(msg, dict) and msg.get("started") is True and "result" not in msg
+        return None
+    if not isinstance(msg, dict) or "result" in msg:
+        return None
+    if msg.get("started") is True:
+        return "started"
+    if isinstance(msg.get("waiting"), str):
+        return "waiting"
+    if msg.get("resumed") is True:
+        return "resumed"
+    return None
 
 
 def _signal_name(rc: int | None) -> str:
@@ -170,15 +179,29 @@ class WorkerPool:
             worker.tx.flush()
         except (BrokenPipeError, OSError):
             return self._fault(worker, "crashed", "the worker was gone before the job started", log_offset)
-        # the time limit runs from when the worker holds its GPU (gpu_lock.py), not while it waits
-        line = worker.read_line(time.monotonic() + LOCK_WAIT_S + timeout_s)
-        if line is None:
-            return self._fault(worker, "timeout", f"the GPU stayed busy (another evaluation held it) for over "
-                                                  f"{LOCK_WAIT_S + timeout_s:.0f} s: killed", log_offset)
-        if _is_started(line):
-            line = worker.read_line(time.monotonic() + timeout_s)
+        # the time limit counts only while the judge works: not while it waits at its GPU's gate (gpu_lock.py)
+        left = timeout_s
+        waiting = True  # until it says it started
+        running_until = 0.0
+        while True:
+            line = worker.read_line(time.monotonic() + LOCK_WAIT_S + left if waiting else running_until)
             if line is None:
-                return self._fault(worker, "timeout", f"the judge gave no result within {timeout_s:.0f} s: restarted", log_offset)
+                if waiting:
+                    return self._fault(worker, "timeout", f"the GPU stayed busy (other evaluations held it) for over "
+                                                          f"{LOCK_WAIT_S:.0f} s: killed", log_offset)
+                return self._fault(worker, "timeout", f"the judge gave no result within {timeout_s:.0f} s: restarted",
+                                   log_offset)
+            mark = _progress(line)
+            if mark is None:
+                break
+            now = time.monotonic()
+            if mark == "waiting":
+                if not waiting:
+                    left = max(0.0, running_until - now)
+                waiting = True
+            else:  # started, or resumed after a wait
+                waiting = False
+                running_until = now + left
         if line == b"":
             worker.proc.wait(timeout=10)
             why = _signal_name(worker.proc.returncode)

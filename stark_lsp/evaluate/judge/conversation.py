@@ -74,10 +74,11 @@ class EvalState:
 class Conversation:
     def __init__(self, link: CandidateLink, state: EvalState, *, deadline: float, timeout_s: float,
                  cancel_fd: int | None, on_kill: Callable[[], None], how_it_ended: Callable[[CandidateLink], str],
-                 device: torch.device, role: str):
+                 device: torch.device, role: str, paused: Callable[[], float] | None = None):
         self.link = link
         self.state = state
-        self.deadline = deadline  # time.monotonic() by which the whole evaluation must be done
+        self.deadline = deadline  # time.monotonic() by which the whole evaluation must be done, but for pauses
+        self._paused = paused  # seconds the judge waited at the GPU's gate so far: not the evaluation's time
         self.timeout_s = timeout_s
         self.cancel_fd = cancel_fd
         self._on_kill = on_kill
@@ -95,7 +96,7 @@ class Conversation:
         self._on_kill()
 
     def left_s(self) -> float:
-        return self.deadline - time.monotonic()
+        return self.deadline + (self._paused() if self._paused is not None else 0.0) - time.monotonic()
 
     def ask(self, msg: dict[str, Any] | None, limit_s: float, phase: str, parse: Callable[[dict[str, Any]], T] | None = None,
             *, launched_limit: float | None = None, progress_limit: float | None = None) -> Any:

@@ -1,20 +1,31 @@
-"""One evaluation at a time on a GPU, across every STARK process on the machine.
+"""The GPU's gate: what is timed has the GPU alone; everything else shares it, across every STARK process.
 
-Two evaluations on one GPU at once disturb each other's timings: a second
-worker of the same pool, a bench and an editor's search, or two editor
-windows. Each worker therefore holds an exclusive ``flock`` on a file named
-after its GPU (the device's UUID) for the whole evaluation: load, trials,
-timing. The lock is released when the evaluation ends or the process dies (the
-kernel drops ``flock`` locks with the file descriptor), so a killed worker
-never leaves it held.
+Two evaluations on one GPU disturb each other's *timings*, not their builds,
+their loads or their checks. So each judge (``judge.py``) passes its phases
+through a machine-wide gate, one per GPU (named after the device's UUID):
 
-The worker says when it holds the lock (``started``), and the pool measures
-the evaluation's time limit from then: waiting for another process's
-evaluation is not this candidate's run time.
+* **exclusive** for what is timed: the calibration of a process's protocol
+  and its timed batches (the baselines', the candidates', the re-timing);
+  also ncu's replays (``profile/run_once.py``);
+* **shared** for every other phase that runs work on the GPU: the reference's
+  outputs, a process's start, loading a candidate and its first call, its
+  trials, the launch check, clearing the process away. So no candidate's GPU
+  work ever overlaps another's timed batch;
+* **none** while only the CPU works: the ``torch.compile`` baseline's
+  compile (trusted code), waiting for the zygote.
+
+The gate is two ``flock`` files: the lock itself (shared or exclusive) and a
+turnstile that an exclusive holder keeps while it waits and runs. A new
+shared holder passes the turnstile first, so a waiting timer is never starved
+by a stream of builds and checks, and waits at most for the shared phases
+already running. ``flock`` locks go with the file descriptor, so a killed
+process never leaves the gate held. A phase that had to wait says so
+(``on_wait``: the pool does not count that time against the evaluation's
+limit) and ``waited_s`` sums it.
 
 Files live in ``$STARK_EVAL_LOCK_DIR`` (default ``/tmp``; a worker's own TMPDIR
-is private, so it cannot be used). ``$STARK_EVAL_LOCK_NAME`` forces a lock on a
-CPU worker too (tests).
+is private, so it cannot be used). ``$STARK_EVAL_LOCK_NAME`` forces a gate on
+a CPU worker too (tests).
 """
 
 from __future__ import annotations
@@ -24,17 +35,20 @@ import os
 import re
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
+
+SHARED, EXCLUSIVE = "shared", "exclusive"
 
 
 def lock_dir() -> Path:
     return Path(os.environ.get("STARK_EVAL_LOCK_DIR") or "/tmp")
 
 
-def lock_path(key: str) -> Path:
+def lock_path(key: str, part: str = "lock") -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", key).strip("_") or "gpu"
-    return lock_dir() / f"stark-gpu-{safe}.lock"
+    return lock_dir() / f"stark-gpu-{safe}.{part}"
 
 
 def gpu_key(torch: Any, device: Any) -> str:
@@ -54,52 +68,128 @@ def gpu_key(torch: Any, device: Any) -> str:
     return f"cuda{visible[index].strip() if index < len(visible) and visible[index].strip() else index}"
 
 
+def _open(path: Path) -> int | None:
+    """A gate file, shared by every user of the machine (flock works on a read-only descriptor,
+    so another user's file will do); None when it cannot be opened at all."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            os.fchmod(fd, 0o666)  # past the umask, so other users can open it too
+        except OSError:
+            pass
+        return fd
+    except OSError:
+        pass
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as e:
+        sys.stderr.write(f"stark: no GPU lock ({path}: {e}); evaluating without it\n")
+        return None
+
+
+class GpuGate:
+    """One process's way through the gate of one GPU. ``with gate.hold(SHARED): ...`` (or
+    EXCLUSIVE, or None for no hold) switches to that mode for the block and back after it;
+    ``release()`` lets go of everything. ``key`` "" makes a gate that never waits (the CPU)."""
+
+    def __init__(self, key: str, on_wait: Callable[[str, float | None], None] | None = None):
+        self.key = key
+        self.on_wait = on_wait  # (mode, None) before a wait, (mode, seconds) after it
+        self.mode: str | None = None
+        self.waited_s = 0.0
+        self._lock: int | None = None
+        self._turn: int | None = None
+        if key:
+            self._lock = _open(lock_path(key))
+            self._turn = _open(lock_path(key, "turn")) if self._lock is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self._lock is not None
+
+    @contextmanager
+    def hold(self, mode: str | None) -> Iterator["GpuGate"]:
+        before = self.mode
+        self.switch(mode)
+        try:
+            yield self
+        finally:
+            self.switch(before)
+
+    def switch(self, mode: str | None) -> None:
+        """Hold the gate in ``mode`` from now on. The mode held is let go of first (a shared holder
+        that waited for the exclusive hold while keeping its share would deadlock with another)."""
+        if mode == self.mode or self._lock is None:
+            self.mode = mode
+            return
+        self._let_go()
+        if mode is None:
+            return
+        t0 = time.monotonic()
+        if not self._take(mode, blocking=False):
+            if self.on_wait is not None:
+                self.on_wait(mode, None)
+            self._take(mode, blocking=True)
+            waited = time.monotonic() - t0
+            self.waited_s += waited
+            if self.on_wait is not None:
+                self.on_wait(mode, waited)
+        self.mode = mode
+
+    def _take(self, mode: str, blocking: bool) -> bool:
+        nb = 0 if blocking else fcntl.LOCK_NB
+        assert self._lock is not None
+        try:
+            if self._turn is not None:
+                fcntl.flock(self._turn, fcntl.LOCK_EX | nb)
+            try:
+                fcntl.flock(self._lock, (fcntl.LOCK_EX if mode == EXCLUSIVE else fcntl.LOCK_SH) | nb)
+            except BaseException:
+                if self._turn is not None:
+                    fcntl.flock(self._turn, fcntl.LOCK_UN)
+                raise
+        except BlockingIOError:
+            return False
+        if mode == SHARED and self._turn is not None:
+            fcntl.flock(self._turn, fcntl.LOCK_UN)  # through the turnstile: the next one may pass
+        return True
+
+    def _let_go(self) -> None:
+        if self.mode is not None and self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            if self.mode == EXCLUSIVE and self._turn is not None:
+                fcntl.flock(self._turn, fcntl.LOCK_UN)
+        self.mode = None
+
+    def release(self) -> None:
+        self._let_go()
+
+    def close(self) -> None:
+        self._let_go()
+        for fd in (self._lock, self._turn):
+            if fd is not None:
+                os.close(fd)
+        self._lock = self._turn = None
+
+
 class GpuLock:
-    """``with GpuLock(key): ...`` holds the machine-wide lock of one GPU; ``waited_s`` says how
-    long it took to get it."""
+    """``with GpuLock(key): ...`` has the GPU alone (the gate held exclusive) for the block;
+    ``waited_s`` says how long it took to get it."""
 
     def __init__(self, key: str):
         self.path = lock_path(key)
+        self.key = key
         self.waited_s = 0.0
-        self._fd: int | None = None
+        self._gate: GpuGate | None = None
 
     def __enter__(self) -> "GpuLock":
-        fd = self._open()
-        if fd is None:
-            return self  # no lock file can be made here: run unlocked rather than fail the evaluation
-        t0 = time.monotonic()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        self.waited_s = time.monotonic() - t0
-        self._fd = fd
+        self._gate = GpuGate(self.key)
+        self._gate.switch(EXCLUSIVE)
+        self.waited_s = self._gate.waited_s
         return self
 
-    def _open(self) -> int | None:
-        """The lock file, shared by every user of the machine (flock works on a read-only
-        descriptor, so another user's file will do); None when it cannot be opened at all."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                os.fchmod(fd, 0o666)  # past the umask, so other users can open it too
-            except OSError:
-                pass
-            return fd
-        except OSError:
-            pass
-        try:
-            return os.open(self.path, os.O_RDONLY)
-        except OSError as e:
-            sys.stderr.write(f"stark: no GPU lock ({self.path}: {e}); evaluating without it\n")
-            return None
-
     def __exit__(self, *exc: Any) -> None:
-        if self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = None
+        if self._gate is not None:
+            self._gate.close()
+            self._gate = None

@@ -25,6 +25,12 @@ in its own module:
    compared in full. The runtime is the judge's figure, or the process's own
    where the judge's clock bounds it; the speedup is computed here.
 
+The GPU's gate (``gpu_lock.py``) is held exclusive for the calibrations and
+the timed batches, shared for every other phase that runs on the GPU, and
+not at all while only the CPU works (``torch.compile``'s compile): other
+judges' builds, loads and checks run beside this one's, never beside its
+timing. Time spent waiting at the gate is not the candidate's.
+
 Every request has a limit scaled from the reference's time, and the whole
 evaluation a hard cap (``run_timeout_s``, the user's ``--timeout``); a candidate
 that misses one is killed (its whole sandbox is cleared) and reported.
@@ -49,6 +55,7 @@ from stark_lsp.evaluate.judge import task_sanity
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
+from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
 from stark_lsp.evaluate.judge.launch_rule import (custom_kernel_names, launched_kernel_names, missing_launches,
                                                   source_flags, triton_kernel_names)
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
@@ -109,6 +116,7 @@ class Judge:
         self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
         self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
         self._hide: list[str] = []  # folders the sandbox covers beyond the usual (the evaluator's cache)
+        self.gate = GpuGate("")  # the GPU's gate (process.py gives the machine-wide one): none here
 
     # ------------------------------------------------------------------
     def hardware(self) -> dict[str, Any]:
@@ -211,7 +219,8 @@ class Judge:
     def _talk(self, link: CandidateLink, state: EvalState, role: str, deadline: float, timeout_s: float,
               cancel_fd: int | None) -> Conversation:
         return Conversation(link, state, deadline=deadline, timeout_s=timeout_s, cancel_fd=cancel_fd,
-                            on_kill=self._kill_all, how_it_ended=self._how_it_ended, device=self.device, role=role)
+                            on_kill=self._kill_all, how_it_ended=self._how_it_ended, device=self.device, role=role,
+                            paused=lambda: self.gate.waited_s)
 
     # ------------------------------------------------------------------
     def _reference(self, spec: TaskSpec) -> Reference:
@@ -297,7 +306,7 @@ class Judge:
         state = EvalState(compile_report, [KernelResources(**r) for r in job.get("resources", [])], source_flags(source))
         self._profiler_next = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))
         timeout_s = opts.run_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + timeout_s - self.gate.waited_s  # waits at the gate are not the candidate's
         try:
             ref = self._reference(spec)
             sanity = self._task_sanity(spec, ref, opts, self._param_seed(opts))
@@ -350,8 +359,9 @@ class Judge:
             conv.ask(None, READY_LIMIT_S, "start")
             state.mark("process start")
             conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-            ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S,
-                           between=lambda ran: self._rehearse(ref, ran, param_seed))
+            with self.gate.hold(EXCLUSIVE):
+                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S,
+                               between=lambda ran: self._rehearse(ref, ran, param_seed))
             state.mark("calibration")
             self._load_candidate(conv, spec, job, source, library, param_seed, opts)
             state.mark("load")
@@ -381,9 +391,10 @@ class Judge:
             state.mark("launch check")
 
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
-            timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
-                               checker=checker, shapes=output_shapes(ref_out0),
-                               protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms)
+            with self.gate.hold(EXCLUSIVE):
+                timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
+                                   checker=checker, shapes=output_shapes(ref_out0),
+                                   protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms)
             state.mark("timing")
             if not state.resources:
                 state.resources = self._resources(conv, source)
@@ -514,16 +525,20 @@ class Judge:
             try:
                 conv.ask(None, READY_LIMIT_S, "start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, f"loading the {role}")
-                ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S)  # batches follow one another
-                conv.ask({"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
-                         opts.load_timeout_s, f"loading the {role}")
-                # its first call may compile (torch.compile): the load limit, then the call's
-                first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
-                del first
+                with self.gate.hold(EXCLUSIVE):
+                    ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S)  # batches follow one another
+                # torch.compile's compile is the CPU's work (trusted code): other judges use the GPU meanwhile
+                with self.gate.hold(None if role == "compiled" else SHARED):
+                    conv.ask({"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
+                             opts.load_timeout_s, f"loading the {role}")
+                    # its first call may compile (torch.compile): the load limit, then the call's
+                    first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
+                    del first
                 # every ratio divides by the baselines' figures: twice the candidates' budget (as the re-timing)
-                timed[role] = time_calls(conv, seeds, ov, replace(opts, time_budget_s=2 * opts.time_budget_s),
-                                         is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
-                                         checker=None, shapes=output_shapes(out), role=role)
+                with self.gate.hold(EXCLUSIVE):
+                    timed[role] = time_calls(conv, seeds, ov, replace(opts, time_budget_s=2 * opts.time_budget_s),
+                                             is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
+                                             checker=None, shapes=output_shapes(out), role=role)
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR

@@ -9,7 +9,10 @@ descriptors; its own stdout/stderr go to a log file.
 
 Messages in:  {"op": "evaluate", "job": {...}} | {"op": "cancel"} | {"op": "exit"}
 Messages out: {"ready": true, "hardware": {...}} once, then per job
-              {"started": true, "waited_s": s} when it holds the GPU (gpu_lock.py)
+              {"started": true} when it begins, {"waiting": mode} before a phase waits
+              for the GPU's gate (gpu_lock.py: another process's timing, or others'
+              work while this one would time) and {"resumed": true, "waited_s": s}
+              once it passed (the pool does not count the wait against the limit),
               and {"result": EvalResult-dict, "recycle": bool} or {"unavailable": reason}.
 A "cancel" that arrives while a job runs stops it (the candidate is killed);
 the job is answered as stopped.
@@ -23,7 +26,6 @@ import os
 import select
 import sys
 import traceback
-from contextlib import nullcontext
 
 
 def _redirect_output(log_path: str) -> None:
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from stark_lsp.evaluate.judge.gpu_lock import GpuLock, gpu_key
+        from stark_lsp.evaluate.judge.gpu_lock import SHARED, GpuGate, gpu_key
         from stark_lsp.evaluate.judge.judge import Judge, SandboxUnavailable
         from stark_lsp.evaluate.result import EvalResult, Status
 
@@ -91,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         if judge.is_gpu and args.memory_fraction:
             torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
         lock_key = os.environ.get("STARK_EVAL_LOCK_NAME") or (gpu_key(torch, judge.device) if judge.is_gpu else "")
+
+        def waiting(mode: str, waited: float | None) -> None:
+            send({"waiting": mode} if waited is None else {"resumed": True, "waited_s": round(waited, 4)})
+
+        judge.gate = GpuGate(lock_key, on_wait=waiting)  # one per GPU, machine-wide
         send({"ready": True, "hardware": judge.hardware(), "pid": os.getpid()})
     except Exception as e:  # the judge cannot start: say why, then exit
         send({"ready": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]})
@@ -115,9 +122,12 @@ def main(argv: list[str] | None = None) -> int:
                     break
             sent = False  # one answer per job, whatever fails after it went out
             try:
-                with GpuLock(lock_key) if lock_key else nullcontext() as lock:  # one evaluation per GPU, machine-wide
-                    send({"started": True, "waited_s": getattr(lock, "waited_s", 0.0)})
+                send({"started": True})
+                waited0 = judge.gate.waited_s
+                with judge.gate.hold(SHARED):  # the judge's phases switch it to exclusive or none as they go
                     result = judge.evaluate(job, cancel_fd=args.fd_in)
+                    if judge.gate.waited_s > waited0:  # other judges' timing, or their work while this one timed
+                        result.phases["waiting for the GPU"] = round(judge.gate.waited_s - waited0, 4)
                     while rx.pending():  # a cancel that came in as the job ended
                         extra = rx.next()
                         if extra is None or extra.get("op") == "exit":
