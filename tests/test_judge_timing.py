@@ -138,3 +138,19 @@ def test_drawing_the_inputs_beyond_its_calibrated_cost_is_added_to_the_batch():
     allowed = TM.PREPARE_SLACK * 1.3 + TM.PREPARE_SLACK_MS
     assert abs(busy.judged_ms(ov) - (0.2 + (51.3 - allowed) / 10)) < 1e-9
     assert TM.Batch(10, 2.6).judged_ms(ov) == honest.judged_ms(ov)  # the host chain: no prepare, nothing added
+
+
+def test_a_short_call_stops_once_sampling_could_narrow_its_bound_by_little():
+    """A 20 us call whose figure keeps half the protocol's 0.1 ms in it: a 2 % noise target would
+    sample to the budget, for a bound that the share left in dominates anyway."""
+    left = TM.Overhead(fixed_ms=0.1, per_call_ms=0.05, noise_ms=0.0, left_ms=0.05)
+    jittery = [TM.Batch(50, 0.1 + 50 * (0.05 + 0.02 * (1 + 0.1 * (i % 3)))) for i in range(6)]
+    fig = TM.figure(jittery, left, is_gpu=True)
+    assert fig.noise > 0.02  # the noise target is not met
+    assert TM.settled(fig, left, is_gpu=True)
+    assert TM.enough(jittery, left, noise_target=0.02, min_calls=100, spent_s=0.1, budget_s=1.5)
+    none_left = TM.Overhead(fixed_ms=0.1, per_call_ms=0.05, noise_ms=0.0)  # nothing the sampling cannot shrink
+    assert not TM.settled(TM.figure(jittery, none_left, is_gpu=True), none_left, is_gpu=True)
+    assert not TM.enough(jittery, none_left, noise_target=0.02, min_calls=100, spent_s=0.1, budget_s=1.5)
+    # the bound still carries the sampling noise it stopped at
+    assert fig.bound_ms >= TM.BOUND_SIGMAS * fig.noise * fig.median_ms + left.left_ms - 1e-12

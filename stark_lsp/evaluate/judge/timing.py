@@ -219,7 +219,8 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
            budget_s: float, is_gpu: bool = True, max_batches: int | None = None) -> bool:
     """Whether to stop timing: the figure is known to ``noise_target`` (the relative standard error
     of its median) over at least ``MIN_BATCHES`` batches and ``min_calls``
-    calls (or ``MIN_TIME_S`` of timed batches); or the time budget is spent (after at least 3
+    calls (or ``MIN_TIME_S`` of timed batches), or more batches would narrow its bound by little
+    (``settled``); or the time budget is spent (after at least 3
     batches); or ``MAX_CALLS`` calls, or
     ``max_batches`` batches, were made."""
     n = len(batches)
@@ -232,7 +233,24 @@ def enough(batches: list[Batch], ov: Overhead, *, noise_target: float, min_calls
         return True
     if n < MIN_BATCHES or (calls < min_calls and spent_s < MIN_TIME_S):
         return False
-    return figure(batches, ov, is_gpu).noise <= noise_target
+    fig = figure(batches, ov, is_gpu)
+    return fig.noise <= noise_target or settled(fig, ov, is_gpu)
+
+
+SETTLED_SHARE = 0.5  # the sampling noise in a bound, against what no amount of sampling narrows, to stop at
+
+
+def settled(fig: Figure, ov: Overhead, is_gpu: bool) -> bool:
+    """Whether more batches could narrow the figure's bound by little: its sampling part
+    (``BOUND_SIGMAS`` standard errors) is at most ``SETTLED_SHARE`` of the part that more time
+    cannot shrink (the protocol's share left in, its drift, the relative allowance, the clock's
+    floor). A short call's bound is that part's; sampling it to a 2 % noise target cost up to the
+    whole time budget for a bound no narrower (docs/benchmarks.md, session 9)."""
+    if not fig.batches or not math.isfinite(fig.noise):
+        return False
+    fixed = max(BOUND_RELATIVE * fig.median_ms, PROTOCOL_DRIFT[is_gpu] * ov.per_call_ms,
+                BOUND_FLOOR_MS[is_gpu]) + ov.left_ms
+    return BOUND_SIGMAS * fig.noise * fig.median_ms <= SETTLED_SHARE * fixed
 
 
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
