@@ -16,7 +16,6 @@ pytest.importorskip("triton")
 
 from stark_lsp.evaluate.wire import device_chain as DC  # noqa: E402
 from stark_lsp.evaluate.wire import digest as D  # noqa: E402
-from stark_lsp.evaluate.wire.signed_sum import GOLDEN, fmix32  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,8 +34,7 @@ KERNELS = "stark_lsp.evaluate.wire.device_chain_kernels"
 
 
 def factors(seed: int, previous, n: int) -> list[float]:
-    h = DC.chain_hash(seed, previous)
-    return [0.9375 if fmix32(i * GOLDEN + h) >> 31 else 1.0625 for i in range(n)]
+    return [0.9375 if s else 1.0625 for s in DC.sign_bits(DC.chain_hash(seed, previous), n)]
 
 
 def test_a_first_call_is_perturbed_by_one_sixteenth_each_way_from_the_nonce():
@@ -58,6 +56,22 @@ def test_a_later_call_is_perturbed_from_the_previous_digest_bit_for_bit():
     z = x.clone()
     DC.perturb_(z, dig, 0, 9, 0)
     assert not torch.equal(y, z)
+
+
+def test_the_next_calls_key_is_64_bits_and_every_bit_of_the_digest_moves_all_of_it():
+    """A forger who may move a digest's last bits within its tolerance cannot choose the next key:
+    one bit flips about half of both 32-bit halves, and the signs depend on both."""
+    row = [1234.5678, 0.0, 0.0, 0.0]
+    k0 = DC.chain_hash(DC.seed_of(5, 0), row)
+    for bit in (0, 1, 17, 31, 40):
+        import struct
+        bits = struct.unpack("<Q", struct.pack("<d", row[0]))[0] ^ (1 << bit)
+        k1 = DC.chain_hash(DC.seed_of(5, 0), [struct.unpack("<d", struct.pack("<Q", bits))[0], *row[1:]])
+        for h0, h1 in zip(k0, k1):
+            assert 6 <= bin(h0 ^ h1).count("1") <= 26, (bit, k0, k1)
+    a, b = k0
+    assert DC.sign_bits((a, b), 256) != DC.sign_bits((a, b ^ 1), 256)
+    assert DC.sign_bits((a, b), 256) != DC.sign_bits((a ^ 1, b), 256)
 
 
 def test_the_digest_on_the_device_is_the_hosts_with_the_same_signs():

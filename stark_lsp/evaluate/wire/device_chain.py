@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from stark_lsp.evaluate.wire.signed_sum import BLOCK, C1, CHUNK, M32, fmix32, key, triton_cdiv
+from stark_lsp.evaluate.wire.signed_sum import BLOCK, C1, CHUNK, GOLDEN, M32, fmix32, key, triton_cdiv
 
 EPS = 2.0**-4  # exact in every float format: 1 +- EPS is 1.0625 or 0.9375
 FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -63,15 +63,32 @@ def seed_of(nonce: int, which: int) -> int:
     return fmix32((int(nonce) & M32) ^ fmix32(which * C1 + 3)) | 2  # never 0 or 1 (Triton constants)
 
 
-def chain_hash(seed: int, previous: list[float] | None) -> int:
-    """The per-element hash key the kernel derives: from ``seed`` and the previous call's digest row
-    (its float64 values, bit by bit), as the kernel does it on the device."""
-    h = fmix32(seed)
+def _step(a: int, b: int, w: int) -> tuple[int, int]:
+    """One 32-bit word into the key ``(a, b)``, as ``device_chain_kernels._step`` does it."""
+    x = a ^ fmix32((b + w) & M32)
+    y = b ^ fmix32(x ^ w)
+    x = x ^ fmix32((y + (w ^ GOLDEN)) & M32)
+    y = y ^ fmix32((x + w) & M32)
+    return x ^ a, y ^ b
+
+
+def chain_hash(seed: int, previous: list[float] | None) -> tuple[int, int]:
+    """The 64-bit key ``(a, b)`` the kernel derives: from ``seed`` and the previous call's digest row
+    (its float64 values, word by word), as the kernel does it on the device. Each step is one-way
+    (Davies-Meyer), so a candidate that forges a digest within its tolerance cannot choose the next
+    call's key: it would have to try about 2**64 forgeries for each key it wants."""
+    a, b = fmix32(seed), fmix32((seed & M32) ^ C1)
     for v in previous or []:
         bits = struct.unpack("<Q", struct.pack("<d", float(v)))[0]
-        h = fmix32(h ^ (bits & M32))
-        h = fmix32(h ^ (bits >> 32))
-    return h
+        a, b = _step(a, b, bits & M32)
+        a, b = _step(a, b, bits >> 32)
+    return a, b
+
+
+def sign_bits(key: tuple[int, int], n: int) -> list[int]:
+    """Each element's sign bit under ``key`` (1: multiplied by ``1 - EPS``), as the kernel computes it."""
+    a, b = key
+    return [fmix32(fmix32((i * GOLDEN + a) & M32) ^ b) >> 31 for i in range(n)]
 
 
 def perturb_(x: torch.Tensor, dig: torch.Tensor | None, row: int, nonce: int, which: int) -> None:

@@ -1,10 +1,10 @@
 """The device chain's Triton kernels (``device_chain.py`` says what they are for).
 
 ``perturb_kernel``: multiplies a chunk of an input in place by ``1 +- 1/16``
-per element, the sign bit 31 of MurmurHash3's finaliser of
-``index * 0x9E3779B1 + h``, where ``h`` is hashed from a seed and, bit by
-bit, from the previous call's digest row in device memory (``m`` values;
-none when ``first``).
+per element, the sign bit 31 of ``fmix(fmix(index * 0x9E3779B1 + a) ^ b)``
+(MurmurHash3's finaliser), where the 64-bit key ``(a, b)`` is hashed from a
+seed and, word by word, from the previous call's digest row in device memory
+(``m`` values; none when ``first``) by a one-way step (``_step``).
 
 ``digest_kernel``: adds a chunk's signed sum of finite elements (the signs of
 ``signed_sum.py``) and its NaN, +inf and -inf counts into four float64 slots:
@@ -41,16 +41,29 @@ def _fm(h):
 
 
 @triton.jit
+def _step(a, b, w):
+    # one word of the previous digest into the 64-bit key (a, b): Davies-Meyer over a 4-round Feistel
+    # keyed by the word, so a key cannot be worked back to the state before it (each step would need
+    # 2**64 tries), and a digest cannot be forged to land its successor's key on a chosen one
+    x = a ^ _fm(b + w)
+    y = b ^ _fm(x ^ w)
+    x = x ^ _fm(y + (w ^ 0x9E3779B1))
+    y = y ^ _fm(x + w)
+    return x ^ a, y ^ b
+
+
+@triton.jit
 def perturb_kernel(x_ptr, n, dig_ptr, row_off, seed, m, first, WIDE: tl.constexpr, BLOCK: tl.constexpr):
-    h = _fm(seed.to(tl.uint32))
+    a = _fm(seed.to(tl.uint32))
+    b = _fm(seed.to(tl.uint32) ^ 0x85EBCA6B)
     if first == 0:
         for j in range(m):
             bits = tl.load(dig_ptr + row_off + j).to(tl.uint64, bitcast=True)
-            h = _fm(h ^ (bits & 0xFFFFFFFF).to(tl.uint32))
-            h = _fm(h ^ (bits >> 32).to(tl.uint32))
+            a, b = _step(a, b, (bits & 0xFFFFFFFF).to(tl.uint32))
+            a, b = _step(a, b, (bits >> 32).to(tl.uint32))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    s = _fm(offs.to(tl.uint32) * 0x9E3779B1 + h) >> 31
+    s = _fm(_fm(offs.to(tl.uint32) * 0x9E3779B1 + a) ^ b) >> 31
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     if WIDE:
         y = x.to(tl.float64) * tl.where(s != 0, 0.9375, 1.0625).to(tl.float64)
