@@ -260,3 +260,36 @@ def test_an_evaluation_times_only_when_no_other_process_uses_the_gpu(lock_env, m
     assert result.status is Status.OK, result.summary()
     assert finished >= released
     assert result.phases.get("waiting for the GPU", 0.0) > 0.0
+
+
+@pytest.mark.timeout(300)
+def test_an_evaluation_that_ran_out_of_memory_beside_others_is_done_again_alone(lock_env, monkeypatch, tmp_path):
+    """Out of GPU memory is the machine's state when judges share a GPU: neither the task's fault
+    nor the candidate's. The judge evaluates the job again with the gate held exclusive throughout,
+    and says so."""
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.tasks.spec import load_task
+
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-oom")
+    monkeypatch.setenv("STARK_EVAL_OOM_MARKER", str(tmp_path / "ran-out-once"))
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "oom_once_task.py")
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        result = ev.evaluate(task, task.root_source(), EvalOptions(trials=1, cpu_reps=1))
+    assert result.status is Status.OK, result.summary()
+    assert (tmp_path / "ran-out-once").exists()
+    assert result.phases.get("evaluated alone") == 1.0
+    assert any("GPU to itself" in f and "out of memory" in f for f in result.flags), result.flags
+
+
+def test_a_process_that_could_not_start_is_nobodys_verdict():
+    from stark_lsp.evaluate.judge.process import out_of_memory
+    from stark_lsp.evaluate.result import EvalResult, Status
+
+    assert out_of_memory(EvalResult(Status.RUNTIME_ERROR, "start: the process did not start: AcceleratorError: "
+                                                          "CUDA error: out of memory"))
+    assert out_of_memory(EvalResult(Status.TASK_ERROR, "the reference could not be timed: RuntimeError: CUDA error: "
+                                                       "CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
+    assert not out_of_memory(EvalResult(Status.INCORRECT, "trial 1: 12 elements differ"))
+    assert not out_of_memory(EvalResult(Status.OK, "out of memory in a name"))

@@ -91,7 +91,8 @@ class _Worker:
 
 
 def _progress(line: bytes) -> str | None:
-    """"started", "waiting" or "resumed" for the judge's progress lines (process.py); None for a reply."""
+    """"started", "waiting", "resumed" or "restarted" for the judge's progress lines (process.py); None
+    for a reply."""
     try:
         msg = json.loads(line)
     except ValueError:
@@ -104,6 +105,8 @@ def _progress(line: bytes) -> str | None:
         return "waiting"
     if msg.get("resumed") is True:
         return "resumed"
+    if msg.get("restarted") is True:
+        return "restarted"
     return None
 
 
@@ -195,6 +198,9 @@ class WorkerPool:
             if mark is None:
                 break
             now = time.monotonic()
+            if mark == "restarted":  # the judge evaluates the job again (alone, after running out of memory)
+                left = timeout_s
+                mark = "started"
             if mark == "waiting":
                 if not waiting:
                     left = max(0.0, running_until - now)

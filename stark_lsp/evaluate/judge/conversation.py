@@ -19,7 +19,7 @@ from typing import Any, Callable, TypeVar
 import torch
 
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge.link import CandidateLink
+from stark_lsp.evaluate.judge.link import CandidateLink, StartFailed
 from stark_lsp.evaluate.result import (Cheat, CompileReport, Correctness, EvalResult, KernelResources, Status,
                                        TaskIO)
 from stark_lsp.evaluate.wire.channel import ChannelError, Deadline, Interrupted, PeerClosed, check_output_headers
@@ -119,6 +119,10 @@ class Conversation:
             why = (f"the evaluation's time limit ({self.timeout_s:g} s, --timeout) passed" if capped
                    else f"no answer within its time limit ({self.link.last_limit_s:.1f} s)")
             raise Verdict(self.state.result(Status.TIMEOUT, f"{phase}: {why}: killed", output=self.output())) from None
+        except StartFailed as e:
+            self.kill()
+            raise Verdict(self.state.result(Status.RUNTIME_ERROR, f"{phase}: {e} (before any candidate code ran in "
+                                            f"it: not the candidate's doing)", output=self.output())) from None
         except PeerClosed:
             how = self._how_it_ended(self.link)
             self.kill()

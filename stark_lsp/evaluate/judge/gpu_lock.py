@@ -97,6 +97,7 @@ class GpuGate:
         self.key = key
         self.on_wait = on_wait  # (mode, None) before a wait, (mode, seconds) after it
         self.mode: str | None = None
+        self.alone = False  # every mode held exclusive: an evaluation that must have the GPU to itself
         self.waited_s = 0.0
         self._lock: int | None = None
         self._turn: int | None = None
@@ -120,6 +121,8 @@ class GpuGate:
     def switch(self, mode: str | None) -> None:
         """Hold the gate in ``mode`` from now on. The mode held is let go of first (a shared holder
         that waited for the exclusive hold while keeping its share would deadlock with another)."""
+        if self.alone and self._lock is not None:
+            mode = EXCLUSIVE
         if mode == self.mode or self._lock is None:
             self.mode = mode
             return

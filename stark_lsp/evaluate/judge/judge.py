@@ -39,6 +39,7 @@ that misses one is killed (its whole sandbox is cleared) and reported.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import sys
 import time
@@ -205,6 +206,15 @@ class Judge:
                 self._zygote_for(*self._zygote_args).prepare_next(self._profiler_next)
             except Exception:  # noqa: BLE001 - the next evaluation tries again, and says why
                 self.close()
+
+    def release_memory(self) -> None:
+        """Give the GPU's cached memory back (between evaluations, and before one that ran out of
+        memory is tried again): judges that share a GPU must not sit on what another needs."""
+        import gc
+
+        gc.collect()
+        if self.is_gpu:
+            torch.cuda.empty_cache()
 
     def _kill_all(self) -> None:
         if self.zygote is not None:
@@ -555,7 +565,8 @@ class Judge:
         b = _Baselines(timed["reference"], timed.get("compiled"), note)
         if disk is not None and not note:  # a torch.compile that failed is tried again next session
             BC.store(BC.key(disk), b.reference, b.compiled, note, disk)
-        self._baselines[key] = b
+        if not ran_out_of_memory(note):  # out of memory beside other judges: tried again next evaluation
+            self._baselines[key] = b
         return b
 
     def _baseline_parts(self, spec: TaskSpec, opts: EvalOptions, inputs: list[Any], out: list[Any]
@@ -607,6 +618,15 @@ class Judge:
             except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
                 self._floors[key] = None
         return self._floors[key]
+
+
+_OOM = re.compile(r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|"
+                  r"cudaErrorMemoryAllocation|out of GPU memory")
+
+
+def ran_out_of_memory(text: str) -> bool:
+    """Whether a failure's message says the GPU's memory ran out."""
+    return bool(_OOM.search(text))
 
 
 def reference_failure(e: BaseException, ref: Reference) -> str:

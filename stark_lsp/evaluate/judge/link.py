@@ -35,6 +35,11 @@ READY_TIMEOUT_S = 240.0
 OUTPUT_KEEP = 64 << 10
 
 
+class StartFailed(RuntimeError):
+    """A fresh process from the zygote said it could not start (CUDA out of memory, say): it had
+    no candidate code in it yet, so this is the machine's state, not anyone's verdict."""
+
+
 class SandboxError(RuntimeError):
     """The sandbox or its zygote could not be started or stopped answering."""
 
@@ -97,8 +102,8 @@ class CandidateLink:
         if self.ready:
             return
         msg = self.request(None, limit_s, cancel_fd=cancel_fd)
-        if msg.get("ready") is not True:
-            raise ChannelError(f"the candidate process did not start: {clean_text(msg.get('error'), 300)}")
+        if msg.get("ready") is not True:  # before any candidate code was in it: never the candidate's doing
+            raise StartFailed(f"the process did not start: {clean_text(msg.get('error'), 300)}")
         self.ready = True
 
     def request(self, msg: dict[str, Any] | None, limit_s: float, *, launched_limit_s: float | None = None,

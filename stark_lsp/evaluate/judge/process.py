@@ -13,6 +13,8 @@ Messages out: {"ready": true, "hardware": {...}} once, then per job
               for the GPU's gate (gpu_lock.py: another process's timing, or others'
               work while this one would time) and {"resumed": true, "waited_s": s}
               once it passed (the pool does not count the wait against the limit),
+              {"restarted": true} when it evaluates the job again with the GPU to itself
+              (it ran out of GPU memory beside other judges: out_of_memory),
               and {"result": EvalResult-dict, "recycle": bool} or {"unavailable": reason}.
 A "cancel" that arrives while a job runs stops it (the candidate is killed);
 the job is answered as stopped.
@@ -26,6 +28,7 @@ import os
 import select
 import sys
 import traceback
+from typing import Any
 
 
 def _redirect_output(log_path: str) -> None:
@@ -60,6 +63,13 @@ class _Lines:
 
     def pending(self) -> bool:
         return b"\n" in self.buf or bool(select.select([self.fd], [], [], 0)[0])
+
+
+def out_of_memory(result: Any) -> bool:
+    """Whether an evaluation ended because the GPU's memory ran out (whoever's code asked for it)."""
+    from stark_lsp.evaluate.judge.judge import ran_out_of_memory
+
+    return result.status.value != "ok" and ran_out_of_memory(result.message or "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +136,21 @@ def main(argv: list[str] | None = None) -> int:
                 waited0 = judge.gate.waited_s
                 with judge.gate.hold(SHARED):  # the judge's phases switch it to exclusive or none as they go
                     result = judge.evaluate(job, cancel_fd=args.fd_in)
+                    if judge.gate.active and out_of_memory(result):
+                        # beside other judges' processes the GPU's memory ran out: not the task's fault, nor
+                        # the candidate's. Once more, with the GPU to itself (its gate held exclusive throughout)
+                        judge.release_memory()
+                        judge.gate.alone = True
+                        send({"restarted": True})  # the pool's limit starts again
+                        judge.gate.switch(SHARED)
+                        first = result.message
+                        result = judge.evaluate(job, cancel_fd=args.fd_in)
+                        result.phases["evaluated alone"] = 1.0
+                        if out_of_memory(result):
+                            result.message += " (out of GPU memory with the GPU to itself too)"
+                        else:
+                            result.flags.append(f"evaluated again with the GPU to itself: beside other "
+                                                f"evaluations it ran out of GPU memory ({first[:160]})")
                     if judge.gate.waited_s > waited0:  # other judges' timing, or their work while this one timed
                         result.phases["waiting for the GPU"] = round(judge.gate.waited_s - waited0, 4)
                     while rx.pending():  # a cancel that came in as the job ended
@@ -138,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                     # the verdict is out; the GPU is held until the candidate is gone (cleared away
                     # by the zygote, its failure to do so replacing it), not by the next evaluation
                     judge.settle()
+                    judge.gate.alone = False
+                judge.release_memory()  # an idle judge keeps no GPU memory from other judges' evaluations
                 continue
             except SandboxUnavailable as e:
                 if not sent:
