@@ -12,6 +12,7 @@ what the evaluation has gathered so far, so every verdict carries it.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
@@ -28,6 +29,20 @@ from stark_lsp.safe_text import first_line
 _perf = time.perf_counter
 _PIN_FROM = 4 << 20  # output bytes from which pinning the judge's mapping pays (a few ms once per process)
 T = TypeVar("T")
+
+
+MEMORY_TRACE = bool(os.environ.get("STARK_EVAL_TRACE"))
+
+
+def _trace_memory(status: str, memory: dict[str, float]) -> None:
+    """With ``STARK_EVAL_TRACE=FILE``: the judge's GPU memory (its caching allocator's peak, GiB) by phase."""
+    import json
+
+    try:
+        with open(os.environ["STARK_EVAL_TRACE"], "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"judge_memory_gib": memory, "status": status, "pid": os.getpid()}) + "\n")
+    except OSError:
+        pass
 
 
 class Cancelled(Exception):
@@ -53,6 +68,7 @@ class EvalState:
     cheats: list[Cheat] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     degenerate: str = ""
+    memory: dict[str, float] = field(default_factory=dict)  # GiB the judge had reserved at most, by phase (trace)
     _since: float = field(default_factory=lambda: _perf())
 
     def mark(self, phase: str) -> None:
@@ -60,8 +76,12 @@ class EvalState:
         now = _perf()
         self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 4)
         self._since = now
+        if MEMORY_TRACE and torch.cuda.is_initialized():  # the judge's own GPU memory after each phase
+            self.memory[phase] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
 
     def result(self, status: Status, message: str, **kw: Any) -> EvalResult:
+        if MEMORY_TRACE and self.memory:
+            _trace_memory(status.value, self.memory)
         return EvalResult(status, message, compile=self.compile, correctness=self.correctness, resources=self.resources,
                           flags=self.flags, io=self.io, phases=dict(self.phases), degenerate=self.degenerate, **kw)
 
