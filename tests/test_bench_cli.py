@@ -265,9 +265,15 @@ def test_jobs_default_to_what_the_machine_fits_and_one_on_the_cpu(monkeypatch):
 
     from stark_lsp.commands import refusal
 
+    import stark_lsp.evaluate.evaluator as E
+
     monkeypatch.setattr(refusal, "runs_on_cpu", lambda device: device == "cpu")
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: None)
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 16)
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 8
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: 139.8)  # an H200: four jobs' peaks fit its memory
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 4
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: None)
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cpu")) == 1
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 64)
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 8

@@ -93,13 +93,21 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
 def jobs_from_args(args: argparse.Namespace) -> int:
     """``--jobs``, or what fits the machine: on a GPU half the cores (a search keeps about two busy
     between its builds, its agents and its sandboxed processes; only timing holds the GPU alone,
-    ``gpu_lock.py``), at most 8; on the CPU one (the interpreter is the bottleneck, and CI's two
-    cores have nothing to spare)."""
+    ``gpu_lock.py``), one per ``GIB_PER_JOB`` of the GPU's memory (a KernelBench level-2 task's judge
+    and candidate processes held 20-60 GiB at their peak on the H200), at most 8; on the CPU one (the
+    interpreter is the bottleneck, and CI's two cores have nothing to spare)."""
     if getattr(args, "jobs", None):
         return int(args.jobs)
     if refusal.runs_on_cpu(args.device):
         return 1
-    return max(1, min(8, (os.cpu_count() or 1) // 2))
+    from stark_lsp.evaluate.evaluator import gpu_memory_gib
+
+    mem = gpu_memory_gib()
+    by_memory = int(mem // GIB_PER_JOB) if mem else 8
+    return max(1, min(8, (os.cpu_count() or 1) // 2, by_memory))
+
+
+GIB_PER_JOB = 32
 
 
 def parse_gpus(text: str | None) -> list[int] | None:

@@ -226,6 +226,27 @@ def gpu_count() -> int:
     return len([p for p in Path("/dev").glob("nvidia[0-9]*") if p.name[len("nvidia"):].isdigit()])
 
 
+def gpu_memory_gib() -> float | None:
+    """The least total memory of the GPUs this process may use (nvidia-smi, without torch); None when
+    it cannot be read."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sizes = {}
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].replace(".", "", 1).isdigit():
+            sizes[int(parts[0])] = float(parts[1]) / 1024
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis and all(x.strip().isdigit() for x in vis.split(",") if x.strip()):
+        sizes = {i: m for i, m in sizes.items() if str(i) in [x.strip() for x in vis.split(",")]}
+    return min(sizes.values()) if sizes else None
+
+
 def gpu_present() -> bool:
     """Whether this machine has an NVIDIA GPU, without importing torch."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":

@@ -154,11 +154,12 @@ class Checker:
                         self.conv.output())
 
     def check(self, ran: RanBatch, fetch: list[int], *, trial: bool, label: str,
-              trials: list[Trial] | None = None) -> None:
-        """Every call's outputs' form and digest; the ``fetch`` calls element by element."""
+              trials: list[Trial] | None = None, number_from: int = 1) -> None:
+        """Every call's outputs' form and digest; the ``fetch`` calls element by element. Calls are
+        named from ``number_from`` (trials in two batches: the first call, then the rest)."""
         st = self.conv.state
         for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
-            where = f"{label} {i + 1}" if trial else f"{label}, call {i + 1}"
+            where = f"{label} {i + number_from}" if trial else f"{label}, call {i + 1}"
             ref_out = self.reference(ran.inputs(self.ref, i, self.conv.device))
             why = meta_mismatch(call.meta, ref_out)
             if why:

@@ -337,6 +337,10 @@ class Judge:
             return v.result
         except Cancelled:
             return state.result(Status.TIMEOUT, "stopped before it finished (the search was stopped)", stopped=True)
+        except HarnessError as e:  # the reference, on the inputs of a call: the task's own code
+            return state.result(Status.TASK_ERROR, f"task error: {e}")
+        except torch.OutOfMemoryError as e:  # the judge's own work (the reference, the checks): the machine's state
+            return state.result(Status.RUNTIME_ERROR, f"out of GPU memory in the judge: {first_line(str(e))}")
         finally:
             if self.zygote is not None and self.zygote.alive():
                 try:
@@ -366,18 +370,20 @@ class Judge:
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
         self._choose_chain(conv, inputs0, ref_out0)
         try:
-            conv.ask(None, READY_LIMIT_S, "start")
+            with self.gate.hold(None):  # the process's start: the CPU's, and CUDA's context
+                conv.ask(None, READY_LIMIT_S, "start")
             state.mark("process start")
             conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
             with self.gate.hold(EXCLUSIVE):
                 ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S,
                                between=lambda ran: self._rehearse(ref, ran, param_seed))
             state.mark("calibration")
-            self._load_candidate(conv, spec, job, source, library, param_seed, opts)
+            with self.gate.hold(None):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
+                self._load_candidate(conv, spec, job, source, library, param_seed, opts)
             state.mark("load")
             call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
 
-            # trials: one batch, every call compared element by element ------------------
+            # trials: the first call, then a batch of the rest; every call compared element by element
             # the first call compiles Triton kernels (it says after each launch); a CUDA
             # candidate's library is loaded already: its first call gets no compile time
             first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
@@ -388,12 +394,16 @@ class Judge:
             state.correctness = Correctness(passed=False, trials=trials)
             atol = opts.atol if opts.atol is not None else ref.atol
             rtol = opts.rtol if opts.rtol is not None else ref.rtol
-            after = TM.batch_limit_s(n, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + n * transfer_s(ref_out0)
-            ran = run_batch(conv, seeds, n, first_limit + rest, "the first call", launched_limit=after,
-                            progress_limit=call_limit + PROGRESS_SLACK_S)
+            after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
+            with self.gate.hold(None):  # it compiles (the CPU's work) and runs once: other judges go on
+                ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
+                                progress_limit=call_limit + PROGRESS_SLACK_S)
             state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
-            checker.check(ran, list(range(n)), trial=True, label="trial", trials=trials)
+            checker.check(ran, [0], trial=True, label="trial", trials=trials)
+            if n > 1:  # the other trials: a batch of their own, every call compared element by element
+                ran = run_batch(conv, seeds, n - 1, rest, "the trials")
+                checker.check(ran, list(range(n - 1)), trial=True, label="trial", trials=trials, number_from=2)
             state.correctness.passed = True
             state.mark("trials")
 
