@@ -109,7 +109,8 @@ def test_the_time_limit_runs_from_when_the_worker_holds_the_gpu(lock_env, monkey
 
     monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-test")  # the workers inherit it: they lock like GPU workers
     task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
-    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=3.0)
+    # a limit an evaluation on a GPU fits (a fresh process, the calibration, 1.5 s of timing), held longer
+    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=8.0)
     with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
         assert ev.evaluate(task, task.root_source(), opts).status is Status.OK  # warm
         with GpuLock("GPU-test"):
@@ -117,7 +118,7 @@ def test_the_time_limit_runs_from_when_the_worker_holds_the_gpu(lock_env, monkey
             again = task.root_source() + "\n# a new source: not a cached verdict\n"
             t = threading.Thread(target=lambda: result.append(ev.evaluate(task, again, opts)))
             t.start()
-            time.sleep(5.0)  # longer than the run limit: waiting must not count
+            time.sleep(10.0)  # longer than the run limit: waiting must not count
             assert t.is_alive(), "the evaluation ran while another process held the GPU"
         t.join(120)
         assert result and result[0].status is Status.OK, result[0].summary() if result else "no result"
@@ -245,10 +246,10 @@ def test_an_evaluation_times_only_when_no_other_process_uses_the_gpu(lock_env, m
 
     monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-eval")
     task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
-    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=3.0)
+    opts = EvalOptions(trials=1, cpu_reps=1, run_timeout_s=8.0)
     with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
         assert ev.evaluate(task, task.root_source(), opts).status is Status.OK  # warm
-        p = _hold_as("shared", "GPU-eval", 6.0, lock_env)
+        p = _hold_as("shared", "GPU-eval", 10.0, lock_env)  # longer than the run limit
         assert p.stdout.readline().strip() == "held"
         done: list = []
         again = task.root_source() + "\n# a new source: not a cached verdict\n"

@@ -71,30 +71,53 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
             continue
         if r.dtype.is_complex:
             r, c = torch.view_as_real(r), torch.view_as_real(c)
-        r64, c64 = r.double(), c.double()
-        for name, test in (("NaN", torch.isnan), ("+inf", lambda t: torch.isposinf(t)), ("-inf", lambda t: torch.isneginf(t))):
-            rm, cm = test(r64), test(c64)
-            if not torch.equal(rm, cm):
-                extra, missing = int((cm & ~rm).sum()), int((rm & ~cm).sum())
-                what = f"{extra} {name} where the reference has a number" if extra else f"{missing} {name} of the reference missing"
-                hint = " (unwritten or poisoned memory?)" if name == "NaN" and extra else ""
-                return Comparison(False, None, None, i, f"output {i}: {what}{hint}", a, rt)
-        finite = torch.isfinite(r64)
-        diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
-        max_abs = float(diff.max()) if diff.numel() else 0.0
-        rel = diff / r64.abs().clamp_min(1e-12)
-        max_rel = float(torch.where(finite, rel, torch.zeros_like(rel)).max()) if rel.numel() else 0.0
+        got = _compare_floats(r.reshape(-1), c.reshape(-1), a, rt)
+        if isinstance(got, str):
+            return Comparison(False, None, None, i, f"output {i}: {got}", a, rt)
+        max_abs, max_rel, n = got
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-        bad = diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))
-        bad = bad & finite
-        if bool(bad.any()):
-            n = int(bad.sum())
+        if n:
             return Comparison(
                 False, max_abs, max_rel, i,
                 f"output {i}: {n} of {r.numel()} elements outside atol={a:g}, rtol={rt:g} (max abs error {max_abs:.3g})",
                 a, rt,
             )
     return Comparison(True, worst_abs, worst_rel, None, "", used[0], used[1])
+
+
+CHUNK = 1 << 24  # elements compared at once in float64: a few hundred MB, however big the output
+
+
+def _compare_floats(r: Any, c: Any, a: float, rt: float) -> tuple[float, float, int] | str:
+    """Two flat float tensors, in float64, a chunk at a time (judges share the GPU's memory, and an
+    output can be gigabytes): why their NaN/inf positions differ, or (max abs error, max relative
+    error, elements outside the tolerance)."""
+    import torch
+
+    counts = {"NaN": [0, 0], "+inf": [0, 0], "-inf": [0, 0]}  # [extra in the candidate, missing]
+    tests = (("NaN", torch.isnan), ("+inf", torch.isposinf), ("-inf", torch.isneginf))
+    max_abs = max_rel = 0.0
+    bad_n = 0
+    for start in range(0, r.numel(), CHUNK):
+        r64, c64 = r[start:start + CHUNK].double(), c[start:start + CHUNK].double()
+        for name, test in tests:
+            rm, cm = test(r64), test(c64)
+            counts[name][0] += int((cm & ~rm).sum())
+            counts[name][1] += int((rm & ~cm).sum())
+        finite = torch.isfinite(r64)
+        diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+            rel = diff / r64.abs().clamp_min(1e-12)
+            max_rel = max(max_rel, float(torch.where(finite, rel, torch.zeros_like(rel)).max()))
+        bad = (diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))) & finite
+        bad_n += int(bad.sum())
+        del r64, c64, finite, diff, bad
+    for name, (extra, missing) in counts.items():
+        if extra or missing:
+            what = f"{extra} {name} where the reference has a number" if extra else f"{missing} {name} of the reference missing"
+            return what + (" (unwritten or poisoned memory?)" if name == "NaN" and extra else "")
+    return max_abs, max_rel, bad_n
 
 
 def _same_scalar(r: Any, c: Any) -> bool:
