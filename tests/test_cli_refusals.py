@@ -162,6 +162,15 @@ def test_a_harness_calling_a_missing_launcher_fails(ws):
             'sum_dim1.cu has no extern "C" sum_dim1_launch_missing')
 
 
+def test_a_harness_calling_a_launcher_with_the_wrong_arguments_is_refused_even_for_compile_only(ws):
+    for f in ("sum_dim1.cu", "sum_dim1.harness.py"):
+        shutil.copy(SAMPLES / "cuda" / f, ws / f)
+    h = ws / "sum_dim1.harness.py"
+    h.write_text(re.sub(r"\blib\.(\w+)\((\w+), ", r"lib.\1(", h.read_text(), count=1))  # one argument fewer
+    for extra in ((), ("--compile-only",)):
+        refused(stark("eval", "sum_dim1.cu", *extra, cwd=ws), "sum_dim1.harness.py's line", "arguments (", ", got ")
+
+
 def test_a_compile_error_names_the_users_file_not_a_hashed_one(ws):
     for f in ("softmax.py", "softmax.harness.py"):
         shutil.copy(SAMPLES / "triton" / f, ws / f)

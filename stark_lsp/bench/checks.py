@@ -92,9 +92,15 @@ def check_task(task: TaskSpec, kernel_source: str | None = None, kernel_name: st
         if launchers is not None and not launchers:
             problems.append(f'{kname}: no extern "C" launcher')
         elif launchers is not None:
-            for called in sorted(set(_LIB_CALL.findall(task.harness.read_text()))):
+            harness = task.harness.read_text()
+            for called in sorted(set(_LIB_CALL.findall(harness))):
                 if called not in launchers:
                     problems.append(f'{task.harness.name}: calls lib.{called}, but {kname} has no extern "C" {called}')
+            from stark_lsp.evaluate.launcher_check import problems as call_problems
+
+            source = task.path.read_text() if kernel_source is None else kernel_source
+            problems.extend(f"{kname}: {p.replace('the harness', task.harness.name, 1)}"
+                            for p in call_problems(source, harness))
     else:  # triton
         entry = string_constant(h, "ENTRY")
         if entry is None and "run" not in names:

@@ -54,6 +54,9 @@ _SCALARS: dict[str, tuple[Any, str | None]] = {
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "signed"}
 
 
+_TYPE_WORDS = {w for k in _SCALARS for w in k.split()} | {"cudaStream_t"}  # words that are part of a type
+
+
 class SignatureError(ValueError):
     pass
 
@@ -94,8 +97,8 @@ def _parse_param(text: str, index: int) -> Param | None:
     words = [w for w in words if w != "*"]
     if not words:
         raise SignatureError(f"cannot read parameter {index + 1}: {text!r}")
-    if len(words) >= 2 and (" ".join(words[:-1]) in _SCALARS or words[-2] in _SCALARS or words[0] in ("cudaStream_t",)):
-        name, type_words = words[-1], words[:-1]
+    if len(words) >= 2 and words[-1] not in _TYPE_WORDS and re.fullmatch(r"[A-Za-z_]\w*", words[-1]):
+        name, type_words = words[-1], words[:-1]  # "int2 v", "unsigned int n": the last word names it
     else:
         name, type_words = f"arg{index}", words
     base = " ".join(type_words)
