@@ -10,6 +10,10 @@
 * ``{"hang": true}``: answer nothing until ``release`` is set (or the server stops), then
   close the connection: a hung endpoint. ``hanging`` counts the requests held right now.
 
+A request with ``"stream": true`` gets its completion entry as server-sent events (``_stream``:
+``piece`` (default: a few hundred events in all), ``chunk_delay_s``, ``loop``; usage when ``stream_options.include_usage`` asks for it,
+unless the entry's ``usage`` is None); ``refuse_stream`` answers such requests with a 400.
+
 ``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error); its
 paths are recorded in ``gets``, apart from the chat requests.
 An empty script asks ``responder(request_body)`` for the entry when one is set, else answers 500. Every request is recorded (path, lower-cased headers, JSON
@@ -55,6 +59,8 @@ class ReplayServer:
         self.active = 0
         self.peak = 0
         self.closed_hangs = threading.Semaphore(0)  # released once per hung request whose client went away
+        self.refuse_stream = False  # answer a streamed request with a 400 naming 'stream'
+        self.streams_closed = 0  # streamed answers whose client went away before their end
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -159,6 +165,12 @@ class ReplayServer:
             body = entry.get("body") or {"error": {"message": f"scripted HTTP {entry['status']}", "type": "error"}}
             return _send(h, entry["status"], body, entry.get("headers"))
         model = entry.get("model") or (request.get("model") if isinstance(request, dict) else "replay")
+        if isinstance(request, dict) and request.get("stream"):
+            if self.refuse_stream:  # a server that does not stream: a 400 naming the parameter (the entry waits)
+                with self._lock:
+                    self.script.appendleft(entry)
+                return _send(h, 400, {"error": {"message": "'stream' is not supported", "type": "invalid_request"}})
+            return self._stream(h, entry, model, bool((request.get("stream_options") or {}).get("include_usage")))
         payload = {
             "id": "chatcmpl-replay",
             "object": "chat.completion",
@@ -173,6 +185,53 @@ class ReplayServer:
                           total_tokens=sum((entry.get("usage") or {}).values())),
         }
         return _send(h, 200, payload)
+
+
+    def _stream(self, h: BaseHTTPRequestHandler, entry: dict[str, Any], model: str, usage: bool) -> None:
+        """The entry as server-sent events: its content in pieces of ``piece`` characters (each
+        ``chunk_delay_s`` apart), then its finish reason, its usage (when asked for and ``usage`` is not
+        None), and [DONE]. ``loop``: those characters again and again until the client goes away."""
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+
+        def event(delta: dict[str, Any] | None, finish: str | None = None, use: Any = None) -> None:
+            chunk: dict[str, Any] = {"id": "chatcmpl-replay", "object": "chat.completion.chunk", "created": 0,
+                                     "model": model, "choices": []}
+            if delta is not None or finish is not None:
+                chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+            if use is not None:
+                chunk["usage"] = use
+            h.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            h.wfile.flush()
+
+        text = entry.get("content", "")
+        piece = int(entry.get("piece") or max(16, len(text) // 200))  # a big answer in a few hundred events
+        delay = float(entry.get("chunk_delay_s", 0.0))
+        try:
+            event({"role": "assistant", "content": ""})
+            if entry.get("loop"):
+                while not self.release.is_set():
+                    event({"content": entry["loop"]})
+                    if delay:
+                        self.release.wait(delay)
+                return None
+            for i in range(0, len(text), piece):
+                event({"content": text[i:i + piece]})
+                if delay:
+                    self.release.wait(delay)
+            event({}, entry.get("finish_reason", "stop"))
+            if usage and entry.get("usage", {}) is not None:
+                u = dict(entry.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0})
+                event(None, use=dict(u, total_tokens=sum(u.values())))
+            h.wfile.write(b"data: [DONE]\n\n")
+            h.wfile.flush()
+        except OSError:  # the client closed its end (a deadline, a loop cut, a cancel)
+            with self._lock:
+                self.streams_closed += 1
+        return None
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:

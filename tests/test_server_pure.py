@@ -420,6 +420,9 @@ def test_progress_text_phases_then_attempts():
     assert progress_text(p, tree(), None) == ("attempt 2/4 · best 2.19× your kernel (#4) · 1 correct, 1 failed, 1 running", 50)
     assert progress_text(p, None, None)[0].startswith("attempt 2/4 · no correct candidate yet")
     assert progress_text(p, tree(), None, stopping=True)[0] == "stopping: waiting for 1 attempt in flight"
+    waiting = SimpleNamespace(attempt=0, budget=4, correct=0, failures=0, running=1,
+                              message="waiting for the plan agent (41 s, 310 tokens)")
+    assert progress_text(waiting, None, None)[0].endswith("1 running · waiting for the plan agent (41 s, 310 tokens)")
     assert final_text(p, make_tree(ok_node(1, None, ROOT, 1.0, kind="root")), "cancelled") == \
         "cancelled: 2 attempts, no correct candidate yet"
 

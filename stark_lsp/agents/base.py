@@ -101,6 +101,7 @@ class AgentContext:
     in_flight: tuple[str, ...] = ()  # Plan: the other attempts in flight, one line each
     plan_summary: str = ""  # Code: what the plan does
     cancel: Any = None  # with is_set(): the search stopped; an agent waiting for an answer gives up at once
+    on_wait: Any = None  # called with a line ("waiting for the plan agent (41 s, 310 tokens)") as an answer streams
 
 
 @dataclass

@@ -34,6 +34,8 @@ def make_team(
     connect_timeout_s: float | None = None,
     read_timeout_s: float | None = None,
     timeout_retries: int | None = None,
+    answer_timeout_s: float | None = None,
+    stream: bool | None = None,
 ) -> Team:
     if llm in ("builtin", "", None):
         from stark_lsp.agents.builtin import make_builtin_team
@@ -56,7 +58,7 @@ def make_team(
     opts = {k: v for k, v in {
         "read_timeout_s": read_timeout_s if read_timeout_s is not None else timeout_s,
         "connect_timeout_s": connect_timeout_s, "max_retries": max_retries, "timeout_retries": timeout_retries,
-        "max_tokens": max_tokens,
+        "max_tokens": max_tokens, "answer_timeout_s": answer_timeout_s, "stream": stream,
     }.items() if v is not None}
     client = ChatClient(base_url, api_key, max_concurrency=max_concurrency, prices=prices, **opts)
     return Team(

@@ -31,7 +31,13 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--connect-timeout", type=_positive_float, metavar="SEC",
                    help=f"seconds to open a connection (default {DEFAULTS['connect_timeout_s']:g})")
     g.add_argument("--read-timeout", type=_positive_float, metavar="SEC",
-                   help=f"seconds to wait for one whole answer (default {DEFAULTS['read_timeout_s']:g})")
+                   help=f"seconds to wait for the next piece of a streamed answer, or for a whole answer with "
+                        f"--no-stream (default {DEFAULTS['read_timeout_s']:g})")
+    g.add_argument("--answer-timeout", type=_positive_float, metavar="SEC",
+                   help=f"seconds one streamed answer may take in all; it is cut after that and says so "
+                        f"(default {DEFAULTS['answer_timeout_s']:g})")
+    g.add_argument("--no-stream", action="store_true",
+                   help="ask for whole answers instead of streamed ones (servers that stream badly)")
     g.add_argument("--retries", type=_count, metavar="N",
                    help=f"retries of a call on 429, 5xx or a dropped connection (default {DEFAULTS['max_retries']})")
     g.add_argument("--timeout-retries", type=_count, metavar="N",
@@ -51,6 +57,8 @@ def team_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_retries": getattr(args, "retries", None),
         "timeout_retries": getattr(args, "timeout_retries", None),
         "temperatures": getattr(args, "temperature", None),
+        "answer_timeout_s": getattr(args, "answer_timeout", None),
+        "stream": False if getattr(args, "no_stream", False) else None,
     }
     return {k: v for k, v in got.items() if v is not None}
 

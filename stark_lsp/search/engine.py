@@ -546,13 +546,15 @@ class Search:
 
     # -- one attempt (worker thread) ------------------------------------------
     def _context(self, agent: str, node_id: int, attempt_node: Node, plan: tuple[str, str] | None = None):
-        return build_context(
+        ctx = build_context(
             agent, self.task, self._snapshot(), node_id,
             leaderboard_size=self.config.leaderboard, token_budget=self.config.context_tokens,
             hardware=self._hardware, seed=attempt_node.seed, hardware_info=self._hardware_info,
             facts=self._facts, attempt=attempt_node.attempt, attempt_node_id=attempt_node.id, plan=plan,
             cancel=AnyEvent(self._cancel, self._abort), search_seed=self.config.seed,
         )
+        ctx.on_wait = lambda line: self._emit(message=line)  # a streamed answer's progress: the CLI's and the editor's
+        return ctx
 
     def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
         self._update(node_id, status=ABANDONED, exchanges=exchanges, error="cancelled")

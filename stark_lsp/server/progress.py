@@ -43,6 +43,8 @@ def progress_text(p: Any, tree: TreeView | None, phase: str | None = None, stopp
     msg += f" · {p.correct} correct, {p.failures} failed"
     if p.running:
         msg += f", {p.running} running"
+    if getattr(p, "message", ""):  # what an attempt waits for ("waiting for the plan agent (41 s, 310 tokens)")
+        msg += f" · {p.message}"
     return msg, _pct(p)
 
 

@@ -8,7 +8,8 @@ Keys are camelCase as an editor writes them::
      "models": {"plan": "...", "code": "...", "debug": "..."},
      "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
      "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"},
-     "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "retries": 3, "timeoutRetries": 1,
+     "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true,
+     "retries": 3, "timeoutRetries": 1,
      "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000}
 
 The LLM client keys map to ``make_team`` through ``Settings.team_options()``
@@ -77,6 +78,8 @@ class Settings:
     max_tokens: int | None = None
     connect_timeout_s: float | None = None
     read_timeout_s: float | None = None
+    answer_timeout_s: float | None = None
+    stream: bool | None = None
     retries: int | None = None
     timeout_retries: int | None = None
     temperatures: dict[str, float] = field(default_factory=dict)  # per agent
@@ -91,6 +94,7 @@ class Settings:
             "max_tokens": self.max_tokens, "connect_timeout_s": self.connect_timeout_s,
             "read_timeout_s": self.read_timeout_s, "max_retries": self.retries,
             "timeout_retries": self.timeout_retries, "temperatures": dict(self.temperatures) or None,
+            "answer_timeout_s": self.answer_timeout_s, "stream": self.stream,
         }
         return {k: v for k, v in got.items() if v is not None}
 
@@ -140,7 +144,13 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
             else:
                 s = replace(s, **{attr: value})
-    for key, attr in (("connectTimeout", "connect_timeout_s"), ("readTimeout", "read_timeout_s")):
+    if "stream" in options and options["stream"] is not None:
+        if isinstance(options["stream"], bool):
+            s = replace(s, stream=options["stream"])
+        else:
+            problems.append(f"stark.stream must be true or false, not {options['stream']!r}")
+    for key, attr in (("connectTimeout", "connect_timeout_s"), ("readTimeout", "read_timeout_s"),
+                      ("answerTimeout", "answer_timeout_s")):
         if key in options and options[key] is not None:
             try:
                 value = float(options[key])

@@ -50,8 +50,14 @@ class _LLMAgent:
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
              earlier: list[Exchange]) -> tuple[ChatReply, Exchange]:
         prompt = self.client.redact(prompts.render_messages(messages))
+        told = ctx.on_wait
+
+        def waiting(seconds: float, tokens: int) -> None:  # a streamed answer's progress, for the CLI and editor
+            if told is not None:
+                told(f"waiting for the {self.role} agent ({seconds:.0f} s, {tokens} tokens)")
+
         try:
-            reply = self.client.chat(self.model, messages, self.temperature, cancel=ctx.cancel)
+            reply = self.client.chat(self.model, messages, self.temperature, cancel=ctx.cancel, on_wait=waiting)
         except AgentError as e:
             err = type(e)(f"{self.role} agent ({self.model}): {e}", usage=sum((x.usage for x in earlier), e.usage),
                           raw=e.raw, exchanges=earlier)
@@ -73,10 +79,11 @@ class _LLMAgent:
             try:
                 return parse(reply), reply, messages
             except AgentError as e:
-                if turn == FIX_RETRIES or reply.finish_reason == "context_full":  # a longer prompt cannot fit
+                # a longer prompt cannot fit a full context, and a second answer would miss the deadline too
+                if turn == FIX_RETRIES or reply.finish_reason in ("context_full", "deadline"):
                     raise self._fail(e, exchanges) from None
                 said = reply.text
-                if reply.finish_reason == "length" and len(said) > REPLAYED_CUT_CHARS:  # its head is enough
+                if reply.finish_reason in ("length", "loop") and len(said) > REPLAYED_CUT_CHARS:  # its head is enough
                     said = said[:REPLAYED_CUT_CHARS] + f"\n[... {len(said) - REPLAYED_CUT_CHARS} more characters cut ...]"
                 messages = messages + [{"role": "assistant", "content": said},
                                        {"role": "user", "content": prompts.fix_request(self.role, str(e))}]

@@ -1,7 +1,13 @@
 """The chat client: one OpenAI-compatible endpoint, shared by the team.
 
-* Timeouts: ``connect_timeout_s`` to open the connection, ``read_timeout_s``
-  for the answer (the whole answer: requests are not streamed).
+* Streaming (``stream``, on by default): the answer is read as it comes
+  (``stream.py``), so ``read_timeout_s`` bounds the wait for each piece and
+  ``answer_timeout_s`` the whole answer; an answer past it, or one that
+  repeats itself, is cut and says so (finish reasons "deadline", "loop"),
+  and ``chat(..., on_wait=)`` hears how long it has waited and how many
+  tokens came. A server that refuses streaming (or its usage report) is
+  asked without it from then on. Not streamed, ``read_timeout_s`` bounds the
+  whole answer. ``connect_timeout_s`` opens the connection.
 * Retries with exponential backoff and jitter on 408, 409, 429, 5xx and
   dropped connections (up to ``max_retries``), and on timeouts (up to
   ``timeout_retries``: a hung endpoint costs at most that many read timeouts),
@@ -40,6 +46,7 @@ import openai
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
 from stark_lsp.agents.llm.pricing import Price, price_of
+from stark_lsp.agents.llm.stream import collect
 from stark_lsp.redaction import Redactor, key_from_env, redact, register_secret
 from stark_lsp.safe_text import scrub
 
@@ -91,6 +98,8 @@ class ChatClient:
         timeout_retries: int = DEFAULTS["timeout_retries"],
         max_tokens: int | None = DEFAULTS["max_tokens"],
         max_concurrency: int = 4,
+        stream: bool = DEFAULTS["stream"],
+        answer_timeout_s: float = DEFAULTS["answer_timeout_s"],
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         prices: dict[str, Price] | None = None,
@@ -128,6 +137,11 @@ class ChatClient:
         self._streak = 0  # calls failed in a row, after their retries
         self._tokens_param = "max_tokens"
         self._send_temperature = True
+        self._stream = bool(stream)
+        self._stream_usage = True  # stream_options.include_usage, until a server refuses it
+        if answer_timeout_s <= 0:
+            raise AgentError("timeouts must be positive")
+        self.answer_timeout_s = float(answer_timeout_s)
 
     def __repr__(self) -> str:
         return (f"ChatClient(base_url={self.base_url!r}, max_retries={self.max_retries}, "
@@ -138,14 +152,15 @@ class ChatClient:
         self._closed.set()
 
     # -- one chat ----------------------------------------------------------------------
-    def chat(self, model: str, messages: list[dict[str, str]], temperature: float, *, cancel: Any = None) -> ChatReply:
+    def chat(self, model: str, messages: list[dict[str, str]], temperature: float, *, cancel: Any = None,
+             on_wait: Callable[[float, int], None] | None = None) -> ChatReply:
         attempt = timeouts = 0
         adapted: set[str] = set()
         while True:
             try:
                 self._check(cancel)
                 with self._slot(cancel):
-                    resp = self._request(model, messages, temperature, cancel)
+                    resp = self._request(model, messages, temperature, cancel, on_wait)
                 reply = self._reply(model, resp)
             except _Stopped:
                 raise AgentCancelled("cancelled: the search was stopped while waiting for the endpoint",
@@ -261,6 +276,14 @@ class ChatClient:
             adapted.add("temperature")
             self._send_temperature = False
             return True
+        if "stream_options" in text and "stream_options" not in adapted and self._stream_usage and self._stream:
+            adapted.add("stream_options")
+            self._stream_usage = False
+            return True
+        if re.search(r"\bstream\b", text) and refused and "stream" not in adapted and self._stream:
+            adapted.add("stream")
+            self._stream = False  # the whole answer in one reply from now on
+            return True
         return False
 
     # -- the request ---------------------------------------------------------------------------
@@ -286,7 +309,8 @@ class ChatClient:
                 return
             self._closed.wait(min(POLL_S, left))
 
-    def _request(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any) -> Any:
+    def _request(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any,
+                 on_wait: Callable[[float, int], None] | None = None) -> Any:
         # no key leaves in a prompt (a task file or an earlier answer may hold one)
         sent = [dict(m, content=self.redact(scrub(m.get("content") or ""))) for m in messages]
         kwargs: dict[str, Any] = {"model": model, "messages": sent}
@@ -294,12 +318,20 @@ class ChatClient:
             kwargs["temperature"] = temperature
         if self.max_tokens:
             kwargs[self._tokens_param] = self.max_tokens
-        return run_cancellable(lambda: self._create(kwargs), lambda: self._check(cancel))
+        if self._stream:
+            kwargs["stream"] = True
+            if self._stream_usage:
+                kwargs["stream_options"] = {"include_usage": True}
+        return run_cancellable(lambda: self._create(kwargs, on_wait), lambda: self._check(cancel))
 
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
+    async def _create(self, kwargs: dict[str, Any], on_wait: Callable[[float, int], None] | None = None) -> Any:
         client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self._timeout, max_retries=0)
         try:
-            return await client.chat.completions.create(**kwargs)
+            resp = await client.chat.completions.create(**kwargs)
+            if kwargs.get("stream"):
+                return await collect(resp, deadline_s=self.answer_timeout_s, on_tokens=on_wait,
+                                     model=str(kwargs.get("model") or ""))
+            return resp
         finally:
             try:
                 await client.close()

@@ -6,4 +6,6 @@ DEFAULTS = {
     "max_retries": 3,
     "timeout_retries": 1,
     "max_tokens": 8192,
+    "answer_timeout_s": 900.0,  # the whole of one streamed answer
+    "stream": True,
 }

@@ -16,6 +16,8 @@ CUT_OFF = "cut off at the token limit"
 REASONS = (  # how an unusable answer is counted, first match wins
     ("context (prompt and answer) is full", "cut off by a full context"),
     (CUT_OFF, "cut off at the token limit"),
+    ("cut at the answer deadline", "cut at the answer deadline"),
+    ("kept repeating the same text", "repeating itself in a loop"),
     ("not closed (truncated?)", "cut off mid-block"),
     ("no MARKER line", "without a MARKER line"),
     ("markers cannot be placed", "with markers that do not fit the source"),
@@ -57,9 +59,12 @@ def summarize(errors: list[str]) -> RunFailure:
     advice = []
     if counts.get("cut off by a full context"):
         advice.append("serve the model with a larger context (llama.cpp: --ctx-size), or lower --context-tokens")
+    if counts.get("cut at the answer deadline"):
+        advice.append("raise --answer-timeout, or use a faster model or server")
     if counts.get("cut off at the token limit") or counts.get("cut off mid-block"):
         advice.append("raise --max-tokens, or serve the model with a larger context")
-    if any(why not in ("cut off at the token limit", "cut off mid-block", "cut off by a full context") for why in counts):
+    if any(why not in ("cut off at the token limit", "cut off mid-block", "cut off by a full context",
+                       "cut at the answer deadline") for why in counts):
         advice.append("a model that follows the answer format (docs/AGENTS.md, 'Answers') does better")
     also = f"; {len(endpoint)} more failed at the endpoint" if endpoint else ""
     return RunFailure("answers", f"the model answered {len(answers)} time{'s' * (len(answers) != 1)} but no answer "

@@ -63,6 +63,12 @@ def check_reply(text: str, finish_reason: str, what: str) -> None:
         raise AgentError(f"the {what} answer was cut off short of --max-tokens: the server's context (prompt and "
                          f"answer) is full: serve the model with a larger context (llama.cpp: --ctx-size), or lower "
                          f"--context-tokens", raw=text)
+    if finish_reason == "deadline":
+        raise AgentError(f"the {what} answer was cut at the answer deadline (--answer-timeout) while still being "
+                         f"written: a faster model or server, or a larger --answer-timeout", raw=text)
+    if finish_reason == "loop":
+        raise AgentError(f"the {what} answer was cut: it kept repeating the same text (a model caught in a loop)",
+                         raw=text)
     if finish_reason == "length":
         raise AgentError(f"the {what} answer was cut off at the token limit (finish_reason 'length'): answer "
                          "more briefly", raw=text)

@@ -1,0 +1,93 @@
+"""Reading a streamed chat completion: the answer as it comes, a deadline for the whole of it, a loop cut short.
+
+With ``stream=True`` an OpenAI-compatible server sends the answer in chunks
+(server-sent events). The read timeout then bounds the wait for each chunk,
+not for the answer, so a slow local model that keeps writing is never cut by
+it, and one that writes forever would never end: ``collect`` gives the whole
+answer ``deadline_s`` (``--answer-timeout``), cuts an answer that repeats
+itself (``looping``: a small model's failure mode), and reports its progress
+(seconds, tokens) to ``on_tokens`` at most every ``PROGRESS_S``. What it
+returns looks like a non-streamed completion (``choices[0].message.content``,
+``finish_reason``, ``usage``, ``model``), so the client reads both alike.
+Its own finish reasons: ``"deadline"`` and ``"loop"``.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any, Callable
+
+PROGRESS_S = 5.0  # how often a waiting answer says how far it got
+LOOP_CHECK_CHARS = 2048  # how often (in characters) an answer is checked for a loop
+LOOP_MIN_REPEATS = 6
+LOOP_MIN_SPAN = 600  # characters the repeats must cover
+LOOP_MAX_PERIOD = 400
+LOOP_MIN_DISTINCT = 3  # characters in the repeated piece: a phrase or a line, not a run of one character (padding)
+
+
+def looping(text: str) -> bool:
+    """Whether ``text`` ends in one piece repeated over and over (``LOOP_MIN_REPEATS`` times at least,
+    over ``LOOP_MIN_SPAN`` characters at least, the piece of ``LOOP_MIN_DISTINCT`` characters at
+    least): a model caught in a loop."""
+    n = len(text)
+    for period in range(1, min(LOOP_MAX_PERIOD, n // LOOP_MIN_REPEATS) + 1):
+        repeats = max(LOOP_MIN_REPEATS, -(-LOOP_MIN_SPAN // period))
+        span = period * repeats
+        if span > n:
+            continue
+        tail = text[n - period:]
+        if len(set(tail)) >= LOOP_MIN_DISTINCT and text[n - span:] == tail * repeats:
+            return True
+    return False
+
+
+async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float, int], None] | None = None,
+                  model: str = "") -> Any:
+    """The streamed answer, read to its end, its deadline, or a loop (see the module's docstring)."""
+    t0 = time.monotonic()
+    parts: list[str] = []
+    size = checked = 0
+    finish, usage, seen_model, chunks, events = "", None, model, 0, 0
+    said = t0
+    try:
+        async for chunk in stream:
+            events += 1
+            seen_model = getattr(chunk, "model", None) or seen_model
+            if getattr(chunk, "usage", None) is not None:
+                usage = chunk.usage
+            for choice in getattr(chunk, "choices", None) or []:
+                delta = getattr(choice, "delta", None)
+                text = getattr(delta, "content", None) if delta is not None else None
+                if text:
+                    parts.append(text)
+                    size += len(text)
+                    chunks += 1
+                if getattr(choice, "finish_reason", None):
+                    finish = choice.finish_reason
+            now = time.monotonic()
+            if on_tokens is not None and now - said >= PROGRESS_S:
+                said = now
+                on_tokens(now - t0, chunks)
+            if now - t0 > deadline_s:
+                finish = "deadline"
+                break
+            if size - checked >= LOOP_CHECK_CHARS:
+                checked = size
+                if looping("".join(parts)[-(LOOP_MAX_PERIOD * LOOP_MIN_REPEATS + LOOP_MIN_SPAN):]):
+                    finish = "loop"
+                    break
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:  # noqa: BLE001  a connection already gone
+                pass
+    if not events:  # a body that is not server-sent events (an HTML page, a proxy's error)
+        raise ValueError("a streamed request got no events: the body is not server-sent events")
+    if usage is None:  # a server that does not report usage in a stream: what was received, counted
+        usage = SimpleNamespace(prompt_tokens=0, completion_tokens=chunks)
+    message = SimpleNamespace(content="".join(parts))
+    return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason=finish or "stop")],
+                           usage=usage, model=seen_model, streamed=True)
