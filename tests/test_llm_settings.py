@@ -37,8 +37,8 @@ def test_editor_settings_give_make_team_keywords_and_name_their_problems():
     assert parse_settings({})[0].team_options() == {}
     s, problems = parse_settings({"maxTokens": 0, "readTimeout": "soon", "temperatures": {"plan": 5, "review": 0.1}})
     assert len(problems) == 4 and s.max_tokens is None and s.read_timeout_s is None and s.temperatures == {}
-    s, problems = parse_settings({"answerTimeout": 60, "stream": False})
-    assert problems == [] and s.team_options() == {"answer_timeout_s": 60.0, "stream": False}
+    s, problems = parse_settings({"answerTimeout": 60, "stream": False, "structured": False})
+    assert problems == [] and s.team_options() == {"answer_timeout_s": 60.0, "stream": False, "structured": False}
     s, problems = parse_settings({"answerTimeout": 0, "stream": "yes"})
     assert len(problems) == 2 and s.team_options() == {}
 

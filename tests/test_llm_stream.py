@@ -99,6 +99,7 @@ def test_no_stream_asks_for_whole_answers():
     add_llm_arguments(p)
     assert team_options(p.parse_args(["--no-stream", "--answer-timeout", "60"])) == {"stream": False,
                                                                                      "answer_timeout_s": 60.0}
+    assert team_options(p.parse_args(["--no-structured"])) == {"structured": False}
     assert team_options(p.parse_args([])) == {}
 
 

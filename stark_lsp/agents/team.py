@@ -36,6 +36,7 @@ def make_team(
     timeout_retries: int | None = None,
     answer_timeout_s: float | None = None,
     stream: bool | None = None,
+    structured: bool | None = None,
 ) -> Team:
     if llm in ("builtin", "", None):
         from stark_lsp.agents.builtin import make_builtin_team
@@ -59,6 +60,7 @@ def make_team(
         "read_timeout_s": read_timeout_s if read_timeout_s is not None else timeout_s,
         "connect_timeout_s": connect_timeout_s, "max_retries": max_retries, "timeout_retries": timeout_retries,
         "max_tokens": max_tokens, "answer_timeout_s": answer_timeout_s, "stream": stream,
+        "structured": structured,
     }.items() if v is not None}
     client = ChatClient(base_url, api_key, max_concurrency=max_concurrency, prices=prices, **opts)
     return Team(

@@ -38,6 +38,8 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULTS['answer_timeout_s']:g})")
     g.add_argument("--no-stream", action="store_true",
                    help="ask for whole answers instead of streamed ones (servers that stream badly)")
+    g.add_argument("--no-structured", action="store_true",
+                   help="ask for free-text answers, not JSON held to a schema (response_format)")
     g.add_argument("--retries", type=_count, metavar="N",
                    help=f"retries of a call on 429, 5xx or a dropped connection (default {DEFAULTS['max_retries']})")
     g.add_argument("--timeout-retries", type=_count, metavar="N",
@@ -59,6 +61,7 @@ def team_options(args: argparse.Namespace) -> dict[str, Any]:
         "temperatures": getattr(args, "temperature", None),
         "answer_timeout_s": getattr(args, "answer_timeout", None),
         "stream": False if getattr(args, "no_stream", False) else None,
+        "structured": False if getattr(args, "no_structured", False) else None,
     }
     return {k: v for k, v in got.items() if v is not None}
 

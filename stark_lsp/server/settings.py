@@ -8,7 +8,7 @@ Keys are camelCase as an editor writes them::
      "models": {"plan": "...", "code": "...", "debug": "..."},
      "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
      "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"},
-     "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true,
+     "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true, "structured": true,
      "retries": 3, "timeoutRetries": 1,
      "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000}
 
@@ -80,6 +80,7 @@ class Settings:
     read_timeout_s: float | None = None
     answer_timeout_s: float | None = None
     stream: bool | None = None
+    structured: bool | None = None
     retries: int | None = None
     timeout_retries: int | None = None
     temperatures: dict[str, float] = field(default_factory=dict)  # per agent
@@ -95,6 +96,7 @@ class Settings:
             "read_timeout_s": self.read_timeout_s, "max_retries": self.retries,
             "timeout_retries": self.timeout_retries, "temperatures": dict(self.temperatures) or None,
             "answer_timeout_s": self.answer_timeout_s, "stream": self.stream,
+            "structured": self.structured,
         }
         return {k: v for k, v in got.items() if v is not None}
 
@@ -144,11 +146,12 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
             else:
                 s = replace(s, **{attr: value})
-    if "stream" in options and options["stream"] is not None:
-        if isinstance(options["stream"], bool):
-            s = replace(s, stream=options["stream"])
-        else:
-            problems.append(f"stark.stream must be true or false, not {options['stream']!r}")
+    for key in ("stream", "structured"):
+        if key in options and options[key] is not None:
+            if isinstance(options[key], bool):
+                s = replace(s, **{key: options[key]})
+            else:
+                problems.append(f"stark.{key} must be true or false, not {options[key]!r}")
     for key, attr in (("connectTimeout", "connect_timeout_s"), ("readTimeout", "read_timeout_s"),
                       ("answerTimeout", "answer_timeout_s")):
         if key in options and options[key] is not None:

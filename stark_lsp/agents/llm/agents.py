@@ -17,11 +17,11 @@ what was cut); prompts and answers pass the client's key redactor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugResult, Exchange, PlanResult, Usage
-from stark_lsp.agents.llm import prompts
+from stark_lsp.agents.llm import prompts, structured
 from stark_lsp.agents.llm.client import ChatClient, ChatReply
 from stark_lsp.agents.llm.parse import parse_code, parse_debug, parse_plan
 from stark_lsp.markers.syntax import MarkerError, apply_replacements
@@ -49,20 +49,29 @@ class _LLMAgent:
 
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
              earlier: list[Exchange]) -> tuple[ChatReply, Exchange]:
-        prompt = self.client.redact(prompts.render_messages(messages))
         told = ctx.on_wait
 
         def waiting(seconds: float, tokens: int) -> None:  # a streamed answer's progress, for the CLI and editor
             if told is not None:
                 told(f"waiting for the {self.role} agent ({seconds:.0f} s, {tokens} tokens)")
 
+        asked = messages
+        if self.client.structured and self.role in structured.SCHEMAS:  # the fields, besides the server's grammar
+            asked = [*messages[:-1], dict(messages[-1], content=messages[-1]["content"] + "\n\n" +
+                                          structured.NOTES[self.role])]
+        prompt = self.client.redact(prompts.render_messages(asked))
         try:
-            reply = self.client.chat(self.model, messages, self.temperature, cancel=ctx.cancel, on_wait=waiting)
+            reply = self.client.chat(self.model, asked, self.temperature, cancel=ctx.cancel, on_wait=waiting,
+                                     response_format=structured.response_format(self.role))
         except AgentError as e:
             err = type(e)(f"{self.role} agent ({self.model}): {e}", usage=sum((x.usage for x in earlier), e.usage),
                           raw=e.raw, exchanges=earlier)
             raise err from None
-        return reply, Exchange(self.role, prompt, cap(reply.text, MAX_STORED_ANSWER, "answer"), reply.usage)
+        exchange = Exchange(self.role, prompt, cap(reply.text, MAX_STORED_ANSWER, "answer"), reply.usage)
+        text = structured.as_text(self.role, reply.text)  # a JSON answer, in the form the parsers read
+        if text is not None:
+            reply = replace(reply, text=text)
+        return reply, exchange
 
     def _fail(self, e: AgentError, exchanges: list[Exchange]) -> AgentError:
         usage = sum((x.usage for x in exchanges), Usage())

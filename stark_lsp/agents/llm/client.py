@@ -99,6 +99,7 @@ class ChatClient:
         max_tokens: int | None = DEFAULTS["max_tokens"],
         max_concurrency: int = 4,
         stream: bool = DEFAULTS["stream"],
+        structured: bool = DEFAULTS["structured"],
         answer_timeout_s: float = DEFAULTS["answer_timeout_s"],
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
@@ -139,6 +140,7 @@ class ChatClient:
         self._send_temperature = True
         self._stream = bool(stream)
         self._stream_usage = True  # stream_options.include_usage, until a server refuses it
+        self.structured = bool(structured)  # response_format (a JSON schema per agent), until a server refuses it
         if answer_timeout_s <= 0:
             raise AgentError("timeouts must be positive")
         self.answer_timeout_s = float(answer_timeout_s)
@@ -153,14 +155,16 @@ class ChatClient:
 
     # -- one chat ----------------------------------------------------------------------
     def chat(self, model: str, messages: list[dict[str, str]], temperature: float, *, cancel: Any = None,
-             on_wait: Callable[[float, int], None] | None = None) -> ChatReply:
+             on_wait: Callable[[float, int], None] | None = None,
+             response_format: dict[str, Any] | None = None) -> ChatReply:
         attempt = timeouts = 0
         adapted: set[str] = set()
         while True:
             try:
                 self._check(cancel)
                 with self._slot(cancel):
-                    resp = self._request(model, messages, temperature, cancel, on_wait)
+                    resp = self._request(model, messages, temperature, cancel, on_wait,
+                                         response_format if self.structured else None)
                 reply = self._reply(model, resp)
             except _Stopped:
                 raise AgentCancelled("cancelled: the search was stopped while waiting for the endpoint",
@@ -276,6 +280,11 @@ class ChatClient:
             adapted.add("temperature")
             self._send_temperature = False
             return True
+        if ("response_format" in text or "json_schema" in text) and "response_format" not in adapted \
+                and self.structured:
+            adapted.add("response_format")
+            self.structured = False  # free-text answers from now on (parse.py reads them)
+            return True
         if "stream_options" in text and "stream_options" not in adapted and self._stream_usage and self._stream:
             adapted.add("stream_options")
             self._stream_usage = False
@@ -310,7 +319,8 @@ class ChatClient:
             self._closed.wait(min(POLL_S, left))
 
     def _request(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any,
-                 on_wait: Callable[[float, int], None] | None = None) -> Any:
+                 on_wait: Callable[[float, int], None] | None = None,
+                 response_format: dict[str, Any] | None = None) -> Any:
         # no key leaves in a prompt (a task file or an earlier answer may hold one)
         sent = [dict(m, content=self.redact(scrub(m.get("content") or ""))) for m in messages]
         kwargs: dict[str, Any] = {"model": model, "messages": sent}
@@ -318,6 +328,8 @@ class ChatClient:
             kwargs["temperature"] = temperature
         if self.max_tokens:
             kwargs[self._tokens_param] = self.max_tokens
+        if response_format:
+            kwargs["response_format"] = response_format
         if self._stream:
             kwargs["stream"] = True
             if self._stream_usage:

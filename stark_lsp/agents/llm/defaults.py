@@ -8,4 +8,5 @@ DEFAULTS = {
     "max_tokens": 8192,
     "answer_timeout_s": 900.0,  # the whole of one streamed answer
     "stream": True,
+    "structured": True,  # JSON-schema answers where the server takes them (structured.py)
 }
