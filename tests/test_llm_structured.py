@@ -61,11 +61,18 @@ def test_plan_code_and_debug_answers_in_json_reach_the_same_results_as_free_text
     d = team.debugger.debug(ctx("debug", node=3, upto=3))
     assert "#define THREADS 128" in d.source and d.summary == debug["summary"]
 
+    plan_schema = replay.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+    first_field = plan_schema["properties"]["markers"]["items"]["properties"]["first"]
+    assert first_field == {"type": "integer", "minimum": 1, "maximum": len(root.splitlines())}  # lines that exist
+    code_schema = replay.requests[1]["body"]["response_format"]["json_schema"]["schema"]["properties"]["replacements"]
+    assert code_schema["items"]["properties"]["id"]["enum"] == ["threads", "reduce"]  # the plan's markers, each once
+    assert code_schema["minItems"] == code_schema["maxItems"] == 2
     for r, role in zip(replay.requests, ("plan", "code", "debug")):
         body = r["body"]
         assert body["response_format"]["type"] == "json_schema"
         assert body["response_format"]["json_schema"]["name"] == f"stark_{role}"
-        assert body["response_format"]["json_schema"]["schema"] == S.SCHEMAS[role]
+        schema = body["response_format"]["json_schema"]["schema"]
+        assert schema["required"] == S.SCHEMAS[role]["required"]
         assert body["messages"][-1]["content"].endswith(S.NOTES[role])  # the fields, besides the grammar
 
 
@@ -97,3 +104,10 @@ def test_as_text_takes_only_what_conforms():
     assert "````replace k\n" in S.as_text("code", '{"replacements": [{"id": "k", "code": "```"}]}')
     assert S.as_text("debug", '{"summary": "s", "source": 3}') is None
     assert S.as_text("debug", "{not json") is None
+
+
+def test_a_plans_slips_are_mended_backwards_overlapping_and_repeated_spans():
+    doc = {"markers": [{"id": "a", "first": 19, "last": 17, "instruction": "x"},
+                       {"id": "b", "first": 16, "last": 18, "instruction": "y"},
+                       {"id": "b", "first": 30, "last": 31, "instruction": "z"}], "summary": "s"}
+    assert S.as_text("plan", json.dumps(doc)) == "MARKER b lines 16-19: y; x\nMARKER b_1 lines 30-31: z\nSUMMARY: s\n"

@@ -24,7 +24,7 @@ from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugRes
 from stark_lsp.agents.llm import prompts, structured
 from stark_lsp.agents.llm.client import ChatClient, ChatReply
 from stark_lsp.agents.llm.parse import parse_code, parse_debug, parse_plan
-from stark_lsp.markers.syntax import MarkerError, apply_replacements
+from stark_lsp.markers.syntax import MarkerError, apply_replacements, parse_markers
 from stark_lsp.safe_text import cap
 from stark_lsp.source_digest import source_digest
 
@@ -48,7 +48,7 @@ class _LLMAgent:
     role: str = ""
 
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
-             earlier: list[Exchange]) -> tuple[ChatReply, Exchange]:
+             earlier: list[Exchange], fmt: dict | None = None) -> tuple[ChatReply, Exchange]:
         told = ctx.on_wait
 
         def waiting(seconds: float, tokens: int) -> None:  # a streamed answer's progress, for the CLI and editor
@@ -62,7 +62,7 @@ class _LLMAgent:
         prompt = self.client.redact(prompts.render_messages(asked))
         try:
             reply = self.client.chat(self.model, asked, self.temperature, cancel=ctx.cancel, on_wait=waiting,
-                                     response_format=structured.response_format(self.role))
+                                     response_format=fmt or structured.response_format(self.role))
         except AgentError as e:
             err = type(e)(f"{self.role} agent ({self.model}): {e}", usage=sum((x.usage for x in earlier), e.usage),
                           raw=e.raw, exchanges=earlier)
@@ -79,11 +79,12 @@ class _LLMAgent:
         return AgentError(f"{self.role} agent ({self.model}): {e}", usage=usage, raw=raw, exchanges=exchanges)
 
     def _ask_until_usable(self, messages: list[dict[str, str]], ctx: AgentContext, parse: Callable[[ChatReply], T],
-                          exchanges: list[Exchange]) -> tuple[T, ChatReply, list[dict[str, str]]]:
+                          exchanges: list[Exchange], fmt: dict | None = None
+                          ) -> tuple[T, ChatReply, list[dict[str, str]]]:
         """Ask; on an unusable answer ask once more with the exact error.
         Appends every exchange; returns (parsed, reply, the messages asked)."""
         for turn in range(FIX_RETRIES + 1):
-            reply, ex = self._ask(messages, ctx, exchanges)
+            reply, ex = self._ask(messages, ctx, exchanges, fmt)
             exchanges.append(ex)
             try:
                 return parse(reply), reply, messages
@@ -112,7 +113,8 @@ class LLMPlanner(_LLMAgent):
         exchanges: list[Exchange] = []
         (marked, summary), _, _ = self._ask_until_usable(
             prompts.plan_messages(ctx), ctx,
-            lambda r: parse_plan(r.text, r.finish_reason, ctx.node_source, ctx.task.language), exchanges)
+            lambda r: parse_plan(r.text, r.finish_reason, ctx.node_source, ctx.task.language), exchanges,
+            structured.response_format("plan", lines=len(ctx.node_source.splitlines())))
         return PlanResult(marked_source=marked, summary=summary, exchanges=exchanges)
 
 
@@ -132,8 +134,13 @@ class LLMCoder(_LLMAgent):
                 raise AgentError(f"the code answer does not fit the markers: {e}", raw=r.text) from None
             return reps
 
+        try:
+            ids = [m.id for m in parse_markers(marked_source)]
+        except MarkerError:
+            ids = []  # parse_code says what is wrong with it
+        fmt = structured.response_format("code", ids=ids, source_chars=len(marked_source))
         for turn in range(SEEN_RETRIES + 1):
-            reps, reply, messages = self._ask_until_usable(messages, ctx, parse, exchanges)
+            reps, reply, messages = self._ask_until_usable(messages, ctx, parse, exchanges, fmt)
             if turn == SEEN_RETRIES or not _repeats(ctx, lambda: apply_replacements(marked_source, reps)):
                 break
             messages = self._again(messages, reply)
@@ -149,7 +156,8 @@ class LLMDebugger(_LLMAgent):
         exchanges: list[Exchange] = []
         for turn in range(SEEN_RETRIES + 1):
             (source, summary), reply, messages = self._ask_until_usable(
-                messages, ctx, lambda r: parse_debug(r.text, r.finish_reason, ctx.node_source), exchanges)
+                messages, ctx, lambda r: parse_debug(r.text, r.finish_reason, ctx.node_source), exchanges,
+                structured.response_format("debug", source_chars=len(ctx.node_source)))
             if turn == SEEN_RETRIES or not _repeats(ctx, lambda: source):
                 break
             messages = self._again(messages, reply)

@@ -10,7 +10,9 @@ server that refuses the schema (a 400 naming it: the client stops asking)
 or a model that answers in free text anyway is read as before.
 
 * plan: ``{"markers": [{"id", "first", "last", "instruction", "insert"?}], "summary"}``
-  (``insert``: "after" or "before" line ``first``, to add code without replacing any);
+  (``insert``: "after" or "before" line ``first``, to add code without replacing any). A span told
+  backwards is the same span, overlapping spans become one (their instructions joined), and a repeated
+  id is renamed: a small model's slips, not its intent;
 * code: ``{"replacements": [{"id", "code"}]}``;
 * debug: ``{"summary", "source"}``.
 """
@@ -23,30 +25,32 @@ from typing import Any
 
 _STR = {"type": "string"}
 _INT = {"type": "integer"}
+_LINE = {"type": "string", "maxLength": 400}  # one line of prose: a small model otherwise writes until max_tokens
+_ID_FIELD = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_]{0,23}$"}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "plan": {
         "type": "object",
         "properties": {
-            "markers": {"type": "array", "minItems": 1, "items": {
+            "markers": {"type": "array", "minItems": 1, "maxItems": 8, "items": {
                 "type": "object",
-                "properties": {"id": _STR, "first": _INT, "last": _INT, "instruction": _STR,
+                "properties": {"id": _ID_FIELD, "first": _INT, "last": _INT, "instruction": _LINE,
                                "insert": {"type": "string", "enum": ["after", "before"]}},
                 "required": ["id", "first", "last", "instruction"], "additionalProperties": False}},
-            "summary": _STR,
+            "summary": _LINE,
         },
         "required": ["markers", "summary"], "additionalProperties": False,
     },
     "code": {
         "type": "object",
         "properties": {"replacements": {"type": "array", "minItems": 1, "items": {
-            "type": "object", "properties": {"id": _STR, "code": _STR},
+            "type": "object", "properties": {"id": _ID_FIELD, "code": _STR},
             "required": ["id", "code"], "additionalProperties": False}}},
         "required": ["replacements"], "additionalProperties": False,
     },
     "debug": {
         "type": "object",
-        "properties": {"summary": _STR, "source": _STR},
+        "properties": {"summary": _LINE, "source": _STR},
         "required": ["summary", "source"], "additionalProperties": False,
     },
 }
@@ -63,11 +67,30 @@ NOTES = {  # what the request adds to its last message, so the model knows the f
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-def response_format(role: str) -> dict[str, Any] | None:
-    """The ``response_format`` of an OpenAI-compatible request for ``role``'s answer."""
+def response_format(role: str, *, lines: int | None = None, ids: list[str] | None = None,
+                    source_chars: int | None = None) -> dict[str, Any] | None:
+    """The ``response_format`` of an OpenAI-compatible request for ``role``'s answer. ``lines``: the
+    plan's source has that many (its markers' lines are held between 1 and it); ``ids``: the code's
+    markers (its replacements are exactly those, one each); ``source_chars``: the source's size (code at
+    most 4 times it, a repaired file twice). A grammar then rules out answers that could not be placed, and
+    answers that run on, so even a small model's answer fits."""
     schema = SCHEMAS.get(role)
     if schema is None:
         return None
+    schema = json.loads(json.dumps(schema))  # a copy to specialize
+    if role == "plan" and lines:
+        item = schema["properties"]["markers"]["items"]["properties"]
+        for k in ("first", "last"):
+            item[k] = {"type": "integer", "minimum": 1, "maximum": int(lines)}
+    if role in ("code", "debug") and source_chars:  # room for a rewrite several times the source, not for ever
+        if role == "code":
+            schema["properties"]["replacements"]["items"]["properties"]["code"]["maxLength"] = 4 * int(source_chars)
+        else:  # a repaired file is about the size of the failed one
+            schema["properties"]["source"]["maxLength"] = 2 * int(source_chars) + 200
+    if role == "code" and ids:
+        reps = schema["properties"]["replacements"]
+        reps["items"]["properties"]["id"] = {"type": "string", "enum": list(ids)}
+        reps["minItems"] = reps["maxItems"] = len(ids)
     return {"type": "json_schema", "json_schema": {"name": f"stark_{role}", "schema": schema, "strict": True}}
 
 
@@ -90,17 +113,32 @@ def as_text(role: str, text: str) -> str | None:
     if not isinstance(doc, dict):
         return None
     if role == "plan" and isinstance(doc.get("markers"), list):
-        lines = []
+        spans: list[list[Any]] = []  # [id, first, last, instruction, insert]
         for m in doc["markers"]:
             if not isinstance(m, dict) or not isinstance(m.get("id"), str) or not _ID.match(m["id"]):
                 return None
             first, last = m.get("first"), m.get("last", m.get("first"))
             if not isinstance(first, int) or not isinstance(last, int):
                 return None
+            first, last = min(first, last), max(first, last)  # "lines 19-17": the same span, told backwards
             instr = " ".join(str(m.get("instruction") or "").split())
-            where = (f"{m['insert']} line {first}" if m.get("insert") in ("after", "before")
-                     else f"lines {first}-{last}")
-            lines.append(f"MARKER {m['id']} {where}: {instr}")
+            spans.append([m["id"], first, last, instr, m.get("insert") if m.get("insert") in ("after", "before")
+                          else None])
+        merged: list[list[Any]] = []
+        for sp in sorted(spans, key=lambda v: (v[1], v[2])):
+            prev = merged[-1] if merged else None
+            if prev is not None and not prev[4] and not sp[4] and sp[1] <= prev[2]:  # overlapping: one span
+                prev[2] = max(prev[2], sp[2])
+                prev[3] = f"{prev[3]}; {sp[3]}" if sp[3] and sp[3] != prev[3] else prev[3]
+                continue
+            merged.append(sp)
+        lines, used = [], set()
+        for mid, first, last, instr, insert in merged:
+            while mid in used:  # the same id twice: the next is renamed
+                mid = f"{mid}_{len(used)}"
+            used.add(mid)
+            where = f"{insert} line {first}" if insert else f"lines {first}-{last}"
+            lines.append(f"MARKER {mid} {where}: {instr}")
         summary = " ".join(str(doc.get("summary") or "").split())
         return "\n".join(lines) + (f"\nSUMMARY: {summary}" if summary else "") + "\n"
     if role == "code" and isinstance(doc.get("replacements"), list):
