@@ -32,7 +32,7 @@ FOREIGN = {
 
 
 # flags of programs this repo does not contain, named in prose (``vllm serve --max-model-len``)
-ELSEWHERE = {"--max-model-len", "--api-key"}  # vLLM's
+ELSEWHERE = {"--max-model-len", "--api-key", "--chat-template"}  # vLLM's, llama-server's
 
 
 BLOCK_START = re.compile(r"\s*(?:#|[-*] |\d+\. |\|)")

@@ -60,7 +60,11 @@ def _hold_as(mode: str, key: str, seconds: float, env: dict) -> subprocess.Popen
 
 
 def _span(p: subprocess.Popen) -> list[float]:
-    return json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
+    # through the buffered reader that _hold_as read "ready" from: it may hold the rest already
+    # (communicate(timeout=...) reads the raw pipe and would miss it)
+    out = p.stdout.read()
+    p.wait(timeout=60)
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.fixture
