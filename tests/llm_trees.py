@@ -117,3 +117,14 @@ def sample_tree(task: TaskSpec, gpu: bool = True, with_io: bool = True) -> list[
         _node(5, 2, PLAN_CODE, root_src.replace(old, fast) + ("\n// unrolled\n" if kind == "cuda" else "\n# unrolled\n"),
               wrong, "unroll the column loop by 4"),
     ]
+
+
+def agent_ctx(agent: str = "plan", node: int = 1, upto: int | None = None, kind: str = "cuda", **kw):
+    """An agent's context on the sample tree of ``kind``: the Plan agent on the root sees the root alone."""
+    from stark_lsp.search.context import build_context
+
+    task = sample_task(kind)
+    nodes = sample_tree(task)[:upto]
+    if agent == "plan" and node == 1:
+        nodes = nodes[:1]  # only the root: nothing else in the tree
+    return build_context(agent, task, nodes, node, hardware_info=HARDWARE, attempt=1, seed=3, **kw)

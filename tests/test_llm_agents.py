@@ -7,25 +7,19 @@ from pathlib import Path
 import pytest
 
 from conftest_replay import replay  # noqa: F401  (the fixture)
-from llm_trees import HARDWARE, sample_task, sample_tree
+from llm_trees import agent_ctx
 from replay_server import RECORDINGS, completion, load_recording
 from stark_lsp.agents.base import AgentError, AgentsUnavailable
 from stark_lsp.agents.llm.client import ChatClient
 from stark_lsp.agents.llm.pricing import Price
 from stark_lsp.agents.team import make_team
 from stark_lsp.markers.syntax import apply_replacements
-from stark_lsp.search.context import build_context
 
 KEY = "sk-test-SECRET-0123456789abcdefXYZ"
 MARKED = (RECORDINGS / "row_sum_marked.cu").read_text()
 
 
-def ctx(agent="plan", node=1, upto=None, **kw):
-    task = sample_task("cuda")
-    nodes = sample_tree(task)[:upto]
-    if agent == "plan" and node == 1:
-        nodes = nodes[:1]  # only the root: nothing else in the tree
-    return build_context(agent, task, nodes, node, hardware_info=HARDWARE, attempt=1, seed=3, **kw)
+ctx = agent_ctx
 
 
 def team_for(replay, **kw):

@@ -108,11 +108,9 @@ def test_a_server_without_the_models_route_is_left_to_the_first_call(tmp_path, m
 
 # a full context is not the token limit -------------------------------------------------------------------------
 def plan_ctx():
-    from llm_trees import HARDWARE, sample_task, sample_tree
-    from stark_lsp.search.context import build_context
+    from llm_trees import agent_ctx
 
-    task = sample_task("cuda")
-    return build_context("plan", task, sample_tree(task)[:1], 1, hardware_info=HARDWARE, attempt=1, seed=3)
+    return agent_ctx("plan")
 
 
 def test_an_answer_cut_short_of_max_tokens_is_a_full_context_and_is_not_retried(replay):

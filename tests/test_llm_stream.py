@@ -17,11 +17,9 @@ ASK = [{"role": "user", "content": "hello"}]
 
 
 def plan_ctx():
-    from llm_trees import HARDWARE, sample_task, sample_tree
-    from stark_lsp.search.context import build_context
+    from llm_trees import agent_ctx
 
-    task = sample_task("cuda")
-    return build_context("plan", task, sample_tree(task)[:1], 1, hardware_info=HARDWARE, attempt=1, seed=3)
+    return agent_ctx("plan")
 
 
 def test_an_answer_is_asked_for_as_a_stream_and_read_whole_with_its_usage(replay):

@@ -23,6 +23,7 @@ LOOP_CHECK_CHARS = 2048  # how often (in characters) an answer is checked for a 
 LOOP_MIN_REPEATS = 6
 LOOP_MIN_SPAN = 600  # characters the repeats must cover
 LOOP_MAX_PERIOD = 400
+LOOP_TAIL = LOOP_MAX_PERIOD * LOOP_MIN_REPEATS + LOOP_MIN_SPAN  # enough for the longest loop looked for
 LOOP_MIN_DISTINCT = 3  # characters in the repeated piece: a phrase or a line, not a run of one character (padding)
 
 
@@ -47,6 +48,7 @@ async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float,
     """The streamed answer, read to its end, its deadline, or a loop (see the module's docstring)."""
     t0 = time.monotonic()
     parts: list[str] = []
+    tail = ""  # the answer's last LOOP_TAIL characters: what the loop check reads (never the whole answer again)
     size = checked = 0
     finish, usage, seen_model, chunks, events = "", None, model, 0, 0
     said = t0
@@ -61,6 +63,7 @@ async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float,
                 text = getattr(delta, "content", None) if delta is not None else None
                 if text:
                     parts.append(text)
+                    tail = (tail + text)[-LOOP_TAIL:]
                     size += len(text)
                     chunks += 1
                 if getattr(choice, "finish_reason", None):
@@ -74,7 +77,7 @@ async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float,
                 break
             if size - checked >= LOOP_CHECK_CHARS:
                 checked = size
-                if looping("".join(parts)[-(LOOP_MAX_PERIOD * LOOP_MIN_REPEATS + LOOP_MIN_SPAN):]):
+                if looping(tail):
                     finish = "loop"
                     break
     finally:

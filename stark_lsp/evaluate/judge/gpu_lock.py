@@ -7,12 +7,12 @@ through a machine-wide gate, one per GPU (named after the device's UUID):
 * **exclusive** for what is timed: the calibration of a process's protocol
   and its timed batches (the baselines', the candidates', the re-timing);
   also ncu's replays (``profile/run_once.py``);
-* **shared** for every other phase that runs work on the GPU: the reference's
-  outputs, a process's start, loading a candidate and its first call, its
-  trials, the launch check, clearing the process away. So no candidate's GPU
-  work ever overlaps another's timed batch;
-* **none** while only the CPU works: the ``torch.compile`` baseline's
-  compile (trusted code), waiting for the zygote.
+* **shared** for the other phases that run work on the GPU: the reference's
+  outputs and the task check, the trials after the first call, the launch
+  check, clearing the process away;
+* **none** while the CPU does the work: a process's start, loading the
+  candidate, its first call (Triton's compile, then one call), the
+  ``torch.compile`` baseline's compile (docs/EVALUATOR.md: what that leaves).
 
 The gate is two ``flock`` files: the lock itself (shared or exclusive) and a
 turnstile that an exclusive holder keeps while it waits and runs. A new
@@ -91,7 +91,7 @@ def _open(path: Path) -> int | None:
 class GpuGate:
     """One process's way through the gate of one GPU. ``with gate.hold(SHARED): ...`` (or
     EXCLUSIVE, or None for no hold) switches to that mode for the block and back after it;
-    ``release()`` lets go of everything. ``key`` "" makes a gate that never waits (the CPU)."""
+    ``close()`` lets go of everything. ``key`` "" makes a gate that never waits (the CPU)."""
 
     def __init__(self, key: str, on_wait: Callable[[str, float | None], None] | None = None):
         self.key = key
@@ -164,9 +164,6 @@ class GpuGate:
             if self.mode == EXCLUSIVE and self._turn is not None:
                 fcntl.flock(self._turn, fcntl.LOCK_UN)
         self.mode = None
-
-    def release(self) -> None:
-        self._let_go()
 
     def close(self) -> None:
         self._let_go()
