@@ -14,7 +14,8 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
-python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py tests/test_evaluator_gpu.py 2>&1 | tee "$out/pytest.txt"
+python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py tests/test_evaluator_gpu.py tests/test_gpu_lock.py \
+  tests/test_evaluator_attacks.py tests/test_evaluator_attacks_round3.py tests/test_evaluator_racing.py 2>&1 | tee "$out/pytest.txt"
 # the editor's harness templates, generated for each CUDA sample, built and run (no launch out of bounds)
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_harness_template.py 2>&1 | tee "$out/pytest_templates.txt"
 python3 -m pytest -q -s -p no:cacheprovider tests/test_agent_cards_gpu.py 2>&1 | tee "$out/agent_cards.txt"

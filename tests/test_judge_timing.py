@@ -154,3 +154,18 @@ def test_a_short_call_stops_once_sampling_could_narrow_its_bound_by_little():
     assert not TM.enough(jittery, none_left, noise_target=0.02, min_calls=100, spent_s=0.1, budget_s=1.5)
     # the bound still carries the sampling noise it stopped at
     assert fig.bound_ms >= TM.BOUND_SIGMAS * fig.noise * fig.median_ms + left.left_ms - 1e-12
+
+
+def test_a_figure_clearly_slower_than_the_best_can_stop_early():
+    slow = TM.figure(batches(2.0, n=3, paired=False), OV, True)
+    assert TM.outpaced(slow, race_ms=1.0)
+    assert not TM.outpaced(slow, race_ms=None)
+    assert not TM.outpaced(slow, race_ms=1.9)  # within RACE_MARGIN of the best: timed in full
+    few = TM.figure(batches(2.0, n=2, paired=False), OV, True)
+    assert not TM.outpaced(few, race_ms=1.0)  # fewer than RACE_BATCHES batches say nothing yet
+
+
+def test_a_noisy_figure_is_not_raced_out_on_its_median_alone():
+    noisy = TM.figure([TM.Batch(10, 10 * ms + 0.07) for ms in (1.0, 1.5, 2.0)], OV, True)
+    assert noisy.median_ms > 1.3  # its median is a third over the best ...
+    assert not TM.outpaced(noisy, race_ms=1.2)  # ... but its bound reaches below it

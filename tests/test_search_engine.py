@@ -346,3 +346,40 @@ def test_an_attempt_the_search_stopped_is_not_a_failure_and_is_redone(env):
     cut = [n for n in store.nodes(task.task_id()) if n.parent_id is not None and n.status == ABANDONED]
     assert cut and all("redone when the search continues" in n.error for n in cut)
     assert not any(n.failed for n in store.nodes(task.task_id()))
+
+
+def test_each_candidate_races_the_best_so_far_and_the_re_timing_does_not(env):
+    task, store = env
+    ev = FakeEvaluator()
+    s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=6)
+    s.run()
+    best_ms = []  # the best runtime before each evaluation, from the verdicts as they came
+    shown = [o.race_ms for o in ev.options]
+    runtimes = [verdict_ms(src) for src in ev.sources]
+    for i in range(len(runtimes)):
+        seen = [r for r in runtimes[:i] if r is not None]
+        best_ms.append(min(seen) if seen else None)
+    assert shown[0] is None  # the root: nothing to beat yet
+    assert shown == best_ms
+    assert any(x is not None for x in shown[1:])
+
+
+def test_racing_can_be_turned_off(env):
+    ev = FakeEvaluator()
+    s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=4, race=False)
+    s.run()
+    assert all(o.race_ms is None for o in ev.options)
+
+
+def test_the_re_timing_times_in_full():
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.search.retime import retime_options
+
+    assert retime_options(EvalOptions(race_ms=0.5)).race_ms is None
+
+
+def verdict_ms(source):
+    from fakes import verdict
+
+    r = verdict(source)
+    return r.runtime.candidate.median_ms if r.runtime else None

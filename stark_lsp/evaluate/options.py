@@ -20,6 +20,9 @@ class EvalOptions:
     # a figure it knew to about 3 % by half of that)
     time_budget_s: float = 1.5
     noise_target: float = 0.02  # timing stops once the figure is known to this (relative standard error of its median)
+    # the figure to beat (the search's best so far, ms a call): a candidate clearly slower than it is timed only
+    # until that is clear (``timing.outpaced``); None: every candidate timed in full (``stark eval``, the re-timing)
+    race_ms: float | None = None
     cpu_reps: int = 5  # timed calls on the CPU (Triton interpreter), one per batch
     compile_baseline: bool = False  # also time torch.compile of the reference
     profile_launches: bool = True  # check that a custom kernel really launched

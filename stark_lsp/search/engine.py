@@ -16,7 +16,7 @@ from pathlib import Path
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
@@ -53,6 +53,9 @@ class SearchConfig:
     seed: int = 0
     context_tokens: int = 12000
     eval_options: EvalOptions = field(default_factory=EvalOptions)
+    # a candidate clearly slower than the best so far is timed only until that is clear (``EvalOptions.race_ms``):
+    # its figure stays the judge's, known less precisely; the best and the re-timing are timed in full
+    race: bool = True
     profile_top: int = 0  # profile (ncu) the top-K correct nodes in the background; 0: off
     profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
     retime_top: int = 3  # when the search ends, re-time its top K correct candidates ... (0: off)
@@ -688,11 +691,21 @@ class Search:
             self._update(node.id, status=ABANDONED, error=f"cut short: {Path(gone[0]).name} is gone")
             raise TaskBroken(f"{Path(gone[0]).name} is gone (deleted or moved during the search): the search stopped")
 
+    def _options(self) -> EvalOptions:
+        """A candidate's settings: the search's, with the figure to beat (the best so far) when racing."""
+        opts = self.config.eval_options
+        if not self.config.race:
+            return opts
+        best = best_correct(n for n in self._snapshot() if n.duplicate_of is None)
+        if best is None or not best.runtime_ms:
+            return opts
+        return replace(opts, race_ms=best.runtime_ms)
+
     def _evaluate(self, node: Node) -> None:
         self._task_gone(node)
         try:
             with self._gate.shared():  # waits while ncu runs (profile_exclusive)
-                result: EvalResult = self.evaluator.evaluate(self.task, node.source, self.config.eval_options)
+                result: EvalResult = self.evaluator.evaluate(self.task, node.source, self._options())
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e

@@ -27,8 +27,8 @@ from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 def retime_options(options: EvalOptions) -> EvalOptions:
     """Timing-heavy settings: one correctness trial (the candidate was checked already), twice the
-    timed repetitions and time budget."""
-    return replace(options, trials=1, reps=max(2 * options.reps, 100), time_budget_s=2 * options.time_budget_s,
+    timed repetitions and time budget, and no racing (every figure in full)."""
+    return replace(options, trials=1, race_ms=None, reps=max(2 * options.reps, 100), time_budget_s=2 * options.time_budget_s,
                    cpu_reps=max(options.cpu_reps, 3), compile_baseline=options.compile_baseline)
 
 

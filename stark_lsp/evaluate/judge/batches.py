@@ -18,6 +18,15 @@ draws every call's inputs itself, runs the reference on them, and checks:
 A wrong trial is ``incorrect``. A wrong timed or warm-up call is a cheat
 (``wrong_while_timed``): the candidate was right where it expected to be
 looked at and wrong elsewhere (or has a race), whatever its trials said.
+
+The trials are checked as they come. A timed batch's chosen outputs are read
+back at once (a snapshot in the judge's memory, which the process can no longer
+touch), and the rest of its checks, the reference on every call's inputs and the
+comparisons, wait in ``Pending`` until the timing is over (or the snapshots
+reach their memory budget): they then run while the GPU's gate is held shared,
+beside other judges' work, and the timed batches follow one another with no
+judge's work between them. A figure is only given once every one of its
+batches passed.
 """
 
 from __future__ import annotations
@@ -93,6 +102,10 @@ class Seeds:
     def secret(self) -> int:
         return self._rng.randrange(1, _SEED_TOP)
 
+    def chance(self, p: float) -> bool:
+        """True with probability ``p``: a secret draw."""
+        return self._rng.random() < p
+
     def choose(self, population: int, k: int) -> list[int]:
         return sorted(self._rng.sample(range(population), min(k, population)))
 
@@ -153,10 +166,23 @@ class Checker:
                                              f"precision lowered while timed, or a race): {where}, {why}",
                         self.conv.output())
 
+    def fetch(self, i: int, where: str) -> list[Any]:
+        """Call i of the last batch's outputs, read back into the judge's memory (a snapshot the process
+        cannot touch afterwards); a call that changed its inputs in place is a cheat."""
+        limit = 30.0 + self.conv.link.capacity / TRANSFER_FLOOR  # the shared buffer holds one call's outputs
+        reply = self.conv.ask({"op": "fetch", "index": i}, limit, f"reading {where}")
+        changed = R.inputs_changed(reply)
+        if changed is not None:
+            raise self.conv.state.cheat("inputs_modified", f"the candidate modified input {changed} in place",
+                                        self.conv.output())
+        return self.conv.read_outputs(reply.get("outputs"))
+
     def check(self, ran: RanBatch, fetch: list[int], *, trial: bool, label: str,
-              trials: list[Trial] | None = None, number_from: int = 1) -> None:
-        """Every call's outputs' form and digest; the ``fetch`` calls element by element. Calls are
-        named from ``number_from`` (trials in two batches: the first call, then the rest)."""
+              trials: list[Trial] | None = None, number_from: int = 1,
+              fetched: dict[int, list[Any]] | None = None) -> None:
+        """Every call's outputs' form and digest; the ``fetch`` calls element by element (read back
+        now, or already, in ``fetched``). Calls are named from ``number_from`` (trials in two batches:
+        the first call, then the rest)."""
         st = self.conv.state
         for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
             where = f"{label} {i + number_from}" if trial else f"{label}, call {i + 1}"
@@ -165,7 +191,8 @@ class Checker:
             if why:
                 raise self._wrong(trial, where, why, seed, trials)
             if i in fetch:  # element by element first: its message is the precise one
-                self._compare_fetched(i, call, seed, sign, ref_out, trial, where, trials)
+                outs = fetched[i] if fetched is not None and i in fetched else self.fetch(i, where)
+                self._compare_fetched(call, seed, sign, ref_out, outs, trial, where, trials)
             bounds = [D.bound([o], *tolerance_for(getattr(o, "dtype", None), self.atol, self.rtol))[0] for o in ref_out]
             why = D.agrees(call.digest, D.digest(ref_out, sign), bounds)
             self.checked += 1
@@ -176,14 +203,9 @@ class Checker:
                 raise self._wrong(trial, where, why, seed, trials)
             del ref_out
 
-    def _compare_fetched(self, i: int, call: R.CallReply, seed: int, sign: int, ref_out: list[Any], trial: bool,
-                         where: str, trials: list[Trial] | None) -> None:
+    def _compare_fetched(self, call: R.CallReply, seed: int, sign: int, ref_out: list[Any], outs: list[Any],
+                         trial: bool, where: str, trials: list[Trial] | None) -> None:
         st = self.conv.state
-        reply = self.conv.ask({"op": "fetch", "index": i}, 30.0 + transfer_s(ref_out), f"reading {where}")
-        changed = R.inputs_changed(reply)
-        if changed is not None:
-            raise st.cheat("inputs_modified", f"the candidate modified input {changed} in place", self.conv.output())
-        outs = self.conv.read_outputs(reply.get("outputs"))
         why = unstored(ref_out, outs)
         if why:
             raise self._wrong(trial, where, why, seed, trials)
@@ -200,6 +222,41 @@ class Checker:
                                                 f"while it ran (its digest differs): repaired after the fact",
                            self.conv.output())
         self.fetched += 1
+
+
+class Pending:
+    """Timed batches whose checks wait (see the module's docstring): each batch's chosen outputs read
+    back at once, the reference and the comparisons later, in ``flush``. ``budget_bytes``: what the
+    snapshots may hold in the judge's memory before ``due`` says to flush."""
+
+    def __init__(self, checker: Checker, budget_bytes: int):
+        self.checker = checker
+        self.budget_bytes = budget_bytes
+        self.batches: list[tuple[RanBatch, list[int], dict[int, list[Any]], str]] = []
+        self.held_bytes = 0
+        self.fetched_bytes = 0  # read back over the whole timing (``timed_calls.fetch_count`` spends it)
+        self.fetched_calls = 0
+        self.flushes = 0
+
+    def add(self, ran: RanBatch, fetch: list[int], label: str) -> None:
+        fetched = {i: self.checker.fetch(i, f"{label}, call {i + 1}") for i in fetch}
+        size = sum(output_bytes(o) for o in fetched.values())
+        self.held_bytes += size
+        self.fetched_bytes += size
+        self.fetched_calls += len(fetched)
+        self.batches.append((ran, fetch, fetched, label))
+
+    def due(self) -> bool:
+        return self.held_bytes >= self.budget_bytes
+
+    def flush(self) -> None:
+        """Every waiting batch checked, in the order they ran: the first wrong call is the verdict."""
+        batches, self.batches, self.held_bytes = self.batches, [], 0
+        if batches:
+            self.flushes += 1
+        for ran, fetch, fetched, label in batches:
+            self.checker.check(ran, fetch, trial=False, label=label, fetched=fetched)
+            fetched.clear()
 
 
 def same_digest(committed: list[list[float]], recomputed: list[list[float]]) -> bool:
@@ -252,5 +309,8 @@ def output_bytes(outs: list[Any]) -> int:
     return sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
 
 
+TRANSFER_FLOOR = 0.5e9  # copying outputs to the judge: 0.5 GB/s is a floor, not an estimate
+
+
 def transfer_s(outs: list[Any]) -> float:
-    return output_bytes(outs) / 0.5e9  # copying outputs to the judge: 0.5 GB/s is a floor, not an estimate
+    return output_bytes(outs) / TRANSFER_FLOOR

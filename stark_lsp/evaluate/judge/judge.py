@@ -54,14 +54,15 @@ from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import task_sanity
 from stark_lsp.evaluate.judge import timing as TM
-from stark_lsp.evaluate.judge.batches import Checker, Seeds, output_bytes, run_batch, transfer_s
+from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
 from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
 from stark_lsp.evaluate.judge.launch_rule import (custom_kernel_names, launched_kernel_names, missing_launches,
                                                   source_flags, triton_kernel_names)
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
-from stark_lsp.evaluate.judge.timed_calls import Timed, calibrate, memory_calls, output_shapes, time_calls
+from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrate, memory_calls, output_shapes,
+                                                 time_calls)
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
@@ -290,12 +291,6 @@ class Judge:
                                      "batches chain on the host\n")
         return bool(self._device_chain_ok)
 
-    def _rehearse(self, ref: Reference, ran: Any, param_seed: int) -> None:
-        """What checking a batch costs the judge (the reference on each call's inputs), done after a
-        calibration batch, so the process waits between those as it will between timed batches."""
-        for seed in ran.input_seeds:
-            self._outputs(ref, ref.inputs(seed), param_seed)
-
     def _task_sanity(self, spec: TaskSpec, ref: Reference, opts: EvalOptions, param_seed: int) -> task_sanity.Sanity:
         atol = opts.atol if opts.atol is not None else ref.atol
         rtol = opts.rtol if opts.rtol is not None else ref.rtol
@@ -374,9 +369,8 @@ class Judge:
                 conv.ask(None, READY_LIMIT_S, "start")
             state.mark("process start")
             conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-            with self.gate.hold(EXCLUSIVE):
-                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S,
-                               between=lambda ran: self._rehearse(ref, ran, param_seed))
+            with self.gate.hold(EXCLUSIVE):  # batches follow one another, as the timed batches will
+                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
             state.mark("calibration")
             with self.gate.hold(None):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
@@ -411,11 +405,15 @@ class Judge:
             state.mark("launch check")
 
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
+            checks = Pending(checker, PENDING_BYTES[self.is_gpu])
             with self.gate.hold(EXCLUSIVE):
                 timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
-                                   checker=checker, shapes=output_shapes(ref_out0),
-                                   protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms)
+                                   checks=checks, shapes=output_shapes(ref_out0),
+                                   protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms,
+                                   shared=lambda: self.gate.hold(SHARED))
             state.mark("timing")
+            checks.flush()  # the timed batches' checks, the gate held shared (the outer hold): no figure before
+            state.mark("timing's checks")
             if not state.resources:
                 state.resources = self._resources(conv, source)
             output = conv.output()
@@ -457,6 +455,9 @@ class Judge:
         if base.measured_at:
             notes.append(f"{'eager and torch.compile' if base.compiled else 'eager'} timed {base.measured_at} "
                          f"(the baseline cache: STARK_EVAL_BASELINE_CACHE= times them afresh)")
+        if timed.raced:
+            notes.append(f"timed until clearly slower than the search's best ({opts.race_ms:.4g} ms): {fig.batches} "
+                         f"batches, {fig.calls} calls")
         if timed.slow:
             notes.append(f"slower than {TM.SLOW_FACTOR:g}x the reference ({fig.median_ms:.4g} ms vs "
                          f"{rfig.median_ms:.4g} ms): timed over {fig.calls} calls only")
@@ -558,7 +559,7 @@ class Judge:
                 with self.gate.hold(EXCLUSIVE):
                     timed[role] = time_calls(conv, seeds, ov, replace(opts, time_budget_s=2 * opts.time_budget_s),
                                              is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
-                                             checker=None, shapes=output_shapes(out), role=role)
+                                             checks=None, shapes=output_shapes(out), role=role)
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR

@@ -6,9 +6,12 @@ sizes, and fits what a batch costs the protocol itself (``timing.fit_overhead``)
 ``time_calls`` then warms the candidate up, tells a very slow one early (cut
 after a few calls), sizes the batches, and samples them until the figure's
 noise is below the target or the budget is spent (``timing.enough``). Every
-batch of a candidate is checked (``batches.Checker``): a batch's timing counts
-only once its calls were shown to be right. The reference and torch.compile
-are timed the same way, in their own processes, unchecked (trusted code).
+batch of a candidate is checked (``batches.Pending``): its chosen outputs are
+read back at once, and the rest of its checks wait until the timing is over
+(or the snapshots fill their memory budget), to run with the GPU's gate held
+shared; a batch's timing counts only once its calls were shown to be right.
+The reference and torch.compile are timed the same way, in their own
+processes, unchecked (trusted code).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Callable
 
 import torch
 
 from stark_lsp.evaluate.judge import timing as TM
-from stark_lsp.evaluate.judge.batches import Checker, RanBatch, Seeds, run_batch
+from stark_lsp.evaluate.judge.batches import Pending, Seeds, run_batch
 from stark_lsp.evaluate.judge.conversation import Conversation
 from stark_lsp.evaluate.options import EvalOptions
 
@@ -33,6 +37,14 @@ KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch ma
 # over the least 5 batches, 20 calls in full. A hostile review's candidate that rounded a quarter of its calls to
 # fp16 (inside the digest's bound) escaped 2 of 6 times with 2 a batch
 FETCH_PER_BATCH = 4
+# what the timing reads back in full, at most (the copies hold the GPU alone): past it (and past MIN_FETCHED calls),
+# a batch has one call read back with the chance FETCH_LATE. On level 2 a call's outputs can weigh a gigabyte:
+# reading four of them a batch cost 0.3 s a batch (docs/benchmarks.md, session 9)
+FETCH_BYTES = {True: 4 << 30, False: 256 << 20}
+MIN_FETCHED = 8
+FETCH_LATE = 0.25
+# the snapshots of read-back outputs a judge keeps until their checks run (``batches.Pending``)
+PENDING_BYTES = {True: 2 << 30, False: 256 << 20}
 
 
 @dataclass
@@ -42,6 +54,7 @@ class Timed:
     protocol_ms: float | None = None  # the protocol's cost per call, from the empty batches beside the timed ones
     fixed_ms: float | None = None  # the round trip a batch was charged (a baseline's: the cap on a candidate's)
     chain: str = "host"  # how its batches chained their calls (``Conversation.chain``)
+    raced: bool = False  # stopped once clearly slower than the figure to beat (``timing.outpaced``)
 
 
 def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
@@ -52,12 +65,11 @@ def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
     return max(0.0, min(per)) if per else None
 
 
-def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float,
-              between: Callable[[RanBatch], None] | None = None) -> TM.Overhead:
-    """The protocol's own cost in this process. ``between``: the judge's work after each batch, as
-    it will check a candidate's (the reference on the batch's inputs), so the process meets the
-    same pauses between calibration batches as between timed ones (a thread or a cache that cools
-    in a pause costs the next batch)."""
+def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float) -> TM.Overhead:
+    """The protocol's own cost in this process: batches of calls that do nothing, one after another
+    as the timed batches will follow one another (their checks wait until the timing is over). A
+    pause a timed batch meets that the calibration did not (a mid-way check, a read-back) can only
+    make that batch dearer: the figure errs high, never low."""
     shapes = output_shapes(ref_out)
     sizes, repeats = TM.CALIBRATION_SIZES[is_gpu], TM.CALIBRATION_REPEATS[is_gpu]
     samples: list[TM.Batch] = []
@@ -66,8 +78,6 @@ def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool
             ran = run_batch(conv, seeds, k, limit_s * k + 5.0, "calibration", op="calib", extra={"outputs": shapes})
             if r:  # the first round warms the allocator and the kernels up
                 samples.append(ran.sample())
-            if between is not None:
-                between(ran)
     return TM.fit_overhead(samples)
 
 
@@ -82,11 +92,25 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
     return max(1, KEEP_BYTES[is_gpu] // max(1, in_bytes + out_bytes))
 
 
+def fetch_count(calls: int, wanted: int, pending: Pending, seeds: Seeds, is_gpu: bool) -> int:
+    """How many of a timed batch's calls to read back in full (which ones is drawn after it ran):
+    ``wanted`` until ``FETCH_BYTES`` were read (and at least ``MIN_FETCHED`` calls), then one call
+    with the chance ``FETCH_LATE``. Every call's digest is checked whatever this says."""
+    if wanted <= 0:
+        return 0
+    if pending.fetched_bytes < FETCH_BYTES[is_gpu] or pending.fetched_calls < MIN_FETCHED:
+        return min(calls, wanted)
+    return 1 if seeds.chance(FETCH_LATE) else 0
+
+
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
-               ref_ms: float | None, keep_calls: int, checker: Checker | None, shapes: list[dict[str, Any]],
+               ref_ms: float | None, keep_calls: int, checks: Pending | None, shapes: list[dict[str, Any]],
                protocol_cap_ms: float | None = None, fixed_cap_ms: float | None = None,
-               role: str = "candidate") -> Timed:
-    """Warm up, then timed batches until the figure is known; every candidate batch checked; beside each
+               role: str = "candidate",
+               shared: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Timed:
+    """Warm up, then timed batches until the figure is known; every candidate batch checked (``checks``:
+    what it reads back is read at once, the rest waits for the caller's ``checks.flush()``, or for
+    ``shared``, the GPU's gate held shared, when the snapshots fill their budget); beside each
     of a baseline's timed batches, a batch of as many calls that do nothing (``timing.Batch.overhead_ms``),
     first and second in turn, so neither always meets the process after a pause. ``protocol_cap_ms``:
     what the protocol
@@ -101,9 +125,11 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     which its empty batches never undercut on the H200 (their time was never used, and cost as much
     as the timed batches). ``role`` names the process in the trace (``STARK_EVAL_TRACE``)."""
     calibrated = ov
+    checker = checks.checker if checks is not None else None
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
-    pair = checker is None
+    pair = checks is None
+    flushing = [0.0]  # seconds spent checking mid-way: not the timing's budget
     ov = replace(ov, fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call,
                  left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
@@ -117,8 +143,13 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         ran = run_batch(conv, seeds, k, limit, phase)
         if paired and empty is None:
             empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
-        if checker is not None:
-            checker.check(ran, seeds.choose(k, fetch), trial=False, label=phase)
+        if checks is not None:
+            checks.add(ran, seeds.choose(k, fetch_count(k, fetch, checks, seeds, is_gpu)), phase)
+            if checks.due():
+                t = _perf()
+                with shared():
+                    checks.flush()
+                flushing[0] += _perf() - t
         return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty, prepare_ms=ran.prepare_ms)
 
     first = batch(1, "warm-up", 0)
@@ -137,21 +168,25 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
     runs: list[TM.Batch] = []
     t0 = _perf()
-    fetch = FETCH_PER_BATCH if checker is not None else 0
+    fetch = FETCH_PER_BATCH if checker is not None else 0  # the timed batches' (``fetch_count``)
     min_calls = opts.reps if is_gpu else max(1, opts.cpu_reps)
     budget = opts.time_budget_s if is_gpu else math.inf
+    raced = False
     while True:
         runs.append(batch(k, "timed call" if k == 1 else "timed batch", fetch))
+        if checks is not None and TM.outpaced(TM.figure(runs, ov, is_gpu), opts.race_ms):
+            raced = True
+            break
         if not is_gpu:
             if len(runs) >= max(1, opts.cpu_reps):
                 break
             continue
-        if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0,
+        if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0 - flushing[0],
                      budget_s=budget, is_gpu=is_gpu):
             break
-    _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0, conv.chain)
+    _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0 - flushing[0], conv.chain)
     return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
-                 fixed_ms=ov.fixed_ms)
+                 fixed_ms=ov.fixed_ms, raced=raced)
 
 
 def _trace(role: str, calibrated: TM.Overhead, ov: TM.Overhead, cap_ms: float | None, runs: list[TM.Batch],

@@ -253,6 +253,20 @@ def settled(fig: Figure, ov: Overhead, is_gpu: bool) -> bool:
     return BOUND_SIGMAS * fig.noise * fig.median_ms <= SETTLED_SHARE * fixed
 
 
+RACE_BATCHES = 3  # the least batches before a candidate may be told to be clearly slower than the figure to beat
+RACE_MARGIN = 1.10  # clearly slower: its figure, less its whole bound, over this many times the figure to beat
+
+
+def outpaced(fig: Figure, race_ms: float | None) -> bool:
+    """Whether timing can stop because the figure is clearly slower than ``race_ms`` (the search's
+    best so far): even at the low edge of its bound it is over ``RACE_MARGIN`` times that. The
+    figure stays the judge's honest median; it is only known less precisely, and only for a
+    candidate that cannot be the best (racing, as in successive halving)."""
+    if race_ms is None or race_ms <= 0 or fig.batches < RACE_BATCHES or not math.isfinite(fig.bound_ms):
+        return False
+    return fig.median_ms - fig.bound_ms > RACE_MARGIN * race_ms
+
+
 def is_slow(candidate_call_ms: float, reference_call_ms: float) -> bool:
     """Slower than SLOW_FACTOR x the reference (by more than launch noise)."""
     return candidate_call_ms > SLOW_FACTOR * reference_call_ms and candidate_call_ms - reference_call_ms > 1.0

@@ -1,0 +1,52 @@
+"""Timing that stops when it knows, against a real evaluator: a candidate clearly slower than the figure to
+beat (``EvalOptions.race_ms``, the search's best) is timed only until that is clear, and a timing's checks
+run once its batches are done. On the CPU in CI, unchanged on a GPU (scripts/gpu_tests.sh)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.judge import timing as TM
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import Status
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+GOOD = (ROOT / "tests" / "data" / "evaluator" / "good_torch.py").read_text()
+OPTS = EvalOptions(trials=2, cpu_reps=6, reps=30, time_budget_s=1.0, load_timeout_s=30)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache")) as e:
+        yield e
+
+
+def test_a_candidate_far_slower_than_the_best_is_timed_only_until_that_is_clear(ev):
+    r = ev.evaluate(load_task(ADD_TASK), GOOD, EvalOptions(**{**OPTS.to_dict(), "race_ms": 1e-6}))
+    assert r.status is Status.OK, r.summary()
+    t = r.runtime.candidate
+    assert t.batches == TM.RACE_BATCHES < OPTS.cpu_reps, t
+    assert "clearly slower than the search's best" in r.runtime.note
+    assert t.median_ms > 1e-6 * TM.RACE_MARGIN  # the judge's honest figure still
+
+
+def test_a_candidate_that_may_be_the_best_is_timed_in_full(ev):
+    for race in (None, 1e6):
+        r = ev.evaluate(load_task(ADD_TASK), GOOD, EvalOptions(**{**OPTS.to_dict(), "race_ms": race}))
+        assert r.status is Status.OK, r.summary()
+        assert r.runtime.candidate.batches == OPTS.cpu_reps
+        assert "clearly slower" not in r.runtime.note
+
+
+def test_a_timings_checks_run_after_its_batches(ev):
+    r = ev.evaluate(load_task(ADD_TASK), GOOD, OPTS)
+    assert r.status is Status.OK, r.summary()
+    names = list(r.phases)
+    assert names.index("timing") < names.index("timing's checks"), names

@@ -1,0 +1,83 @@
+"""Timed batches whose checks wait (evaluate/judge/batches.Pending, timed_calls.fetch_count): the chosen
+outputs read back at once, the rest checked later in the order the batches ran. Pure: a stand-in checker."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from stark_lsp.evaluate.judge import timed_calls as TC
+from stark_lsp.evaluate.judge.batches import Pending, RanBatch, Seeds
+from stark_lsp.evaluate.judge.conversation import Verdict
+from stark_lsp.evaluate.result import EvalResult, Status
+
+
+class Checker:
+    """Reads back a call as a tensor of ``nbytes``; a check fails on the batch named ``wrong``."""
+
+    def __init__(self, nbytes: int = 1000, wrong: str | None = None):
+        self.nbytes, self.wrong = nbytes, wrong
+        self.read: list[str] = []
+        self.checked: list[tuple[str, list[int], set[int]]] = []
+        self.fetched = 0
+
+    def fetch(self, i: int, where: str) -> list[torch.Tensor]:
+        self.read.append(where)
+        return [torch.zeros(self.nbytes, dtype=torch.uint8)]
+
+    def check(self, ran, fetch, *, trial, label, fetched):
+        assert not trial
+        self.checked.append((label, list(fetch), set(fetched)))
+        if label == self.wrong:
+            raise Verdict(EvalResult(Status.CHEAT, f"{label} was wrong"))
+
+
+def ran(k: int = 4) -> RanBatch:
+    return RanBatch(seeds=list(range(k)), signs=[1] * k, nonce=1, calls=[], wall_ms=1.0)
+
+
+def test_outputs_are_read_back_when_the_batch_ran_and_checked_only_at_the_flush():
+    c = Checker()
+    p = Pending(c, budget_bytes=10_000)
+    p.add(ran(), [0, 2], "batch 1")
+    p.add(ran(), [1], "batch 2")
+    assert c.read == ["batch 1, call 1", "batch 1, call 3", "batch 2, call 2"]
+    assert c.checked == [] and not p.due()
+    p.flush()
+    assert c.checked == [("batch 1", [0, 2], {0, 2}), ("batch 2", [1], {1})]  # in the order they ran
+    assert p.held_bytes == 0 and p.flushes == 1 and p.fetched_calls == 3
+
+
+def test_snapshots_past_their_budget_ask_for_a_flush():
+    p = Pending(Checker(nbytes=600), budget_bytes=1000)
+    p.add(ran(), [0], "batch 1")
+    assert not p.due()
+    p.add(ran(), [0], "batch 2")
+    assert p.due()
+    p.flush()
+    assert not p.due() and p.fetched_bytes == 1200  # what was read back over the timing stays counted
+
+
+def test_a_wrong_batch_is_the_verdict_and_later_ones_are_not_needed():
+    c = Checker(wrong="batch 2")
+    p = Pending(c, budget_bytes=10_000)
+    for i in (1, 2, 3):
+        p.add(ran(), [0], f"batch {i}")
+    with pytest.raises(Verdict) as e:
+        p.flush()
+    assert e.value.result.status is Status.CHEAT and "batch 2" in e.value.result.message
+    assert [x[0] for x in c.checked] == ["batch 1", "batch 2"]
+
+
+def test_a_timing_reads_back_a_few_calls_a_batch_then_few_once_its_bytes_are_spent():
+    p = Pending(Checker(nbytes=1), budget_bytes=1 << 40)
+    seeds = Seeds(None)
+    assert TC.fetch_count(10, 4, p, seeds, is_gpu=False) == 4
+    assert TC.fetch_count(2, 4, p, seeds, is_gpu=False) == 2
+    assert TC.fetch_count(10, 0, p, seeds, is_gpu=False) == 0  # a warm-up reads nothing back
+    p.fetched_bytes = TC.FETCH_BYTES[False]
+    p.fetched_calls = TC.MIN_FETCHED - 1
+    assert TC.fetch_count(10, 4, p, seeds, is_gpu=False) == 4  # not before MIN_FETCHED calls were read
+    p.fetched_calls = TC.MIN_FETCHED
+    late = [TC.fetch_count(10, 4, p, seeds, is_gpu=False) for _ in range(400)]
+    assert set(late) <= {0, 1} and 0.1 < sum(late) / len(late) < 0.45  # one call, about FETCH_LATE of the batches
