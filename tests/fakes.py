@@ -61,7 +61,7 @@ class FakeEvaluator:
         self.release = threading.Event()
         self.calls = 0
         self.sources: list[str] = []
-        self.options: list = []  # the settings of each evaluation, in order
+        self.settings: list = []  # the options of each evaluation, in order
         self._lock = threading.Lock()
 
     def hardware(self) -> str:
@@ -72,7 +72,7 @@ class FakeEvaluator:
             self.calls += 1
             n = self.calls
             self.sources.append(source)
-            self.options.append(options)
+            self.settings.append(options)
         if self.raise_on is not None and n == self.raise_on:
             raise OSError("fake evaluator infrastructure failure")
         if self.barrier is not None and 2 <= n <= 1 + self.barrier.parties:

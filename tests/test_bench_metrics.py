@@ -271,3 +271,24 @@ def test_attempted_share_geomean_and_fast1_against_torch_compile():
     assert s["geomean_attempted"] == pytest.approx(2.0 ** 0.5)
     assert s["fast_1_vs_compiled"] == pytest.approx(1 / 3)
     assert s["attempted_vs_compiled_at_least_1"] == pytest.approx(1 / 2)
+
+
+def test_the_pace_line_gives_attempts_a_minute_and_the_time_left_at_that_pace():
+    from stark_lsp.bench.progress import pace_line
+
+    assert pace_line(0, 10, 30, 60.0) == "30.0 attempts a minute"  # no run finished: no time left yet
+    line = pace_line(2, 8, 60, 120.0)
+    assert line == "30.0 attempts a minute, 8 run(s) left, about 8m00s at this pace"
+    assert pace_line(5, 0, 100, 120.0) == "50.0 attempts a minute"
+
+
+def test_a_finished_run_says_how_the_bench_goes(capsys):
+    import io
+
+    from stark_lsp.bench.progress import BenchProgress
+
+    out = io.StringIO()
+    bp = BenchProgress(["a", "b", "c"], stream=out, tty=False, planned=3, kept=1)
+    bp.finish(1, 3, rec(speed=2.0, attempt=4, attempts=5))
+    line = out.getvalue().strip()
+    assert "attempts a minute" in line and "1 run(s) left" in line, line

@@ -354,7 +354,7 @@ def test_each_candidate_races_the_best_so_far_and_the_re_timing_does_not(env):
     s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=6)
     s.run()
     best_ms = []  # the best runtime before each evaluation, from the verdicts as they came
-    shown = [o.race_ms for o in ev.options]
+    shown = [o.race_ms for o in ev.settings]
     runtimes = [verdict_ms(src) for src in ev.sources]
     for i in range(len(runtimes)):
         seen = [r for r in runtimes[:i] if r is not None]
@@ -368,7 +368,7 @@ def test_racing_can_be_turned_off(env):
     ev = FakeEvaluator()
     s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=4, race=False)
     s.run()
-    assert all(o.race_ms is None for o in ev.options)
+    assert all(o.race_ms is None for o in ev.settings)
 
 
 def test_the_re_timing_times_in_full():

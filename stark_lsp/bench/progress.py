@@ -39,9 +39,23 @@ def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
     return f"[{index + 1}/{total}] {label}  done: {what}, {r.attempts} attempts, {fmt.duration(r.wall_s)}{tail}"
 
 
+def pace_line(finished: int, left: int, attempts: int, elapsed_s: float) -> str:
+    """How the bench goes: attempts a minute over this session, and the time left at the rate runs
+    finished so far (several at once included), once one has."""
+    rate = f"{attempts / (elapsed_s / 60.0):.1f} attempts a minute" if elapsed_s > 0 else ""
+    if not finished or left <= 0:
+        return rate
+    eta = fmt.duration(left * elapsed_s / finished)
+    return f"{rate}, {left} run(s) left, about {eta} at this pace"
+
+
 class BenchProgress:
-    def __init__(self, names: list[str], stream: TextIO | None = None, tty: bool | None = None):
+    def __init__(self, names: list[str], stream: TextIO | None = None, tty: bool | None = None,
+                 planned: int | None = None, kept: int = 0):
         self.names = names
+        self.planned, self.kept = planned, kept  # runs in the bench; runs a resumed bench had already
+        self._finished = 0  # runs finished in this session
+        self._attempts = 0  # their attempts
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.started = time.monotonic()
@@ -77,4 +91,12 @@ class BenchProgress:
     def finish(self, index: int, total: int, record: RunRecord) -> None:
         with self._lock:
             label = f"{record.task} / {record.policy} / r{record.repeat}"
-            self._write(finished_line(index, total, label, record), final=True)
+            self._finished += 1
+            self._attempts += record.attempts
+            self._last_attempt.pop(label, None)
+            line = finished_line(index, total, label, record)
+            if self.planned is not None:
+                left = self.planned - self.kept - self._finished
+                running = sum(self._last_attempt.values())  # attempts of the runs still going
+                line += f"  | {pace_line(self._finished, left, self._attempts + running, self._elapsed())}"
+            self._write(line, final=True)

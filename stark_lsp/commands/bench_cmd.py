@@ -335,7 +335,8 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         report_json.write_document(json_path, doc)
         report_json.write_atomic(html_path, render_html(doc))
 
-    progress = BenchProgress(names, tty=False if len(evaluators) > 1 else None)  # parallel runs: plain lines
+    progress = BenchProgress(names, tty=False if len(evaluators) > 1 else None,  # parallel runs: plain lines
+                             planned=planned, kept=len(records))
 
     def on_record(rec: Any, index: int, total: int) -> None:
         records.append(rec)
