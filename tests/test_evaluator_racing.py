@@ -32,7 +32,7 @@ def test_a_candidate_far_slower_than_the_best_is_timed_only_until_that_is_clear(
     r = ev.evaluate(load_task(ADD_TASK), GOOD, EvalOptions(**{**OPTS.to_dict(), "race_ms": 1e-6}))
     assert r.status is Status.OK, r.summary()
     t = r.runtime.candidate
-    assert t.batches == TM.RACE_BATCHES < OPTS.cpu_reps, t
+    assert t.batches == TM.RACE_BATCHES < min(OPTS.cpu_reps, TM.MIN_BATCHES), t
     assert "clearly slower than the search's best" in r.runtime.note
     assert t.median_ms > 1e-6 * TM.RACE_MARGIN  # the judge's honest figure still
 
@@ -41,7 +41,8 @@ def test_a_candidate_that_may_be_the_best_is_timed_in_full(ev):
     for race in (None, 1e6):
         r = ev.evaluate(load_task(ADD_TASK), GOOD, EvalOptions(**{**OPTS.to_dict(), "race_ms": race}))
         assert r.status is Status.OK, r.summary()
-        assert r.runtime.candidate.batches == OPTS.cpu_reps
+        t = r.runtime.candidate
+        assert t.batches == OPTS.cpu_reps if not r.runtime.is_gpu else t.batches >= TM.MIN_BATCHES, t
         assert "clearly slower" not in r.runtime.note
 
 

@@ -81,3 +81,9 @@ def test_a_timing_reads_back_a_few_calls_a_batch_then_few_once_its_bytes_are_spe
     p.fetched_calls = TC.MIN_FETCHED
     late = [TC.fetch_count(10, 4, p, seeds, is_gpu=False) for _ in range(400)]
     assert set(late) <= {0, 1} and 0.1 < sum(late) / len(late) < 0.45  # one call, about FETCH_LATE of the batches
+    p.fetched_bytes = 0  # light outputs: FETCH_CALLS calls, then as few
+    p.fetched_calls = TC.FETCH_CALLS - 1
+    assert TC.fetch_count(10, 4, p, seeds, is_gpu=False) == 4
+    p.fetched_calls = TC.FETCH_CALLS
+    late = [TC.fetch_count(10, 4, p, seeds, is_gpu=False) for _ in range(400)]
+    assert set(late) <= {0, 1} and 0.1 < sum(late) / len(late) < 0.45  # one call, about FETCH_LATE of the batches

@@ -37,11 +37,14 @@ KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch ma
 # over the least 5 batches, 20 calls in full. A hostile review's candidate that rounded a quarter of its calls to
 # fp16 (inside the digest's bound) escaped 2 of 6 times with 2 a batch
 FETCH_PER_BATCH = 4
-# what the timing reads back in full, at most (the copies hold the GPU alone): past it (and past MIN_FETCHED calls),
-# a batch has one call read back with the chance FETCH_LATE. On level 2 a call's outputs can weigh a gigabyte:
-# reading four of them a batch cost 0.3 s a batch (docs/benchmarks.md, session 9)
+# what the timing reads back in full before it reads back less: FETCH_PER_BATCH calls a batch until FETCH_CALLS
+# calls or FETCH_BYTES were read, then one call with the chance FETCH_LATE a batch (every call's digest is checked
+# whatever). A read-back costs about 10 ms on the H200 with the GPU held alone, and on level 2 a call's outputs can
+# weigh a gigabyte (0.3 s a batch; docs/benchmarks.md, sessions 9 and 10). A candidate wrong on a quarter of its
+# timed calls is read back wrong at least once with a chance of 1 - 0.75**16 = 99 % over the first 16
+FETCH_CALLS = 16
 FETCH_BYTES = {True: 4 << 30, False: 256 << 20}
-MIN_FETCHED = 8
+MIN_FETCHED = 8  # read back in full whatever they weigh
 FETCH_LATE = 0.25
 # the snapshots of read-back outputs a judge keeps until their checks run (``batches.Pending``)
 PENDING_BYTES = {True: 2 << 30, False: 256 << 20}
@@ -94,11 +97,12 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
 
 def fetch_count(calls: int, wanted: int, pending: Pending, seeds: Seeds, is_gpu: bool) -> int:
     """How many of a timed batch's calls to read back in full (which ones is drawn after it ran):
-    ``wanted`` until ``FETCH_BYTES`` were read (and at least ``MIN_FETCHED`` calls), then one call
-    with the chance ``FETCH_LATE``. Every call's digest is checked whatever this says."""
+    ``wanted`` until ``FETCH_CALLS`` calls or ``FETCH_BYTES`` were read (at least ``MIN_FETCHED``
+    calls whatever they weigh), then one call with the chance ``FETCH_LATE``. Every call's digest is checked whatever this says."""
     if wanted <= 0:
         return 0
-    if pending.fetched_bytes < FETCH_BYTES[is_gpu] or pending.fetched_calls < MIN_FETCHED:
+    if pending.fetched_calls < MIN_FETCHED or (pending.fetched_calls < FETCH_CALLS
+                                               and pending.fetched_bytes < FETCH_BYTES[is_gpu]):
         return min(calls, wanted)
     return 1 if seeds.chance(FETCH_LATE) else 0
 
