@@ -322,8 +322,15 @@ class Judge:
         param_seed = self._param_seed(opts)
         paths = [str(p) for p in job.get("expose", [])]
         try:
-            self._zygote_for(paths, job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])])
+            before = self.zygote
+            z = self._zygote_for(paths, job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])])
             state.mark("sandbox")
+            if z is not before:  # a new zygote: its Triton compiles apart from "sandbox" (imports, the sandbox)
+                for key, name in (("warm_s", "sandbox: Triton's warm-up"), ("chain_s", "sandbox: the chain's kernels")):
+                    spent = z.info.get(key)
+                    if isinstance(spent, (int, float)) and 0 < spent <= state.phases.get("sandbox", 0.0):
+                        state.phases[name] = round(float(spent), 4)
+                        state.phases["sandbox"] = round(state.phases["sandbox"] - spent, 4)
             base = self._time_baselines(spec, ref, opts, param_seed, cancel_fd, deadline, timeout_s)
             state.mark("reference timing")
             return self._evaluate(spec, opts, ref, base, param_seed, source, job, state, cancel_fd, deadline,
