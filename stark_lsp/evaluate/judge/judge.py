@@ -413,11 +413,15 @@ class Judge:
 
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
             checks = Pending(checker, PENDING_BYTES[self.is_gpu])
-            with self.gate.hold(EXCLUSIVE):
-                timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
-                                   checks=checks, shapes=output_shapes(ref_out0),
-                                   protocol_cap_ms=base.reference.protocol_ms, fixed_cap_ms=base.reference.fixed_ms,
-                                   shared=lambda: self.gate.hold(SHARED))
+            try:
+                with self.gate.hold(EXCLUSIVE):
+                    timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
+                                       checks=checks, shapes=output_shapes(ref_out0),
+                                       protocol_cap_ms=base.reference.protocol_ms,
+                                       fixed_cap_ms=base.reference.fixed_ms, shared=lambda: self.gate.hold(SHARED))
+            except Verdict:  # it hung or died while timed: a batch before that which was wrong is the verdict
+                checks.flush()  # (what it reads back was read already: no request to the process)
+                raise
             state.mark("timing")
             checks.flush()  # the timed batches' checks, the gate held shared (the outer hold): no figure before
             state.mark("timing's checks")

@@ -37,15 +37,14 @@ KEEP_BYTES = {True: 2 << 30, False: 512 << 20}  # what the calls of one batch ma
 # over the least 5 batches, 20 calls in full. A hostile review's candidate that rounded a quarter of its calls to
 # fp16 (inside the digest's bound) escaped 2 of 6 times with 2 a batch
 FETCH_PER_BATCH = 4
-# what the timing reads back in full before it reads back less: FETCH_PER_BATCH calls a batch until FETCH_CALLS
-# calls or FETCH_BYTES were read, then one call with the chance FETCH_LATE a batch (every call's digest is checked
-# whatever). A read-back costs about 10 ms on the H200 with the GPU held alone, and on level 2 a call's outputs can
-# weigh a gigabyte (0.3 s a batch; docs/benchmarks.md, sessions 9 and 10). A candidate wrong on a quarter of its
-# timed calls is read back wrong at least once with a chance of 1 - 0.75**16 = 99 % over the first 16
+# what the timing reads back in full: FETCH_PER_BATCH calls a batch until FETCH_CALLS calls or FETCH_BYTES were read
+# (at least MIN_FETCHED calls, whatever they weigh), then one call of every batch (every call's digest is checked
+# whatever). Never none: a candidate that counts the read-backs knows only that one of each batch's calls, which it
+# cannot tell, will be compared in full. A read-back costs about 10 ms on the H200 with the GPU held alone, and on
+# level 2 a call's outputs can weigh a gigabyte (0.3 s a batch; docs/benchmarks.md, sessions 9 and 10)
 FETCH_CALLS = 16
 FETCH_BYTES = {True: 4 << 30, False: 256 << 20}
-MIN_FETCHED = 8  # read back in full whatever they weigh
-FETCH_LATE = 0.25
+MIN_FETCHED = 8
 # the snapshots of read-back outputs a judge keeps until their checks run (``batches.Pending``)
 PENDING_BYTES = {True: 2 << 30, False: 256 << 20}
 
@@ -95,16 +94,16 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
     return max(1, KEEP_BYTES[is_gpu] // max(1, in_bytes + out_bytes))
 
 
-def fetch_count(calls: int, wanted: int, pending: Pending, seeds: Seeds, is_gpu: bool) -> int:
+def fetch_count(calls: int, wanted: int, pending: Pending, is_gpu: bool) -> int:
     """How many of a timed batch's calls to read back in full (which ones is drawn after it ran):
     ``wanted`` until ``FETCH_CALLS`` calls or ``FETCH_BYTES`` were read (at least ``MIN_FETCHED``
-    calls whatever they weigh), then one call with the chance ``FETCH_LATE``. Every call's digest is checked whatever this says."""
+    calls whatever they weigh), then one. Every call's digest is checked whatever this says."""
     if wanted <= 0:
         return 0
     if pending.fetched_calls < MIN_FETCHED or (pending.fetched_calls < FETCH_CALLS
                                                and pending.fetched_bytes < FETCH_BYTES[is_gpu]):
         return min(calls, wanted)
-    return 1 if seeds.chance(FETCH_LATE) else 0
+    return 1
 
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
@@ -133,7 +132,6 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
     pair = checks is None
-    flushing = [0.0]  # seconds spent checking mid-way: not the timing's budget
     ov = replace(ov, fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call,
                  left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
@@ -148,12 +146,10 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         if paired and empty is None:
             empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         if checks is not None:
-            checks.add(ran, seeds.choose(k, fetch_count(k, fetch, checks, seeds, is_gpu)), phase)
+            checks.add(ran, seeds.choose(k, fetch_count(k, fetch, checks, is_gpu)), phase)
             if checks.due():
-                t = _perf()
                 with shared():
                     checks.flush()
-                flushing[0] += _perf() - t
         return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty, prepare_ms=ran.prepare_ms)
 
     first = batch(1, "warm-up", 0)
@@ -185,10 +181,13 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
             if len(runs) >= max(1, opts.cpu_reps):
                 break
             continue
-        if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0 - flushing[0],
+        # the budget covers the checks too: those done mid-way, and those still waiting (the reference's time for
+        # each of their calls), so a candidate far faster than the reference leaves no unbounded work behind
+        waiting_s = checks.calls_waiting * (ref_ms or 0.0) / 1000.0 if checks is not None else 0.0
+        if TM.enough(runs, ov, noise_target=opts.noise_target, min_calls=min_calls, spent_s=_perf() - t0 + waiting_s,
                      budget_s=budget, is_gpu=is_gpu):
             break
-    _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0 - flushing[0], conv.chain)
+    _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0, conv.chain)
     return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
                  fixed_ms=ov.fixed_ms, raced=raced)
 
