@@ -292,3 +292,18 @@ def test_a_finished_run_says_how_the_bench_goes(capsys):
     bp.finish(1, 3, rec(speed=2.0, attempt=4, attempts=5))
     line = out.getvalue().strip()
     assert "attempts a minute" in line and "1 run(s) left" in line, line
+
+
+def test_the_bench_names_one_gpu_shared_by_several_searches_as_one():
+    from types import SimpleNamespace
+
+    from stark_lsp.commands.bench_cmd import _hardware
+
+    def ev(gpu, name="NVIDIA H200"):
+        return SimpleNamespace(gpu=gpu, hardware=lambda: name)
+
+    assert _hardware([ev(None)]) == "NVIDIA H200"
+    assert _hardware([ev(None)] * 4) == "NVIDIA H200, 4 searches at once"  # --jobs 4 on one GPU
+    assert _hardware([ev(0), ev(0), ev(1), ev(1)]) == "2 x NVIDIA H200, 2 searches at once on each"
+    assert _hardware([ev(0), ev(1)]) == "2 x NVIDIA H200"
+    assert _hardware([ev(0, "A"), ev(1, "B")]) == "GPU 0: A; GPU 1: B"

@@ -159,9 +159,17 @@ def _hardware(evaluators: list[Any]) -> str:
             names.append(f"unknown ({e})")
     if len(evaluators) == 1:
         return names[0]
+    gpus = [getattr(ev, "gpu", None) for ev in evaluators]
+    per_gpu = len(evaluators) // max(1, len(set(gpus)))  # --jobs: searches sharing each GPU
+    sharing = f", {per_gpu} searches at once on each" if per_gpu > 1 else ""
+    if len(set(gpus)) == 1:  # --jobs on one device: one GPU, not several
+        return f"{names[0]}, {len(evaluators)} searches at once"
     if len(set(names)) == 1:
-        return f"{len(names)} x {names[0]}"
-    return "; ".join(f"GPU {getattr(ev, 'gpu', i)}: {n}" for i, (ev, n) in enumerate(zip(evaluators, names)))
+        return f"{len(set(gpus))} x {names[0]}{sharing}"
+    seen: dict[Any, str] = {}
+    for i, (g, n) in enumerate(zip(gpus, names)):
+        seen.setdefault(g if g is not None else i, n)
+    return "; ".join(f"GPU {g}: {n}" for g, n in seen.items()) + sharing
 
 
 def gpu_reason(task: Any) -> str:
