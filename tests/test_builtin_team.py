@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from stark_lsp.source_digest import NOTHING_NEW
+
 from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
@@ -159,8 +161,9 @@ def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
     root = load_task(SAMPLES / "row_sum.cu").root_source()
     with pytest.raises(AgentError, match="cannot repair this compile error: row_sum.cu\\(9\\): error: identifier"):
         _debug("row_sum.cu", root, "compile_error: nvcc failed", "row_sum.cu(9): error: identifier \"bufx\" is undefined")
-    with pytest.raises(AgentError, match="no tunable differs from the root"):
+    with pytest.raises(AgentError, match="no tunable differs from the root") as e:
         _debug("row_sum.cu", root, "incorrect: mismatch")
+    assert NOTHING_NEW in str(e.value)  # the same answer every time: the search does not ask again
     ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
     with pytest.raises(AgentError, match="root source is not in the context"):
         make_builtin_team().debugger.debug(ctx)
