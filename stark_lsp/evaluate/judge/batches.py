@@ -102,10 +102,6 @@ class Seeds:
     def secret(self) -> int:
         return self._rng.randrange(1, _SEED_TOP)
 
-    def chance(self, p: float) -> bool:
-        """True with probability ``p``: a secret draw."""
-        return self._rng.random() < p
-
     def choose(self, population: int, k: int) -> list[int]:
         return sorted(self._rng.sample(range(population), min(k, population)))
 

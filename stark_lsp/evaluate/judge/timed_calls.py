@@ -128,7 +128,6 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     which its empty batches never undercut on the H200 (their time was never used, and cost as much
     as the timed batches). ``role`` names the process in the trace (``STARK_EVAL_TRACE``)."""
     calibrated = ov
-    checker = checks.checker if checks is not None else None
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
     pair = checks is None
@@ -168,7 +167,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
     runs: list[TM.Batch] = []
     t0 = _perf()
-    fetch = FETCH_PER_BATCH if checker is not None else 0  # the timed batches' (``fetch_count``)
+    fetch = FETCH_PER_BATCH if checks is not None else 0  # the timed batches' (``fetch_count``)
     min_calls = opts.reps if is_gpu else max(1, opts.cpu_reps)
     budget = opts.time_budget_s if is_gpu else math.inf
     raced = False
