@@ -161,7 +161,7 @@ def test_a_kernel_named_like_the_protocols_own_is_not_counted_as_launched(ev):
     assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
 
 
-def test_the_zygote_compiles_both_kernels_for_every_float_dtype_without_a_gpu():
+def test_the_zygote_compiles_the_chain_kernels_for_every_float_dtype_and_the_hash_without_a_gpu():
     """``precompile`` (run by the zygote before any candidate) builds real GPU binaries from the most
     general signatures, and names the launcher stubs they need. In a process of its own: Triton
     decides once per process whether it interprets."""
@@ -178,8 +178,9 @@ def test_the_zygote_compiles_both_kernels_for_every_float_dtype_without_a_gpu():
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["compiled"] == sorted([k, d] for k in ("perturb", "digest") for d in ("fp32", "fp16", "bf16", "fp64"))
-    assert got["cubins"] and len(got["sigs"]) == 8 and all(s[0].startswith("*") for s in got["sigs"])
+    want = [[k, d] for k in ("perturb", "digest") for d in ("fp32", "fp16", "bf16", "fp64")] + [["hash", "i32"]]
+    assert got["compiled"] == sorted(want)
+    assert got["cubins"] and len(got["sigs"]) == 9 and all(s[0].startswith("*") for s in got["sigs"])
     assert "not compiled" not in proc.stderr
 
 

@@ -66,6 +66,15 @@ def test_3_lower_precision_after_the_trials_is_a_cheat(ev, name):
     assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
 
 
+def test_3_a_read_back_computed_again_and_nudged_to_fit_its_digest_is_a_cheat(ev):
+    """Half precision in every call; an exact output, moved along the digest's signs until its signed sum is
+    the committed one, whenever a call is read back (tests/test_output_hash.py shows the digest alone passes
+    it). The bytes' hash committed while the call ran does not fit."""
+    r = run(ev, "repair_read_back.py")
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
+    assert "hash" in r.cheats[0].message, r.cheats[0].message
+
+
 def test_3_the_call_stack_says_nothing_about_being_timed(ev):
     r = run(ev, "stack_sniffer.py")
     # every call arrives through the same request: a candidate keyed on its stack either always does the

@@ -48,6 +48,7 @@ from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
 from stark_lsp.evaluate.harness import HarnessError, as_outputs, load_reference
 from stark_lsp.evaluate.sandbox.triton_launchers import log_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
+from stark_lsp.evaluate.wire import output_hash as OH
 from stark_lsp.evaluate.wire.chain import next_seed
 from stark_lsp.evaluate.wire.channel import Channel, PeerClosed, aligned, map_buffer
 from stark_lsp.evaluate.wire.digest import digest
@@ -135,6 +136,7 @@ class CandidateProcess:
         y = x * 2.0
         self._sync()
         digest([y, x.half(), x.to(torch.bfloat16)], 1)
+        OH.commit([[y]], OH.scheme_for(self.device))
 
     def draw(self, seed: int) -> list[Any]:
         """The inputs of ``seed``, in storage the candidate has never seen: every set handed
@@ -249,8 +251,11 @@ class CandidateProcess:
 
     def _calls(self, msg: dict[str, Any], calls: list[Any], call: Callable[[list[Any]], list[Any]],
                calibration: bool) -> dict[str, Any]:
+        scheme = msg.get("hash")
+        if scheme not in OH.SCHEMES:
+            return error_reply("runtime_error", "a batch needs the scheme its outputs are hashed with")
         if msg.get("chain") == "device":
-            return self._device_calls(msg, calls, call, calibration)
+            return self._device_calls(msg, calls, call, calibration, scheme)
         kept: list[tuple[int, list[Any], list[Any]]] = []
         if not calibration:  # the calls the judge may fetch are the last real batch's, never an empty one's
             self.kept, self.kept_dig = kept, None
@@ -265,6 +270,8 @@ class CandidateProcess:
             kept.append((seed, inputs, out))
             replies.append({"digest": dg, "meta": output_meta(out)})
             prev = dg
+        for r, h in zip(replies, OH.commit([out for _, _, out in kept], scheme)):
+            r["hash"] = h
         return {"calls": replies}
 
     def _one_call(self, call: Callable[[list[Any]], list[Any]], inputs: list[Any], first: bool) -> list[Any]:
@@ -296,7 +303,7 @@ class CandidateProcess:
         return {"prepared": len(self.prepared)}
 
     def _device_calls(self, msg: dict[str, Any], calls: list[Any], call: Callable[[list[Any]], list[Any]],
-                      calibration: bool) -> dict[str, Any]:
+                      calibration: bool, scheme: str) -> dict[str, Any]:
         """k calls on the device chain: call i's inputs (drawn by ``prepare``) perturbed on the device from
         call i-1's digest there, each output's digest added up on the device; one synchronization."""
         prepared, self.prepared = self.prepared, []
@@ -316,9 +323,10 @@ class CandidateProcess:
             DC.digest_into(out, dig, i, int(c[1]))
             kept.append((seed, inputs, out))
             metas.append(output_meta(out))
-        self._sync()  # every stream's work: the table is complete
+        self._sync()  # every stream's work: the table is complete, the outputs final
+        hashes = OH.commit([out for _, _, out in kept], scheme)
         table = DC.rows(dig, outputs)
-        return {"calls": [{"digest": d, "meta": m} for d, m in zip(table, metas)]}
+        return {"calls": [{"digest": d, "meta": m, "hash": h} for d, m, h in zip(table, metas, hashes)]}
 
     def op_calib(self, msg: dict[str, Any]) -> dict[str, Any]:
         """A batch whose calls do nothing, on outputs shaped like the reference's: the judge's measure of

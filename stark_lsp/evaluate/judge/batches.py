@@ -46,6 +46,7 @@ from stark_lsp.evaluate.judge.timing import Batch
 from stark_lsp.evaluate.result import Status, Trial
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire import digest as D
+from stark_lsp.evaluate.wire import output_hash as OH
 from stark_lsp.evaluate.wire.chain import chained_seeds
 
 _SEED_TOP = 2**31
@@ -113,7 +114,8 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     call_seeds = seeds.draw(k, 5000)
     signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
     nonce = seeds.secret()
-    msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce, **(extra or {})}
+    msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce,
+           "hash": OH.scheme_for(conv.device), **(extra or {})}
     prepare_ms = None
     if conv.chain == "device":  # the inputs drawn first, off the batch's clock (timed too: ``Batch.untimed_ms``)
         conv.ask({"op": "prepare", "seeds": call_seeds}, PREPARE_S + limit_s, f"{phase}: drawing its inputs",
@@ -217,6 +219,10 @@ class Checker:
             raise st.cheat("wrong_while_timed", f"{where}: the output read back is not the one the call committed to "
                                                 f"while it ran (its digest differs): repaired after the fact",
                            self.conv.output())
+        if OH.commit_one(outs, OH.scheme_for(self.conv.device)) != call.hashes:
+            raise st.cheat("wrong_while_timed", f"{where}: the output read back is not the one the call returned "
+                                                f"(its bytes do not hash to what the call committed to): "
+                                                f"computed again, or repaired, after the fact", self.conv.output())
         self.fetched += 1
 
 

@@ -11,11 +11,12 @@ reaches a dict lookup, an arithmetic operation or a format string unchecked.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stark_lsp.evaluate.result import Diagnostic
 from stark_lsp.evaluate.wire.channel import DTYPES, ChannelError, finite_number
+from stark_lsp.evaluate.wire.output_hash import HEX
 from stark_lsp.safe_text import clean_text
 
 STATUSES = ("compile_error", "runtime_error", "task_error")
@@ -39,6 +40,7 @@ class CallReply:
 
     digest: list[list[float]]
     meta: list[tuple[Any, ...]]  # ("float32", (4, 8)) | ("scalar",) | ("other", "NoneType")
+    hashes: list[str] = field(default_factory=list)  # per output: ``wire/output_hash.py``'s hash ('' if not a tensor)
 
 
 def error_of(reply: dict[str, Any]) -> CallError | None:
@@ -117,8 +119,20 @@ def batch(reply: dict[str, Any], calls: int) -> list[CallReply]:
     for i, c in enumerate(raw):
         if not isinstance(c, dict):
             raise ChannelError(f"call {i + 1}: not an object")
-        out.append(CallReply(_digest(c.get("digest"), i), _meta(c.get("meta"), i)))
+        meta = _meta(c.get("meta"), i)
+        out.append(CallReply(_digest(c.get("digest"), i), meta, _hashes(c.get("hash"), len(meta), i)))
     return out
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _hashes(raw: Any, outputs: int, i: int) -> list[str]:
+    """One hash per output: ``HEX`` lowercase hex digits, or '' (an output that is not a tensor)."""
+    if (not isinstance(raw, list) or len(raw) != outputs
+            or not all(isinstance(h, str) and (h == "" or (len(h) == HEX and set(h) <= _HEX)) for h in raw)):
+        raise ChannelError(f"call {i + 1}: each output needs its hash")
+    return list(raw)
 
 
 def prepared(reply: dict[str, Any], calls: int) -> int:

@@ -11,6 +11,11 @@ seed and, word by word, from the previous call's digest row in device memory
 grid-stride, one add per program and slot (same-address atomics serialize:
 one per block made the digest of 16M floats cost 0.11 ms on the H200).
 
+``hash_kernel``: the states of ``output_hash.py``'s "lanes" scheme, a
+commitment to an output's bytes that a read-back must match exactly: each
+lane absorbs its words through ``_step``, then a program's lanes are
+combined in a fixed tree (``tl.split`` pairs), two 32-bit words a program.
+
 Every candidate process is fresh, so through ``@triton.jit`` each one would
 compile both kernels again (tens of milliseconds each, per input dtype, on
 the H200). ``precompile`` compiles them in the zygote instead, for every
@@ -106,6 +111,34 @@ def digest_kernel(x_ptr, n, k, out_ptr, BLOCK: tl.constexpr):
         tl.atomic_add(out_ptr + 3, s_ninf.to(tl.float64))
 
 
+@triton.jit
+def hash_kernel(w_ptr, n, out_ptr, BLOCK: tl.constexpr, LEVELS: tl.constexpr):
+    # output_hash.py's "lanes" scheme: lane l of program p absorbs word l of blocks p, p + P, ... through the
+    # one-way step, then the program's lanes are combined pairwise in a fixed tree; two words out per program
+    pid = tl.program_id(0)
+    lane = tl.arange(0, BLOCK).to(tl.uint32)
+    a = _fm(lane * 0x9E3779B1 + 0x243F6A88)
+    b = _fm(lane ^ 0x85EBCA6B)
+    a, b = _step(a, b, pid.to(tl.uint32))
+    for blk in range(pid, tl.cdiv(n, BLOCK), tl.num_programs(0)):
+        offs = blk * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        w = tl.load(w_ptr + offs, mask=m, other=0).to(tl.uint32, bitcast=True)
+        a2, b2 = _step(a, b, w)
+        a = tl.where(m, a2, a)
+        b = tl.where(m, b2, b)
+    for lv in tl.static_range(LEVELS):
+        a = tl.reshape(a, (BLOCK >> (lv + 1), 2))
+        b = tl.reshape(b, (BLOCK >> (lv + 1), 2))
+        al, ar = tl.split(a)
+        bl, br = tl.split(b)
+        a, b = _step(al, bl, ar)
+        a, b = _step(a, b, br)
+    one = tl.arange(0, 1)
+    tl.store(out_ptr + 2 * pid + one, a.to(tl.int32, bitcast=True))
+    tl.store(out_ptr + 2 * pid + 1 + one, b.to(tl.int32, bitcast=True))
+
+
 DIGEST_BLOCK = 1024  # elements per step of a digest program (its registers hold a float64 per element)
 DIGEST_PROGRAMS = 528  # the digest's grid at most: 4 per SM of an H200, a few waves elsewhere
 
@@ -114,8 +147,13 @@ def digest_grid(n: int) -> int:
     return max(1, min((n + DIGEST_BLOCK - 1) // DIGEST_BLOCK, DIGEST_PROGRAMS))
 
 
-KERNELS = {"perturb": perturb_kernel, "digest": digest_kernel}
+KERNELS = {"perturb": perturb_kernel, "digest": digest_kernel, "hash": hash_kernel}
 DTYPES = ("fp32", "fp16", "bf16", "fp64")  # Triton's names for device_chain.FLOATS
+HASH_BLOCK, HASH_LEVELS = 1024, 10  # output_hash.BLOCK and LEVELS (a test checks they agree)
+
+
+def dtypes_of(name: str) -> tuple[str, ...]:
+    return ("i32",) if name == "hash" else DTYPES  # the hash reads any output as 32-bit words
 COMPILED: dict[tuple[str, str], Any] = {}  # (kernel, dtype) -> a compiled kernel, filled in the zygote
 _broken: list[str] = []  # a compiled kernel this Triton could not launch: the JIT from then on
 
@@ -125,15 +163,19 @@ def signature(name: str, dtype: str) -> dict[str, str]:
     if name == "perturb":
         return {"x_ptr": f"*{dtype}", "n": "i32", "dig_ptr": "*fp64", "row_off": "i32", "seed": "i64", "m": "i32",
                 "first": "i32", "WIDE": "constexpr", "BLOCK": "constexpr"}
+    if name == "hash":
+        return {"w_ptr": "*i32", "n": "i32", "out_ptr": "*i32", "BLOCK": "constexpr", "LEVELS": "constexpr"}
     return {"x_ptr": f"*{dtype}", "n": "i32", "k": "i64", "out_ptr": "*fp64", "BLOCK": "constexpr"}
 
 
 def constexprs(name: str, dtype: str, block: int) -> dict[str, Any]:
+    if name == "hash":
+        return {"BLOCK": HASH_BLOCK, "LEVELS": HASH_LEVELS}
     return {"WIDE": dtype == "fp64", "BLOCK": block} if name == "perturb" else {"BLOCK": block}
 
 
 def block_of(name: str, block: int) -> int:
-    return DIGEST_BLOCK if name == "digest" else block
+    return {"digest": DIGEST_BLOCK, "hash": HASH_BLOCK}.get(name, block)
 
 
 def precompile(arch: int, block: int, warp_size: int = 32) -> tuple[list[tuple[str, ...]], float]:
@@ -148,7 +190,7 @@ def precompile(arch: int, block: int, warp_size: int = 32) -> tuple[list[tuple[s
     t0, sigs = time.perf_counter(), []
     with scratch_cache("stark-chain-triton-"):  # the binaries live in memory; nothing stays on disk
         for name, fn in KERNELS.items():
-            for dtype in DTYPES:
+            for dtype in dtypes_of(name):
                 sig = signature(name, dtype)
                 try:
                     COMPILED[(name, dtype)] = triton.compile(ASTSource(fn, sig, constexprs(name, dtype,
