@@ -246,8 +246,12 @@ def test_10_the_callers_timeout_caps_the_whole_evaluation(ev):
     t0 = time.monotonic()
     r = run(ev, "slow_calls.py", opts=opts)
     spent = time.monotonic() - t0
-    assert r.status is Status.TIMEOUT and "--timeout" in r.message and "6 s" in r.message, r.summary()
-    assert spent < 6.0 + 20.0  # the cap, plus starting and clearing a process: never its own pace
+    # whichever ends it first: the cap, or (on a GPU, where a call's limit is 2 s from a fast reference) the
+    # trials' limit drawn from the reference's time; never the candidate's own pace
+    capped = "--timeout" in r.message and "6 s" in r.message
+    limited = "no answer within its time limit" in r.message
+    assert r.status is Status.TIMEOUT and (capped or limited), r.summary()
+    assert spent < 6.0 + 20.0  # the cap, plus starting and clearing a process
 
 
 # 11: no false accusation on a busy machine -----------------------------------------------------------------

@@ -109,3 +109,10 @@ def test_a_reply_without_a_hash_for_each_output_is_refused():
     for bad in (None, [], ["x" * OH.HEX], ["A" * OH.HEX], ["0" * (OH.HEX + 1)], [1], ["0" * OH.HEX, ""]):
         with pytest.raises(ChannelError):
             R.batch({"calls": [{**call, "hash": bad}]}, 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the kernel's hash against the mirror's")
+def test_a_gpu_output_and_its_copy_on_the_cpu_hash_alike():
+    """The judge may hold a read-back where the process did not: the scheme's hash is the bytes', wherever."""
+    outs = [torch.randn(3, 1000, 700), torch.arange(5, dtype=torch.float16), torch.tensor([True])]
+    assert OH.commit_one([o.cuda() for o in outs], "lanes") == OH.commit_one(outs, "lanes")

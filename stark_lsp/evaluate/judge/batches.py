@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import gc
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -62,6 +62,7 @@ class RanBatch:
     wall_ms: float  # the judge's clock around the request
     chain: str = "host"
     prepare_ms: float | None = None  # the judge's clock around drawing its inputs (the device chain's ``prepare``)
+    rows: torch.Tensor | None = field(default=None, repr=False)  # the digests on the device (``inputs``)
 
     @property
     def input_seeds(self) -> list[int]:
@@ -75,9 +76,19 @@ class RanBatch:
         xs = ref.inputs(self.input_seeds[i])
         if self.chain == "device":
             xs = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in xs]
-            prev = (torch.tensor([DC.flat_row(self.calls[i - 1].digest)], dtype=torch.float64, device=device)
-                    if i > 0 else None)
-            DC.perturb_inputs(xs, prev, 0 if i > 0 else -1, self.nonce)
+            if i == 0:
+                DC.perturb_inputs(xs, None, -1, self.nonce)
+                return xs
+            if self.rows is None or self.rows.device != torch.device(device):
+                # every call's committed digest row, copied to the device once (a copy from the host's
+                # pageable memory waits for the stream: one a call made the checks wait call after call)
+                flat = [DC.flat_row(c.digest) for c in self.calls]
+                if len({len(r) for r in flat}) > 1:  # digests of unequal lengths (a wrong form, said later)
+                    DC.perturb_inputs(xs, torch.tensor([flat[i - 1]], dtype=torch.float64, device=device), 0,
+                                      self.nonce)
+                    return xs
+                self.rows = torch.tensor(flat, dtype=torch.float64, device=device)
+            DC.perturb_inputs(xs, self.rows, i - 1, self.nonce)
         return xs
 
     def sample(self) -> Batch:
@@ -144,11 +155,11 @@ class Checker:
         self.fetched = 0  # calls compared element by element so far
         self.checked = 0  # calls whose digest was checked
 
-    def reference(self, inputs: list[Any]) -> list[Any]:
+    def reference(self, inputs: list[Any], sync: bool = True) -> list[Any]:
         fn = self.ref.reference_fn(self.param_seed)
         with torch.no_grad():
             out = fn(*clone_inputs(inputs))
-        if self.conv.device.type == "cuda":
+        if sync and self.conv.device.type == "cuda":
             torch.cuda.synchronize(self.conv.device)
         from stark_lsp.evaluate.harness import as_outputs
 
@@ -180,26 +191,37 @@ class Checker:
               fetched: dict[int, list[Any]] | None = None) -> None:
         """Every call's outputs' form and digest; the ``fetch`` calls element by element (read back
         now, or already, in ``fetched``). Calls are named from ``number_from`` (trials in two batches:
-        the first call, then the rest)."""
-        st = self.conv.state
+        the first call, then the rest).
+
+        The reference runs on every call's inputs one call after another with no synchronization
+        between them; every call's digest and bound are read at the end, at once (``digest.Deferred``):
+        on the H200 two synchronizations a call made the checks of a timing cost more than the timing."""
+        deferred = D.Deferred()
+        wheres = []
         for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
             where = f"{label} {i + number_from}" if trial else f"{label}, call {i + 1}"
-            ref_out = self.reference(ran.inputs(self.ref, i, self.conv.device))
+            ref_out = self.reference(ran.inputs(self.ref, i, self.conv.device), sync=False)
             why = meta_mismatch(call.meta, ref_out)
             if why:
                 raise self._wrong(trial, where, why, seed, trials)
             if i in fetch:  # element by element first: its message is the precise one
                 outs = fetched[i] if fetched is not None and i in fetched else self.fetch(i, where)
                 self._compare_fetched(call, seed, sign, ref_out, outs, trial, where, trials)
-            bounds = [D.bound([o], *tolerance_for(getattr(o, "dtype", None), self.atol, self.rtol))[0] for o in ref_out]
-            why = D.agrees(call.digest, D.digest(ref_out, sign), bounds)
+            deferred.add(ref_out, sign, [tolerance_for(getattr(o, "dtype", None), self.atol, self.rtol)
+                                         for o in ref_out])
+            wheres.append(where)
+            del ref_out
+        for i, ((digs, bounds), where) in enumerate(zip(deferred.resolve(), wheres)):
+            call, seed, sign = ran.calls[i], ran.input_seeds[i], ran.signs[i]
+            if any(d is None for d in digs):  # a sum that is not finite: the counts need the output again
+                digs = D.digest(self.reference(ran.inputs(self.ref, i, self.conv.device)), sign)
+            why = D.agrees(call.digest, digs, bounds)
             self.checked += 1
             if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
-                raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {why}",
-                                        output=self.conv.output()))
+                raise Verdict(self.conv.state.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {why}",
+                                                     output=self.conv.output()))
             if why:
                 raise self._wrong(trial, where, why, seed, trials)
-            del ref_out
 
     def _compare_fetched(self, call: R.CallReply, seed: int, sign: int, ref_out: list[Any], outs: list[Any],
                          trial: bool, where: str, trials: list[Trial] | None) -> None:

@@ -99,26 +99,74 @@ def bound(values: list[Any], atol: float, rtol: float) -> list[float]:
         if not isinstance(v, torch.Tensor):
             out.append(1e-6 * max(1.0, abs(float(v))) if isinstance(v, (int, float)) and math.isfinite(float(v)) else 0.0)
             continue
-        exact = not (v.dtype.is_floating_point or v.is_complex())
-        a = _flat(v).to(torch.float64).abs()  # float64 before abs: no INT_MIN
-        a = torch.where(torch.isfinite(a), a, 0.0)
-        mag = a.sum()
-        if exact:
-            var, scale = torch.zeros((), dtype=torch.float64, device=a.device), torch.ones((), dtype=torch.float64,
-                                                                                            device=a.device)
-        else:  # the squares scaled by the largest tolerance: no overflow for values past 1e154
-            tol = a * rtol + atol
-            scale = tol.max() if tol.numel() else torch.ones((), dtype=torch.float64, device=a.device)
-            scale = torch.where(scale > 0, scale, 1.0)
-            var = (tol / scale).square().sum()
-        parts.append((len(out), torch.stack([mag, var, scale])))
+        parts.append((len(out), torch.stack(_bound_parts(v, _flat(v), atol, rtol))))
         out.append(None)
     if parts:
         gathered = torch.stack([p.to(parts[0][1].device) for _, p in parts]).tolist()
         for (i, _), (mag, var, scale) in zip(parts, gathered):
-            # plus float64 rounding of the sums themselves
-            out[i] = SIGMAS * math.sqrt(var) * scale + 1e-12 * mag + 1e-9
+            out[i] = _bound_of(mag, var, scale)
     return [o for o in out if o is not None]
+
+
+class Deferred:
+    """The digests and bounds of many calls' outputs (the judge's checks of a timing), launched on the
+    device call after call and read with one synchronization (``resolve``), instead of two a call.
+    An output whose sum is not finite comes back as None: its counts need the output again, which
+    the caller computes once more (``digest``), the rare path."""
+
+    def __init__(self) -> None:
+        self._parts: list[torch.Tensor] = []  # per tensor output: [signed sum, magnitude, variance, scale]
+        self._calls: list[list[tuple[str, Any]]] = []
+
+    def add(self, values: list[Any], seed: int, tolerances: list[tuple[float, float]]) -> None:
+        """One call's outputs, with the (atol, rtol) of each."""
+        row: list[tuple[str, Any]] = []
+        for k, (v, (atol, rtol)) in enumerate(zip(values, tolerances)):
+            if not isinstance(v, torch.Tensor):
+                row.append(("done", (digest([v], seed)[0], bound([v], atol, rtol)[0])))
+                continue
+            flat = _flat(v)
+            s = signed_sum(flat, seed, k)
+            self._parts.append(torch.stack([s.to(torch.float64), *_bound_parts(v, flat, atol, rtol)]))
+            row.append(("part", len(self._parts) - 1))
+        self._calls.append(row)
+
+    def resolve(self) -> list[tuple[list[list[float] | None], list[float]]]:
+        """Per call added: (its digest, None where an output's sum is not finite; its bounds)."""
+        host = torch.stack([p.to(self._parts[0].device) for p in self._parts]).tolist() if self._parts else []
+        out = []
+        for row in self._calls:
+            digs: list[list[float] | None] = []
+            bounds: list[float] = []
+            for kind, v in row:
+                if kind == "done":
+                    digs.append(v[0])
+                    bounds.append(v[1])
+                    continue
+                total, mag, var, scale = host[v]
+                digs.append([total, 0.0, 0.0, 0.0] if math.isfinite(total) else None)
+                bounds.append(_bound_of(mag, var, scale))
+            out.append((digs, bounds))
+        return out
+
+
+def _bound_parts(v: torch.Tensor, flat: torch.Tensor, atol: float, rtol: float) -> list[torch.Tensor]:
+    """[magnitude, variance, scale] of an honest output's rounding (0-d tensors, no synchronization)."""
+    exact = not (v.dtype.is_floating_point or v.is_complex())
+    a = flat.to(torch.float64).abs()  # float64 before abs: no INT_MIN
+    a = torch.where(torch.isfinite(a), a, 0.0)
+    mag = a.sum()
+    one = torch.ones((), dtype=torch.float64, device=a.device)
+    if exact:
+        return [mag, torch.zeros_like(one), one]
+    tol = a * rtol + atol  # the squares scaled by the largest tolerance: no overflow for values past 1e154
+    scale = tol.max() if tol.numel() else one
+    scale = torch.where(scale > 0, scale, 1.0)
+    return [mag, (tol / scale).square().sum(), scale]
+
+
+def _bound_of(mag: float, var: float, scale: float) -> float:
+    return SIGMAS * math.sqrt(var) * scale + 1e-12 * mag + 1e-9  # plus float64 rounding of the sums themselves
 
 
 def agrees(cand: Any, ref: list[list[float]], bounds: list[float]) -> str:

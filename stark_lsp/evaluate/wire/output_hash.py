@@ -36,7 +36,6 @@ request, and checks a read-back with the same one.
 from __future__ import annotations
 
 import hashlib
-import struct
 from typing import Any
 
 import torch
@@ -62,7 +61,10 @@ def programs(words: int) -> int:
 
 def words_of(t: torch.Tensor) -> torch.Tensor:
     """The tensor's bytes, in memory order of its contiguous form, as int32 words (zero-padded)."""
-    b = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    t = t if t.is_contiguous() else t.contiguous()
+    if t.element_size() == 4 and not t.is_complex():
+        return t.detach().reshape(-1).view(torch.int32)
+    b = t.detach().reshape(-1).view(torch.uint8)
     pad = (-b.numel()) % 4
     if pad:
         b = torch.cat([b, torch.zeros(pad, dtype=torch.uint8, device=b.device)])
@@ -114,60 +116,72 @@ def states_torch(w: torch.Tensor, grid: int | None = None) -> torch.Tensor:
     return torch.stack([a.reshape(p), b.reshape(p)], dim=1)
 
 
-def _states_gpu(w: torch.Tensor, out: torch.Tensor) -> bool:
-    """The kernel's states of ``w`` (on the GPU) into ``out`` (int32, ``2 * programs``), no synchronization;
-    False where Triton cannot run here (the torch path gives the same states)."""
+def _launcher() -> Any:
+    """The hash kernel's launch (``device_chain_kernels.launch``), or None where Triton cannot run."""
     try:
         from stark_lsp.evaluate.wire import device_chain_kernels as K
-    except Exception:  # noqa: BLE001 - no Triton
-        return False
-    K.launch("hash", "i32", programs(w.numel()), w, w.numel(), out, block=BLOCK)
-    return True
+    except Exception:  # noqa: BLE001 - no Triton: the torch path gives the same states
+        return None
+    return K.launch
 
 
-def _blake(t: torch.Tensor, body: bytes) -> str:
-    h = hashlib.blake2b(digest_size=HEX // 2)
-    h.update(f"{str(t.dtype)[6:]}:{tuple(t.shape)}:".encode())
+def _header(t: torch.Tensor) -> bytes:
+    return f"{str(t.dtype)[6:]}:{tuple(t.shape)}:".encode()
+
+
+def _blake(t: torch.Tensor, body: bytes | memoryview) -> str:
+    h = hashlib.blake2b(_header(t), digest_size=HEX // 2)
     h.update(body)
     return h.hexdigest()
 
 
 def _state_bytes(states: torch.Tensor) -> bytes:
-    v = states.reshape(-1).tolist()
-    return struct.pack(f"<{len(v)}I", *[x & M32 for x in v])
+    return states.reshape(-1).to(torch.int64).numpy().astype("<u4").tobytes()
+
+
+def _segments(w: torch.Tensor) -> list[torch.Tensor]:
+    return [w[s:s + SEGMENT] for s in range(0, w.numel(), SEGMENT)] or [w]
 
 
 def commit(calls: list[list[Any]], scheme: str) -> list[list[str]]:
     """Per call, per output: the hash of a tensor's bytes under ``scheme`` ('' for an output that is not
-    a tensor: its value is in the digest itself). On a GPU every kernel is launched first and the
-    states read with one synchronization."""
+    a tensor: its value is in the digest itself). On a GPU every kernel writes into one buffer, read
+    with one synchronization: the cost a call adds to the protocol is a launch and a pass over its
+    outputs (half of the protocol's cost stays in every figure, ``timing.PROTOCOL_CREDIT``)."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown hash scheme {scheme!r}")
     out: list[list[str]] = [["" for _ in c] for c in calls]
-    gpu: list[tuple[int, int, torch.Tensor, torch.Tensor]] = []
+    gpu: list[tuple[int, int, torch.Tensor, list[torch.Tensor], int]] = []
+    total = 0
+    launch = None
     for i, c in enumerate(calls):
         for j, o in enumerate(c):
             if not isinstance(o, torch.Tensor):
                 continue
             if scheme == "bytes":
-                body = o.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tobytes()
-                out[i][j] = _blake(o, body)
+                body = o.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
+                out[i][j] = _blake(o, memoryview(body))
                 continue
             w = words_of(o)
-            segs = [w[s:s + SEGMENT] for s in range(0, w.numel(), SEGMENT)] or [w]
+            segs = _segments(w)
             if w.is_cuda:
-                sts = [torch.empty(2 * programs(g.numel()), dtype=torch.int32, device=w.device) for g in segs]
-                if all(_states_gpu(g, st) for g, st in zip(segs, sts)):
-                    gpu.append((i, j, o, torch.cat(sts)))
+                launch = launch or _launcher()
+                if launch is not None:
+                    gpu.append((i, j, o, segs, total))
+                    total += sum(2 * programs(g.numel()) for g in segs)
                     continue
             out[i][j] = _blake(o, b"".join(_state_bytes(states_torch(g)) for g in segs))
     if gpu:
-        host = torch.cat([st for _, _, _, st in gpu]).cpu()  # the one synchronization
-        at = 0
-        for i, j, o, st in gpu:
-            part = host[at:at + st.numel()].to(torch.int64)
-            at += st.numel()
-            out[i][j] = _blake(o, _state_bytes(part))
+        buf = torch.empty(total, dtype=torch.int32, device=gpu[0][3][0].device)
+        for _, _, _, segs, at in gpu:
+            for g in segs:
+                p = programs(g.numel())
+                launch("hash", "i32", p, g, g.numel(), buf[at:at + 2 * p], block=BLOCK)
+                at += 2 * p
+        raw = memoryview(buf.cpu().numpy().tobytes())  # the one synchronization; int32 LE is uint32 LE
+        ends = [at for _, _, _, _, at in gpu[1:]] + [total]
+        for (i, j, o, _, at), end in zip(gpu, ends):
+            out[i][j] = _blake(o, raw[4 * at:4 * end])
     return out
 
 
