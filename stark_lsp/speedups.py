@@ -30,6 +30,34 @@ DEGENERATE_NOTE = "degenerate task: any constant passes"
 SIGN = "×"
 
 
+def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: float | None,
+             root_ms: float | None, *, itself: bool, root_correct: bool, root_is_reference: bool) -> float | None:
+    """How many times faster than the user's kernel (the search's root) a node is: the one ratio behind
+    every "× your kernel" (the CLI, ``stark show``, the editor, the agents' prompts).
+
+    ``speedup``: the node's own figure against eager (None: not a correct node). The re-timed median
+    against the root where the search re-timed it (rounds timed in turn with the root); else the two
+    runtimes; when the root is the KernelBench reference itself, the user's kernel *is* eager."""
+    if speedup is None or not root_correct:
+        return None
+    if itself:
+        return 1.0
+    if isinstance(retimed_vs_root, (int, float)) and retimed_vs_root > 0:
+        return float(retimed_vs_root)
+    if root_is_reference:
+        return speedup
+    if runtime_ms and root_ms:
+        return root_ms / runtime_ms
+    return None
+
+
+def vs_eager(speedup: float | None, retimed_speedup: float | None) -> float | None:
+    """A node's "× eager": the re-timed median where there is one, else its evaluation's figure."""
+    if speedup is not None and isinstance(retimed_speedup, (int, float)) and retimed_speedup > 0:
+        return float(retimed_speedup)
+    return speedup
+
+
 def ratio_text(x: float | None, sign: str = SIGN) -> str:
     """``2.35×``, ``12.3×``, ``0.045×``, ``0.00049×``; ``-`` for a missing value."""
     if x is None or (isinstance(x, float) and math.isnan(x)):

@@ -137,14 +137,14 @@ def show_node(args: argparse.Namespace, nodes: list) -> int:
     if node is None:
         ids = f"{nodes[0].id}..{nodes[-1].id}" if nodes else "none"
         raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {ids})")
+    root = next((n for n in nodes if n.parent_id is None), None)
     if args.json:
-        d = node_dict(node, with_source=args.sources)
+        d = node_dict(node, with_source=args.sources, root=root)
         if args.transcript:
             d["exchanges"] = [{"agent": e.agent, "prompt": redact(e.prompt), "response": redact(e.response),
                                "usage": vars(e.usage)} for e in node.exchanges]
         print(redact(json.dumps(d, indent=2)))
         return 0
-    root = next((n for n in nodes if n.parent_id is None), None)
     text = node_detail(node, root)
     if args.transcript:
         text += "\n" + transcript(node)

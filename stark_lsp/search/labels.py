@@ -39,7 +39,7 @@ def timing_words(node: Node, root: Node | None) -> str:
     if yours is not None:
         parts.append(speedup_text(yours, "yours", degenerate=node.degenerate))
     if node.speedup is not None:
-        parts.append(speedup_text(node.speedup, "eager", degenerate=node.degenerate))
+        parts.append(speedup_text(node.eager, "eager", degenerate=node.degenerate))
     text = ", ".join(parts)
     return f"{text} (CPU interpreter, not a GPU timing)" if cpu_timing(node) else text
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.evaluate.result import EvalResult, Status
-from stark_lsp.speedups import speedup_text
+from stark_lsp.speedups import speedup_text, vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 from stark_lsp.source_digest import NOTHING_NEW
@@ -122,7 +122,12 @@ class Node:
         when CPU-timed; the KernelBench reference itself says so instead of timing noise."""
         if self.is_reference_itself and self.correct:
             return "1.00× eager (the reference itself)"
-        return speedup_text(self.speedup, "eager", cpu=self.cpu_timed, degenerate=self.degenerate)
+        return speedup_text(self.eager, "eager", cpu=self.cpu_timed, degenerate=self.degenerate)
+
+    @property
+    def eager(self) -> float | None:
+        """Its "× eager": re-timed first (``speedups.vs_eager``)."""
+        return vs_eager(self.speedup, self.retimed.get("speedup") if isinstance(self.retimed, dict) else None)
 
     def outcome(self) -> str:
         """Status, speedup and runtime in a few words."""
@@ -137,26 +142,12 @@ class Node:
 
 
 def speedup_vs_yours(node: Node, root: Node | None) -> float | None:
-    """How many times faster than the user's kernel (the root) ``node`` is: the one definition every
-    surface shows (the CLI table, ``stark show`` and ``--json``, the editor, the agents' prompts).
-
-    The re-timed figure where the search re-timed the node (the median of rounds timed in turn with
-    the root: ``Node.retimed``); else the two nodes' measured runtimes, as shown beside it; when the
-    root is the KernelBench reference itself, the user's kernel *is* eager, and the node's own speedup
-    over eager (timed in one evaluation, with the reference) is the answer.
-    """
-    if node.speedup is None or root is None or not root.correct:
+    """How many times faster than the user's kernel (the root) ``node`` is (``speedups.vs_yours``)."""
+    if root is None:
         return None
-    if node.id == root.id:
-        return 1.0
-    vs = (node.retimed or {}).get("vs_root") if isinstance(node.retimed, dict) else None
-    if isinstance(vs, (int, float)) and vs > 0:
-        return float(vs)
-    if root.is_reference_itself:
-        return node.speedup
-    if node.runtime_ms and root.runtime_ms:
-        return root.runtime_ms / node.runtime_ms
-    return None
+    retimed = node.retimed.get("vs_root") if isinstance(node.retimed, dict) else None
+    return vs_yours(node.speedup, node.runtime_ms, retimed, root.runtime_ms, itself=node.id == root.id,
+                    root_correct=root.correct, root_is_reference=root.is_reference_itself)
 
 
 def outcome_fields(result: EvalResult) -> tuple[str, float | None, float | None, str]:

@@ -48,7 +48,7 @@ def eager_text(node: NodeView, cpu_note: bool = True) -> str:
     """Against the harness reference: ``0.0049× eager (CPU interpreter, not a GPU timing)``."""
     if node.is_reference:
         return "the reference itself (eager)"
-    return speedup_text(node.speedup, "eager", cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
+    return speedup_text(node.eager, "eager", cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
 
 
 def best_text(tree: TreeView, cpu_note: bool = True) -> str:

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from stark_lsp.source_digest import NOTHING_NEW
+from stark_lsp.speedups import vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 OK = "ok"
@@ -68,10 +69,16 @@ class NodeView:
     profile: str = ""  # one line of Nsight Compute figures, when the search profiled this node
     degenerate: str = ""  # why the task cannot tell a right answer from a constant ('' for a sound task)
     retimed_vs_root: float | None = None  # the re-timing's median against the root (search/retime.py)
+    retimed_speedup: float | None = None  # the re-timing's median against eager
 
     @property
     def correct(self) -> bool:
         return self.status == OK and self.speedup is not None
+
+    @property
+    def eager(self) -> float | None:
+        """Its "× eager", re-timed first (``speedups.vs_eager``): the CLI's figure too."""
+        return vs_eager(self.speedup, self.retimed_speedup)
 
     @property
     def in_flight(self) -> bool:
@@ -120,7 +127,16 @@ class TreeView:
 
     @cached_property
     def best(self) -> NodeView | None:
-        """The correct node (root included) with the highest speedup, earliest on a tie."""
+        """The correct node (root included) with the highest speedup, earliest on a tie; the rule of
+        ``TreeStore.best``: where the search re-timed its leaders, the highest re-timed median, unless
+        the root timed in the same rounds was faster."""
+        retimed = [n for n in self.nodes if n.correct and n.retimed_speedup]
+        if retimed:
+            top = min(retimed, key=lambda n: (-(n.retimed_speedup or 0.0), n.id))
+            root = self.root
+            if top.retimed_vs_root is not None and top.retimed_vs_root < 1.0 and root is not None and root.correct:
+                return root
+            return top
         best = None
         for n in self.nodes:
             if n.correct and (best is None or n.speedup > best.speedup):
@@ -154,19 +170,12 @@ class TreeView:
         return any(n.cpu for n in self.nodes)
 
     def gain(self, node: NodeView) -> float | None:
-        """How many times faster than the user's own kernel (the root)."""
+        """How many times faster than the user's own kernel (the root): ``speedups.vs_yours``."""
         root = self.root
-        if root is None or not root.correct or not node.correct:
+        if root is None or not node.correct:
             return None
-        if node.id == root.id:
-            return 1.0
-        if node.retimed_vs_root:  # the same definition as search.node.speedup_vs_yours: re-timed first
-            return node.retimed_vs_root
-        if root.is_reference:
-            return node.speedup
-        if node.runtime_ms and root.runtime_ms:
-            return root.runtime_ms / node.runtime_ms
-        return None
+        return vs_yours(node.speedup, node.runtime_ms, node.retimed_vs_root, root.runtime_ms, itself=node.id == root.id,
+                        root_correct=root.correct, root_is_reference=root.is_reference)
 
     def get(self, node_id: int) -> NodeView | None:
         return self.by_id.get(node_id)
@@ -233,12 +242,13 @@ def node_view(n: Any) -> NodeView:
         problems=_problems(result),
         profile=_profile_line(getattr(n, "profile", None)),
         degenerate=str(getattr(result, "degenerate", "") or "") if result is not None else "",
-        retimed_vs_root=_retimed_vs_root(getattr(n, "retimed", None)),
+        retimed_vs_root=_retimed(getattr(n, "retimed", None), "vs_root"),
+        retimed_speedup=_retimed(getattr(n, "retimed", None), "speedup"),
     )
 
 
-def _retimed_vs_root(d: Any) -> float | None:
-    v = d.get("vs_root") if isinstance(d, dict) else None
+def _retimed(d: Any, key: str) -> float | None:
+    v = d.get(key) if isinstance(d, dict) else None
     return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
