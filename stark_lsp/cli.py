@@ -44,15 +44,7 @@ def _available() -> dict[str, object]:
     return mods
 
 
-EXIT_CODES_HELP = """exit codes (stark_lsp/exit_codes.py):
-  0    done; for optimize, a verified candidate beat your kernel and the best file was written
-  1    the answer is no: a failing candidate (eval), failed runs (bench)
-  2    bad input or a request this machine cannot serve; nothing was run
-  3    optimize finished, but no verified candidate beat your kernel
-  4    the LLM team made no candidate: its endpoint failed, or no answer was usable
-  5    the evaluator could not start (its judge or sandbox)
-  70   a bug in stark: run again with --debug for the traceback
-  130  interrupted (Ctrl-C): the tree is saved; the same command resumes"""
+EXIT_CODES_HELP = exit_codes.help_text()
 
 
 def build_parser() -> argparse.ArgumentParser:

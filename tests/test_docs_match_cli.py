@@ -183,3 +183,16 @@ def test_every_setting_the_docs_name_is_in_package_json():
 def test_the_settings_not_yet_declared_are_ones_the_server_reads(name):
     text = (ROOT / "stark_lsp" / "server" / "settings.py").read_text()
     assert f'"{name.split(".")[-1]}"' in text
+
+
+def test_the_exit_code_table_in_the_readme_names_exactly_the_codes_stark_returns():
+    """README.md's "Exit codes" table, ``stark --help``'s list and exit_codes.py: the same codes."""
+    from stark_lsp import cli, exit_codes
+
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("### Exit codes"):].split("\n\n")[1]
+    documented = [int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", table, re.M)]
+    codes = sorted(v for k, v in vars(exit_codes).items() if k.isupper() and isinstance(v, int))
+    assert sorted(documented) == codes == sorted(exit_codes.MEANINGS)
+    helped = [int(m.group(1)) for m in re.finditer(r"^  (\d+) ", cli.EXIT_CODES_HELP, re.M)]
+    assert helped == list(exit_codes.MEANINGS)

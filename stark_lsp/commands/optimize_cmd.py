@@ -237,7 +237,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         import shlex
 
         print(f"stark optimize: interrupted: the tree is saved; to resume, run the same command again: "
-              f"{shlex.join(['stark', *sys.argv[1:]])}", file=sys.stderr)
+              f"{shlex.join(['stark', *resume_argv(sys.argv[1:])])}", file=sys.stderr)
         return exit_codes.INTERRUPTED
     if code != exit_codes.OK:
         return code
@@ -258,6 +258,12 @@ def agents_never_answered(nodes: list[Any]) -> bool:
 
     done = [n for n in nodes if n.parent_id is not None and n.completed]
     return bool(done) and all(n.status == AGENT_ERROR for n in done)
+
+
+def resume_argv(argv: list[str]) -> list[str]:
+    """The command that resumes an interrupted one: the same, less ``--fresh`` (which would archive the
+    tree it is meant to go on with)."""
+    return [a for a in argv if a != "--fresh"]
 
 
 def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:
@@ -284,6 +290,14 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
     if root is not None and root.correct and (gain is None or gain <= 1.0):
         print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
               f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}): nothing written")
+        return False
+    if root is not None and root.correct and (retimed is None or retimed.vs_root is None):
+        # one measurement is not a win: the search stopped (Ctrl-C, --wall-time, a failed evaluator) before
+        # it timed the candidate in turn with your kernel; the next run of the same command does
+        print(f"#{best.id} looked faster in one measurement "
+              f"({speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}), but the search "
+              f"stopped before timing it in turn with your kernel: nothing written; run the same command again "
+              f"to re-time it")
         return False
     low = retimed.vs_root_low if retimed is not None else None
     if root is not None and root.correct and low is not None and low <= 1.0:
