@@ -263,6 +263,19 @@ def test_a_reference_that_raises_is_a_task_error_naming_its_line(ws):
     assert "attempt 1/" not in r.stderr  # nothing of the budget spent
 
 
+def test_a_harness_calling_its_reference_with_the_wrong_inputs_names_the_def_line(ws):
+    """`reference(x)` while get_inputs() gives two: no frame of the harness ran, so its def line is named."""
+    shutil.copy(SAMPLES / "triton" / "softmax.py", ws / "softmax.py")
+    (ws / "softmax.harness.py").write_text('import torch\n\nENTRY = "softmax"\n\n\ndef reference(x):\n'
+                                           '    return torch.softmax(x, dim=-1)\n\n\ndef get_inputs():\n'
+                                           '    return [torch.randn(64, 384), torch.randn(64, 384)]\n')
+    r = stark("eval", "softmax.py", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "TASK_ERROR" in r.stdout, out
+    assert "softmax.harness.py, line 6: def reference; get_inputs() gives 2 inputs" in r.stderr, out
+    assert "task error: task error" not in out and "broken: task error" not in out and "Traceback" not in out, out
+
+
 def test_the_store_is_found_beside_the_task_from_any_folder(ws, tmp_path_factory):
     for f in ("swish_add.py", "swish_add.harness.py"):
         shutil.copy(SAMPLES / "mistuned" / f, ws / f)
@@ -301,3 +314,19 @@ def test_bad_numbers_and_urls_are_refused_up_front(ws, args, words):
     (ws / "k.py").write_text(BROKEN_REFERENCE)
     r = stark(*args, cwd=ws)
     assert r.returncode == exit_codes.USAGE and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_eval_timeout_is_one_hard_number_for_the_whole_evaluation(ws):
+    """`--timeout 4` on a candidate that takes 3 s a call: the evaluation ends near 4 s (not at the phases' own
+    limits, 60 s a load and 120 s a run), says it was --timeout's limit, and no empty '0/0 trials' line."""
+    import time as _time
+
+    shutil.copy(ROOT / "tests/data/evaluator/add_task.py", ws / "add_task.py")
+    shutil.copy(ROOT / "tests/data/attacks/slow_calls.py", ws / "slow_calls.py")
+    t0 = _time.monotonic()
+    r = stark("eval", "add_task.py", "slow_calls.py", "--timeout", "4", cwd=ws, env={"STARK_SMALL": "1"})
+    spent = _time.monotonic() - t0
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.FAILED and "TIMEOUT" in out and "--timeout" in out and "4 s" in out, out
+    assert "0/0 trials" not in out and "atol None" not in out and "Traceback" not in out, out
+    assert spent < 4 + 60, out  # the cap, its grace and stark's own start on a loaded machine; 240 s before

@@ -41,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile-baseline", action="store_true", help="also time torch.compile of the reference")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="auto: the GPU when there is one, else the CPU (Triton interpreter); cuda needs a GPU")
-    p.add_argument("--timeout", type=positive_float, default=120.0,
-                   help="seconds a candidate may run before it is killed (default 120)")
+    p.add_argument("--timeout", type=positive_float,
+                   help="a hard cap, in seconds, on the whole evaluation: the build, the sandbox's start, the "
+                        "baselines and the candidate (default: each phase's own limit, 120 s for the candidate)")
     p.add_argument("--cache-dir", help="where builds and candidates are cached (default: $STARK_CACHE_DIR, else "
                                        "~/.cache/stark-lsp)")
     add_sandbox_argument(p)
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     refusal.require_gpu_for_device(args.device)
     refusal.require_evaluator_modules(task)
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
-                       time_budget_s=args.budget, compile_baseline=args.compile_baseline, run_timeout_s=args.timeout)
+                       time_budget_s=args.budget, compile_baseline=args.compile_baseline,
+                       **({"run_timeout_s": args.timeout, "cap_s": args.timeout} if args.timeout else {}))
     with evaluator_from_args(args) as ev:
         if args.compile_only:
             result = compile_only(ev, task, source, opts, shown)
@@ -110,9 +112,10 @@ def verdict(args: argparse.Namespace, task: Any, result: Any) -> int:
               f"'stark eval --compile-only' checks compilation alone", file=sys.stderr)
         return exit_codes.FAILED
     if result.status is Status.TIMEOUT and refusal.runs_on_cpu(args.device) and not os.environ.get("STARK_SMALL"):
-        print(f"stark eval: timed out after {args.timeout:g} s: {refusal.SMALL_HINT}", file=sys.stderr)
+        print(f"stark eval: timed out{f' after {args.timeout:g} s' if args.timeout else ''}: {refusal.SMALL_HINT}",
+              file=sys.stderr)
     if result.status is Status.TASK_ERROR:  # bad input, as README's table says: the user's task, not a candidate
-        print(f"stark eval: the task itself is broken: {result.message}", file=sys.stderr)
+        print(f"stark eval: the task itself is broken: {result.message.removeprefix('task error: ')}", file=sys.stderr)
         return exit_codes.USAGE
     return exit_codes.OK if result.ok else exit_codes.FAILED
 

@@ -37,6 +37,8 @@ from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refus
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
+# past a --timeout cap (EvalOptions.cap_s): what the judge may take to answer once its own deadline passed
+CAP_GRACE_S = 10.0
 
 
 def default_cache_dir() -> Path:
@@ -162,9 +164,11 @@ class Evaluator:
                                "sandbox": self.sandbox_policy, "expose": sorted(expose), "hide": [str(self.cache_dir)]}
         # a safety net over the judge's own phase limits: loading, reference timing, trials, timing
         timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
+        started = time.monotonic()
         hw = self.pool.hardware()
         if task.kind == "cuda":
-            art = self.builder().build(source, opts.nvcc_flags, timeout_s=opts.compile_timeout_s, task=task)
+            build_s = opts.compile_timeout_s if opts.cap_s is None else max(1.0, min(opts.compile_timeout_s, opts.cap_s))
+            art = self.builder().build(source, opts.nvcc_flags, timeout_s=build_s, task=task)
             if not art.report.ok:
                 msg = next((d.message for d in art.report.diagnostics if d.severity == "error"), "compile failed")
                 return EvalResult(Status.COMPILE_ERROR, msg, compile=art.report)
@@ -177,10 +181,21 @@ class Evaluator:
                 return EvalResult(Status.NOT_RUN, "uses load_inline (CUDA); not run: no GPU")
             timeout += opts.compile_timeout_s
             job["load_inline"] = True
+        if opts.cap_s is not None:  # --timeout: what is left of it is the judge's, and the hard limit on it
+            spent = time.monotonic() - started
+            if spent >= opts.cap_s:
+                return EvalResult(Status.TIMEOUT, f"the evaluation's time limit ({opts.cap_s:g} s, --timeout) passed "
+                                                  f"while it was built")
+            job["spent_s"] = spent
+            timeout = opts.cap_s - spent + CAP_GRACE_S
         reply = self.pool.run(job, timeout)
         if reply.result is None:
             status = Status.TIMEOUT if reply.fault == "timeout" else Status.CRASHED
-            res = EvalResult(status, reply.message, output=reply.output)
+            message = reply.message
+            if opts.cap_s is not None and reply.fault == "timeout":
+                message = (f"the evaluation's time limit ({opts.cap_s:g} s, --timeout) passed before the judge "
+                           f"finished (it was stopped: {reply.message})")
+            res = EvalResult(status, message, output=reply.output)
             if task.kind == "cuda":
                 res.compile = CompileReport(**{**job["compile"], "diagnostics": []}) if job.get("compile") else None
             return res

@@ -28,7 +28,10 @@ class EvalOptions:
     profile_launches: bool = True  # check that a custom kernel really launched
     compile_timeout_s: float = 300.0  # load_inline can take minutes
     load_timeout_s: float = 60.0  # importing the candidate and its first call (Triton JIT, autotuning)
-    run_timeout_s: float = 120.0  # the whole evaluation in the judge, a hard cap (``--timeout``); phases have their own
+    run_timeout_s: float = 120.0  # the evaluation in the judge (a load_inline build gets compile_timeout_s on top)
+    # ``stark eval --timeout``: a hard cap on the whole evaluation, wall clock from ``Evaluator.evaluate``'s start,
+    # the build, the sandbox's start and the baselines included; every phase's limit is cut to what is left
+    cap_s: float | None = None
     review_speedup: float = 10.0  # speedups above this are flagged for review
     nvcc_flags: list[str] = field(default_factory=list)
 

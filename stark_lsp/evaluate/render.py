@@ -21,7 +21,9 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         lines.append(f"  compile:     {'ok' if c.ok else 'FAILED'} in {c.seconds:.2f} s" + (" (cached)" if c.cached else ""))
         for d in c.diagnostics[:10]:
             lines.append(f"    {_diag_line(d)}")
-    if r.correctness:
+    if r.correctness and not r.correctness.trials:
+        lines.append("  correctness: not checked (the evaluation stopped before its first trial)")
+    elif r.correctness:
         k = r.correctness
         n_ok = sum(t.passed for t in k.trials)
         worst = max((t.max_abs_error or 0.0 for t in k.trials), default=0.0)

@@ -252,6 +252,7 @@ class Judge:
         (``HarnessError``: a task error naming the user's line), never the candidate's."""
         from stark_lsp.evaluate.harness import as_outputs
 
+        fn = None
         try:
             fn = ref.reference_fn(param_seed)
             with torch.no_grad():
@@ -261,7 +262,7 @@ class Judge:
         except HarnessError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: said in one line, with its place
-            raise HarnessError(reference_failure(e, ref)) from None
+            raise HarnessError(reference_failure(e, ref, fn=fn, inputs=len(inputs))) from None
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
 
     def _choose_chain(self, conv: Conversation, inputs: list[Any], outputs: list[Any]) -> None:
@@ -311,7 +312,12 @@ class Judge:
         state = EvalState(compile_report, [KernelResources(**r) for r in job.get("resources", [])], source_flags(source))
         self._profiler_next = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))
         timeout_s = opts.run_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
+        if opts.cap_s is not None:  # --timeout: the whole evaluation, what the build before the judge spent included
+            spent = job.get("spent_s")
+            timeout_s = max(0.5, opts.cap_s - (float(spent) if isinstance(spent, (int, float)) else 0.0))
         deadline = time.monotonic() + timeout_s - self.gate.waited_s  # waits at the gate are not the candidate's
+        if opts.cap_s is not None:
+            timeout_s = opts.cap_s  # from here on only the messages' figure: the user's own number
         try:
             ref = self._reference(spec)
             sanity = self._task_sanity(spec, ref, opts, self._param_seed(opts))
@@ -392,9 +398,9 @@ class Judge:
             n = max(1, opts.trials)
             rest = TM.batch_limit_s(n - 1, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + n * transfer_s(ref_out0)
             trials: list[Trial] = []
-            state.correctness = Correctness(passed=False, trials=trials)
             atol = opts.atol if opts.atol is not None else ref.atol
             rtol = opts.rtol if opts.rtol is not None else ref.rtol
+            state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
             after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
             with self.gate.hold(None):  # it compiles (the CPU's work) and runs once: other judges go on
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
@@ -651,9 +657,11 @@ def ran_out_of_memory(text: str) -> bool:
     return bool(_OOM.search(text))
 
 
-def reference_failure(e: BaseException, ref: Reference) -> str:
+def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: int | None = None) -> str:
     """``the reference raised TypeError: ... (foo.harness.py, line 12)``: the deepest frame in the task's own
-    files (the harness or the KernelBench file), so the message points at the user's code, not the judge's."""
+    files (the harness or the KernelBench file), so the message points at the user's code, not the judge's.
+    A reference that could not even be called with the task's inputs (the wrong number of parameters) has
+    no such frame: its ``def`` line is named, with how many inputs ``get_inputs`` gives."""
     import traceback
 
     files = {str(p) for p in (ref.spec.path, ref.spec.harness) if p is not None}
@@ -661,6 +669,10 @@ def reference_failure(e: BaseException, ref: Reference) -> str:
     for frame in traceback.extract_tb(e.__traceback__):
         if frame.filename in files:
             where = f" ({Path(frame.filename).name}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+    code = getattr(getattr(fn, "forward", fn), "__code__", None)
+    if not where and code is not None and code.co_filename in files:
+        given = f"; get_inputs() gives {inputs} input{'s' if inputs != 1 else ''}" if inputs is not None else ""
+        where = f" ({Path(code.co_filename).name}, line {code.co_firstlineno}: def {code.co_name}{given})"
     msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
     return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}"
 
