@@ -27,7 +27,8 @@ def ev(tmp_path_factory):
 def test_honest_candidate_on_a_big_task(ev):
     r = ev.evaluate(load_task(DATA / "gpu_big_task.py"), (DATA / "good_big.py").read_text(), OPTS)
     assert r.status is Status.OK, r.summary()
-    assert r.runtime.is_gpu and r.runtime.candidate.judged_ms is not None and r.runtime.candidate.batches >= 5
+    # at least 3 batches: 5 unless the timing's budget (1 s here, its checks of big outputs included) runs out first
+    assert r.runtime.is_gpu and r.runtime.candidate.judged_ms is not None and r.runtime.candidate.batches >= 3
     assert 0.5 < r.runtime.speedup < 2.0  # the same computation as the reference
 
 

@@ -98,21 +98,24 @@ def _compare_floats(r: Any, c: Any, a: float, rt: float) -> tuple[float, float, 
     tests = (("NaN", torch.isnan), ("+inf", torch.isposinf), ("-inf", torch.isneginf))
     max_abs = max_rel = 0.0
     bad_n = 0
-    for start in range(0, r.numel(), CHUNK):
+    for start in range(0, r.numel(), CHUNK):  # one synchronization a chunk: every figure read at once
         r64, c64 = r[start:start + CHUNK].double(), c[start:start + CHUNK].double()
-        for name, test in tests:
+        parts = []
+        for _, test in tests:
             rm, cm = test(r64), test(c64)
-            counts[name][0] += int((cm & ~rm).sum())
-            counts[name][1] += int((rm & ~cm).sum())
+            parts += [(cm & ~rm).sum(), (rm & ~cm).sum()]
         finite = torch.isfinite(r64)
         diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
-        if diff.numel():
-            max_abs = max(max_abs, float(diff.max()))
-            rel = diff / r64.abs().clamp_min(1e-12)
-            max_rel = max(max_rel, float(torch.where(finite, rel, torch.zeros_like(rel)).max()))
+        rel = diff / r64.abs().clamp_min(1e-12)
         bad = (diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))) & finite
-        bad_n += int(bad.sum())
-        del r64, c64, finite, diff, bad
+        parts += [diff.max(), torch.where(finite, rel, torch.zeros_like(rel)).max(), bad.sum()]
+        got = torch.stack([p.to(torch.float64) for p in parts]).tolist()
+        for k, (name, _) in enumerate(tests):
+            counts[name][0] += int(got[2 * k])
+            counts[name][1] += int(got[2 * k + 1])
+        max_abs, max_rel = max(max_abs, got[6]), max(max_rel, got[7])
+        bad_n += int(got[8])
+        del r64, c64, finite, diff, rel, bad
     for name, (extra, missing) in counts.items():
         if extra or missing:
             what = f"{extra} {name} where the reference has a number" if extra else f"{missing} {name} of the reference missing"

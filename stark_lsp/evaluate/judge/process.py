@@ -27,7 +27,9 @@ import json
 import os
 import select
 import sys
+import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 
@@ -70,6 +72,22 @@ def out_of_memory(result: Any) -> bool:
     from stark_lsp.evaluate.judge.judge import ran_out_of_memory
 
     return result.status.value != "ok" and ran_out_of_memory(result.message or "")
+
+
+def _profiled(fn: Any, *args: Any, **kw: Any) -> Any:
+    """``fn(*args, **kw)``; with ``STARK_EVAL_PROFILE=DIR`` (for studying the judge's own cost), under
+    cProfile, its statistics appended to DIR, one file a job."""
+    out = os.environ.get("STARK_EVAL_PROFILE")
+    if not out:
+        return fn(*args, **kw)
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        return prof.runcall(fn, *args, **kw)
+    finally:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        prof.dump_stats(str(Path(out) / f"judge-{os.getpid()}-{time.time_ns()}.prof"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 send({"started": True})
                 waited0 = judge.gate.waited_s
                 with judge.gate.hold(SHARED):  # the judge's phases switch it to exclusive or none as they go
-                    result = judge.evaluate(job, cancel_fd=args.fd_in)
+                    result = _profiled(judge.evaluate, job, cancel_fd=args.fd_in)
                     if judge.gate.active and out_of_memory(result):
                         # beside other judges' processes the GPU's memory ran out: not the task's fault, nor
                         # the candidate's. Once more, with the GPU to itself (its gate held exclusive throughout)
