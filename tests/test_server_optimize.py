@@ -256,8 +256,11 @@ async def test_without_a_gpu_cuda_is_refused_at_once_and_triton_says_cpu(cpu_cli
     uri = open_document(client, client.root / "scale.cu", "cuda-cpp")
     kline = line_of(CUDA_KERNEL, "__global__")
     assert "No NVIDIA GPU here" in await hover_text(client, uri, kline)
-    (opt,) = await code_actions(client, uri, kline)
-    result = await run_action(client, opt)
+    # Optimize is offered disabled, with why; what can run here (nvcc) is the action offered
+    disabled, check = await code_actions(client, uri, kline)
+    assert disabled.title == "Optimize kernel scale_kernel" and "needs an NVIDIA GPU" in disabled.disabled.reason
+    assert check.title == "Check that scale_kernel compiles (no GPU here to run it)" and check.disabled is None
+    result = await run_action(client, check)
     assert result["error"] == "scale_kernel needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here"
     assert (await get_tree(client, uri, "scale_kernel"))["nodes"] == []  # no search, no tree
     (info,) = await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "needs-gpu"],
@@ -269,7 +272,7 @@ async def test_without_a_gpu_cuda_is_refused_at_once_and_triton_says_cpu(cpu_cli
     (client.root / "scale.cu").write_text(broken)
     change_document(client, uri, broken)
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    result = await run_action(client, (await code_actions(client, uri, kline))[0])
+    result = await run_action(client, (await code_actions(client, uri, kline))[1])
     assert "nvcc could not compile it either" in result["error"]
     (w,) = await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "kernel-fails"],
                             "the compile error on its line")

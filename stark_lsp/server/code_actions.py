@@ -107,6 +107,9 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
             actions += fixes or [_disabled(f"Optimize kernel {k.name}", c.problem.message)]
         elif c.cannot_run and c.running_kernel is None:
             actions.append(_disabled(f"Optimize kernel {k.name}", c.cannot_run))
+            # what can be done here: the same command compiles it (nvcc) and says what it found
+            actions.append(_action(f"Check that {k.name} compiles (no GPU here to run it)", KIND_OPTIMIZE, OPTIMIZE,
+                                   [c.uri, k.name]))
         elif c.running_kernel is not None:
             actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
         elif c.continue_by:

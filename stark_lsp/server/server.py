@@ -51,7 +51,7 @@ from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_languag
                                         resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import implement_marker, marker_spans
-from stark_lsp.server.optimize_jobs import searches_payload, start_optimize, stop_optimize
+from stark_lsp.server.optimize_jobs import needs_gpu, searches_payload, start_optimize, stop_optimize
 from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.progress import progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
@@ -465,8 +465,14 @@ class StarkServer(LanguageServer):
                 and same_text(text, tree.root.source) and (stored is None or stored == state.harness_digest):
             continue_by = self.settings.budget
         orphan = self.orphans.get(state.path) if state.path else None
+        cannot_run = ""
+        if job is None and kernels and state.task is not None and needs_gpu(state.task) \
+                and not self.backend.gpu_available(self.settings):
+            # offered disabled with why, not offered and refused again at each try
+            cannot_run = ("needs an NVIDIA GPU: nothing can be run or timed here (nvcc still compiles it: "
+                          "stark eval --compile-only)")
         return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
-                             list(diagnostics), harness, orphan.name if orphan else None, continue_by)
+                             list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run)
 
     def hover_for(self, state: DocState, line: int) -> str | None:
         kernel = state.kernel_at(line_before_edits(line, state.edits))
