@@ -11,8 +11,11 @@ def prog(attempt, done=False, best=None, message=""):
 
 
 def test_progress_line_leads_with_the_speedup_against_the_users_kernel():
-    p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002)
+    p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002, best_vs_yours=3.0)
     assert "best 3.00× your kernel, 0.0060× eager (#3)" in format_progress(p)
+    # no ratio of its own (the user's kernel failed): none made up from the two eager figures
+    p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002)
+    assert "your kernel" not in format_progress(p) and "best 0.0060× eager (#3)" in format_progress(p)
     p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002, best_vs_yours=2.5, cpu=True)
     assert "best 2.50× your kernel, 0.0060× eager (CPU interpreter, not a GPU timing) (#3)" in format_progress(p)
 

@@ -519,5 +519,6 @@ def test_an_action_that_cannot_be_taken_is_offered_disabled_with_why():
     (a,) = acts
     assert a.title == "Optimize kernel add_relu_kernel" and a.command is None
     assert a.disabled is not None and a.disabled.reason.startswith("fix the syntax error on line 12")
-    (b,) = build_code_actions(ActionContext("u", ROOT, KERNELS, cannot_run="needs an NVIDIA GPU"))
+    b, check = build_code_actions(ActionContext("u", ROOT, KERNELS, cannot_run="needs an NVIDIA GPU"))
     assert b.disabled.reason == "needs an NVIDIA GPU" and b.command is None
+    assert check.title.startswith("Check that add_relu_kernel compiles") and check.disabled is None

@@ -73,11 +73,12 @@ class Progress:
     budget: int
     best_speedup: float | None
     best_node_id: int | None
-    failures: int  # finished attempts that failed (agent errors included)
+    failures: int  # finished attempts that spent budget and failed (agent errors included)
     correct: int  # finished attempts that are correct
     running: int  # attempts in flight
     done: bool
     message: str = ""
+    free: int = 0  # finished attempts that spent no budget: an agent's "nothing new", a duplicate source
     root_speedup: float | None = None  # the user's kernel against eager
     best_vs_yours: float | None = None  # the best against the user's kernel (node.speedup_vs_yours)
     best_is_root: bool = False  # nothing has beaten the user's kernel yet
@@ -86,11 +87,8 @@ class Progress:
 
     @property
     def best_vs_root(self) -> float | None:
-        if self.best_vs_yours is not None:
-            return self.best_vs_yours
-        if self.best_speedup is None or not self.root_speedup:
-            return None
-        return self.best_speedup / self.root_speedup
+        """The best against the user's kernel: ``node.speedup_vs_yours`` (the one ratio), never recomputed."""
+        return self.best_vs_yours
 
 
 class EvaluatorFailed(RuntimeError):
@@ -276,7 +274,8 @@ class Search:
             budget=self.config.budget,
             best_speedup=best.speedup if best else None,
             best_node_id=best.id if best else None,
-            failures=sum(1 for n in attempts if n.unsuccessful),
+            failures=sum(1 for n in attempts if n.spends_budget and n.unsuccessful),
+            free=sum(1 for n in attempts if n.completed and not n.spends_budget),
             correct=sum(1 for n in attempts if n.correct),
             running=sum(1 for n in attempts if n.in_flight),
             done=done,

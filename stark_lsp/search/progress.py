@@ -27,7 +27,7 @@ def best_text(p: Progress) -> str:
 
 def format_progress(p: Progress) -> str:
     line = (f"attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  "
-            f"failed {p.failures}  running {p.running}")
+            f"failed {p.failures}  running {p.running}" + (f"  free {p.free}" if p.free else ""))
     if p.message:
         line += f"  | {p.message}"
     return line

@@ -169,7 +169,7 @@ def best_message(tree: TreeView) -> str | None:
     if best is None:
         return None
     root = tree.root
-    counts = f"{tree.finished} attempts, {tree.correct} correct"
+    counts = tree.counts
     ms = f" ({best.runtime_ms:.4g} ms vs {root.runtime_ms:.4g} ms)" if root and root.runtime_ms and best.runtime_ms else ""
     if tree.gain(best) is not None:
         msg = f"Best candidate #{best.id}: {gain_text(tree, best)}{ms}; {counts}"

@@ -65,7 +65,7 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
         return "\n".join(lines)
     root = tree.root
     best = tree.best_candidate
-    head = f"{tree.finished} attempts, {tree.correct} correct"
+    head = tree.counts
     if best is not None:
         ms = f" ({_ms(best.runtime_ms)} vs {_ms(root.runtime_ms)})" if root is not None else ""
         head += f" · best #{best.id}: **{gain_text(tree, best, cpu_note=False)}**{ms}"

@@ -154,6 +154,19 @@ class TreeView:
         return sum(1 for n in self.attempts if not n.in_flight)
 
     @cached_property
+    def spent(self) -> int:
+        """Finished attempts that spent budget (the CLI's "attempt N/budget"): not an agent's "nothing new",
+        not a duplicate source."""
+        return sum(1 for n in self.attempts if not n.in_flight and n.duplicate_of is None and not n.nothing_new)
+
+    @property
+    def counts(self) -> str:
+        """"14 attempts, 9 correct" (+ "2 free": nothing new, or duplicates): the CLI's counts."""
+        free = self.finished - self.spent
+        return f"{self.spent} attempts, {self.correct} correct" + (f", {free} free (nothing new, or duplicates)"
+                                                                  if free else "")
+
+    @cached_property
     def running(self) -> int:
         return sum(1 for n in self.attempts if n.in_flight)
 
