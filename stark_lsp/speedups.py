@@ -93,7 +93,3 @@ def speedup_text(x: float | None, against: str, *, cpu: bool = False, degenerate
     notes = [n for n, on in ((CPU_NOTE, cpu), (DEGENERATE_NOTE, degenerate)) if on]
     return f"{text} ({'; '.join(notes)})" if notes else text
 
-
-def speedup_column(x: float | None, sign: str = SIGN) -> str:
-    """The bare ratio for a table column whose heading names the baseline (``× yours``)."""
-    return ratio_text(x, sign)

@@ -12,25 +12,39 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "stark_lsp"
 
 
+GROUND = "(ground floor)"  # the modules directly under stark_lsp/ but the entry points
+ENTRY = {"cli.py", "__main__.py"}
+
+
+def imported(path: Path) -> list[tuple[list[str], int]]:
+    """Every stark_lsp module ``path`` imports (absolute or relative, at any depth): its dotted parts."""
+    here = ["stark_lsp", *path.relative_to(PKG).with_suffix("").parts]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.module.split("."), node.lineno))
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:  # from .x / ..x import: resolved
+            base = here[:-node.level] if path.name != "__init__.py" else here[:len(here) - node.level]
+            out.append((base + (node.module.split(".") if node.module else []), node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name.split("."), node.lineno) for a in node.names]
+    return [(bits, line) for bits, line in out if bits[0] == "stark_lsp" and len(bits) > 1]
+
+
 def package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]]:
+    """Edges between the packages (and the ground floor), with where each comes from."""
     edges: dict[str, set[str]] = defaultdict(set)
     where: dict[tuple[str, str], list[str]] = defaultdict(list)
     for path in PKG.rglob("*.py"):
         parts = path.relative_to(PKG).parts
-        if len(parts) < 2:
-            continue  # top-level modules (cli.py, speedups.py, ...) are the ground floor or the entry point
-        pkg = parts[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            for n in names:
-                bits = n.split(".")
-                if bits[0] == "stark_lsp" and len(bits) > 1 and bits[1] != pkg and (PKG / bits[1]).is_dir():
-                    edges[pkg].add(bits[1])
-                    where[(pkg, bits[1])].append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
+        if len(parts) < 2 and parts[0] in ENTRY:
+            continue  # the entry points stand on everything
+        pkg = parts[0] if len(parts) > 1 else GROUND
+        for bits, line in imported(path):
+            target = bits[1] if (PKG / bits[1]).is_dir() else GROUND
+            if target != pkg:
+                edges[pkg].add(target)
+                where[(pkg, target)].append(f"{path.relative_to(PKG.parent)}:{line}")
     return edges, where
 
 
@@ -82,3 +96,16 @@ def test_no_import_cycle_between_packages():
 
 def test_the_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_ground_floor_imports_no_package():
+    """speedups.py, redaction.py, source_digest.py, ...: everything may import them, they import no package."""
+    edges, where = package_graph()
+    up = sorted(edges.get(GROUND, ()))
+    assert not up, "the ground floor imports " + "; ".join(f"{t}: {', '.join(where[(GROUND, t)][:3])}" for t in up)
+
+
+def test_relative_imports_are_followed():
+    """``from .excerpts import`` in search/windows.py is search.excerpts; ``from ..node`` in a policy is search.node."""
+    assert ["stark_lsp", "search", "excerpts"] in [b for b, _ in imported(PKG / "search" / "windows.py")]
+    assert ["stark_lsp", "search", "node"] in [b for b, _ in imported(PKG / "search" / "policies" / "greedy.py")]

@@ -94,7 +94,7 @@ class AgentContext:
     node_profile: str = ""  # its resources, floor gap and ncu figures
     parent_line: str = ""  # the selected node's parent in one line ("" for the root)
     parent_diff: str = ""  # Debug: the parent version -> the failing source, as a diff
-    window_entries: list[Any] = field(default_factory=list)  # search.windows.WindowEntry, fitted by the prompt
+    window_entries: list[Any] = field(default_factory=list)  # context_budget.WindowEntry, fitted by the prompt
     context_tokens: int = 0  # the token budget of one prompt (estimated as characters / 4)
     attempt: int = 0  # the attempt number (1..budget)
     hint: str = ""  # Plan: this attempt's exploration hint (attempts in flight get different ones)

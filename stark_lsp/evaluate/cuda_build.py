@@ -253,10 +253,6 @@ class CudaBuilder:
             h.update(b"\0")
         return h.hexdigest()[:24]
 
-    def key(self, source: str, flags: list[str], nvcc: str) -> str:
-        """The cache key of a one-unit build that reads no project header (kept for callers and tests)."""
-        return I.final_key(self.prekey(source, [*DEFAULT_FLAGS, *flags], nvcc, single_file(None)), {})
-
     def build(self, source: str, extra_flags: list[str] | None = None, timeout_s: float = 300.0,
               task: Any = None) -> CudaArtifact:
         """Build ``source`` as the candidate of ``task`` (its project's settings; None: a lone file)."""

@@ -175,10 +175,3 @@ def _line_from_syntax_error(exc: BaseException, candidate_file: str) -> int | No
 
 _TRITON_AT = re.compile(r"^at (\d+):(\d+):", re.M)
 
-
-def triton_error_line(message: str, function_start_line: int | None) -> int | None:
-    """Triton reports ``at L:C:`` relative to the kernel's ``def`` line."""
-    m = _TRITON_AT.search(message)
-    if not m or function_start_line is None:
-        return None
-    return function_start_line + int(m.group(1)) - 1

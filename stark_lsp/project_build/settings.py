@@ -22,10 +22,8 @@ compile database.
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,17 +60,6 @@ class BuildSettings:
         for d in self.system_include_dirs:
             out += ["-isystem", d]
         return out
-
-    def fingerprint(self) -> str:
-        """A digest of the settings (part of every cache key)."""
-        d = asdict(self)
-        d.pop("notes")
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:24]
-
-    @property
-    def is_project(self) -> bool:
-        return bool(self.sources)
-
 
 def single_file(kernel: Path | None) -> BuildSettings:
     """The settings of a kernel without a harness or project: defaults and its folder."""

@@ -91,7 +91,7 @@ _UPDATABLE = {
 }
 
 # every text column passes safe_text.scrub (valid Unicode: SQLite refuses lone
-# surrogates) and secrets.redact (the registered API keys, the one in the
+# surrogates) and redaction.redact (the registered API keys, the one in the
 # environment, and anything shaped like a key); answers are capped
 MAX_STORED_RESPONSE = 256 * 1024  # bytes of one exchange's response
 MAX_STORED_PROMPT = 512 * 1024  # bytes of one exchange's prompt

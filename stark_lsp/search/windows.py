@@ -23,10 +23,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from stark_lsp.context_budget import ORDER, TITLES, WindowEntry, estimate_tokens, fit_window  # noqa: F401
+from stark_lsp.context_budget import WindowEntry
 
 from .excerpts import diagnostics_text, diff, trim
-from .labels import first_line, node_line
+from .labels import node_line
 from .node import AGENT_ERROR, DEBUG, PLAN_CODE, Node
 from .policies.common import TreeView, leaderboard
 
@@ -173,6 +173,3 @@ def debug_entries(view: TreeView, node: Node, root: Node | None, max_chars: int)
     return out
 
 
-
-def first_error_line(node: Node) -> str:
-    return first_line(diagnostics_text(node))

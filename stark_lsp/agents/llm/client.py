@@ -27,7 +27,7 @@
 * A semaphore shared by the team limits the requests in flight; token
   accounting from ``usage``; optional cost from per-model prices.
 * The API key goes to the ``openai`` client only: it is not in reprs, it is
-  registered with ``secrets`` so that every stored or shown text is redacted,
+  registered with ``redaction`` so that every stored or shown text is redacted,
   and every error message and answer passes the redactor. Answers are made
   valid Unicode (``safe_text.scrub``).
 """

@@ -81,10 +81,6 @@ class TreeView:
         """``candidates()`` without the exhausted nodes."""
         return [n for n in self.candidates() if not self.exhausted(n)]
 
-    def root_full(self, n_root: int) -> bool:
-        return self.root is not None and self.full(self.root, n_root)
-
-
 def best_correct(nodes: Iterable[Node]) -> Node | None:
     """Highest speedup among correct nodes; the earliest on a tie."""
     ok = [n for n in nodes if n.correct and n.speedup is not None]
