@@ -97,6 +97,26 @@ async def test_a_terminal_rm_is_seen_too(client: LanguageClient):
     assert bad == []
 
 
+async def test_a_terminal_rm_with_no_search_running_clears_the_tabs_figures(client: LanguageClient):
+    """No search, no file event from the editor: the open tab still drops its best figure, and takes it
+    back when the harness returns (issue 25, item 7)."""
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    await start_search(client, uri)
+    (stop,) = [a for a in await code_actions(client, uri, KLINE) if a.title.startswith("Stop optimizing")]
+    await run_action(client, stop)
+    await wait_until(lambda: ended_progress(client), "the search to stop")
+    codes = lambda: [d.code for d in client.diagnostics.get(uri, [])]  # noqa: E731
+    await wait_until(lambda: "best-speedup" in codes(), "the best candidate's diagnostic")
+    harness = client.root / "add_relu.harness.py"
+    text = harness.read_text()
+    harness.unlink()
+    await wait_until(lambda: "missing-harness" in codes() and "best-speedup" not in codes(),
+                     f"the tab to say the harness is gone ({codes()})", timeout=30)
+    harness.write_text(text)
+    await wait_until(lambda: "best-speedup" in codes() and "missing-harness" not in codes(),
+                     f"the tab to take its figures back ({codes()})", timeout=30)
+
+
 async def test_renaming_kernel_and_harness_carries_the_search_and_its_tree(client: LanguageClient):
     root = client.root
     uri = open_document(client, root / "add_relu.py", "python")

@@ -56,6 +56,7 @@ from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.progress import progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
 from stark_lsp.server.stdio import serve_stdio
+from stark_lsp.server.open_files_watch import OpenFilesWatch
 from stark_lsp.server.store_watch import StoreWatcher
 from stark_lsp.server.text_document import use_fast_documents
 from stark_lsp.server.text_edits import split_lines
@@ -87,6 +88,7 @@ class StarkServer(LanguageServer):
         self.carries: dict[Path, Any] = {}  # kernel path -> file_events.Carry: a tree waiting to move there
         self.orphans: dict[Path, Path] = {}  # kernel path -> a harness left under its old name
         self.watchers: dict[Path, StoreWatcher] = {}
+        self.open_files = OpenFilesWatch(self)
         self.roots: list[Path] = []
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._searches_pending = False
@@ -300,6 +302,7 @@ class StarkServer(LanguageServer):
             self._harness_diags.pop(huri, None)
 
     def watch(self, state: DocState) -> None:
+        self.open_files.start(state)  # the open documents' kernels and harnesses, removed outside the editor
         if state.store_path is None:
             return
         directory = state.store_path.parent
@@ -491,6 +494,7 @@ class StarkServer(LanguageServer):
     # -- shutdown ----------------------------------------------------------------------
     async def stop_everything(self) -> None:
         self.jobs.stop_all()
+        self.open_files.stop()
         for w in self.watchers.values():
             w.stop()
         await self.jobs.wait_all(timeout=10)
