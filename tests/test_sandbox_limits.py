@@ -117,7 +117,28 @@ def test_setups_sandbox_line_says_what_the_judge_will_do(monkeypatch):
     line = policy.readiness(sb)
     assert "keep uid 0" in line and "/opt/py" in line and "will be refused" in line
     monkeypatch.setattr(policy.Sandbox, "root_kept", lambda self, layout: None)
-    assert policy.readiness(sb).endswith("candidates written by an LLM run in it")
+    assert "candidates written by an LLM run in it" in policy.readiness(sb)
     bare = policy.Sandbox("unshare", as_root=True, details={"unshare": "u", "filter_refused": "no libseccomp"})
     assert "no syscall filter" in policy.readiness(bare)
     assert "refused" in policy.readiness(policy.Sandbox("none", "no namespaces"))
+
+
+def test_the_clis_refusal_is_the_judges_for_a_task_nobody_can_read(tmp_path, monkeypatch):
+    """Issue 24, item 11: a task in a folder only root can read keeps uid 0; the evaluator's up-front refusal
+    says so for that task, by the judge's own check (policy.root_refusal), not only setup.sh's default layout."""
+    from stark_lsp.evaluate import evaluator as E
+    from stark_lsp.evaluate.sandbox import policy
+    from stark_lsp.tasks.spec import TaskSpec
+
+    sb = policy.Sandbox("unshare", as_root=True, details={"unshare": "/usr/bin/unshare"})
+    monkeypatch.setattr(policy.Sandbox, "filtered", property(lambda self: True))
+    monkeypatch.setattr(policy.Sandbox, "root_kept",  # only the task's folder is unreadable to others
+                        lambda self, layout: f"{tmp_path} is not readable by other users"
+                        if any(str(e).startswith(str(tmp_path)) for e in layout.expose) else None)
+    ev = E.Evaluator.__new__(E.Evaluator)  # no workers: only the up-front checks
+    ev.sandbox_policy, ev.cache_dir = "required", tmp_path / "cache"
+    monkeypatch.setattr(E.Evaluator, "sandbox_info", lambda self: sb)
+    task = TaskSpec(kind="triton", path=tmp_path / "k.py", harness=tmp_path / "k.harness.py")
+    assert ev.refusal() is None
+    why = ev.refusal(task)
+    assert why is not None and "keep uid 0" in why and str(tmp_path) in why and "chmod o+rX" in why

@@ -206,7 +206,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     try:
         try:
             if getattr(team, "probe", None):  # a dead endpoint: found before any timing
-                refused = evaluator.refusal() if hasattr(evaluator, "refusal") else None
+                refused = evaluator.refusal(task) if hasattr(evaluator, "refusal") else None
                 if refused:  # but an evaluator that will refuse the team's candidates says so first
                     raise EvaluatorUnavailable(refused)
                 for notice in team.probe():

@@ -33,7 +33,7 @@ from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
-from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refusal, probe
+from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refusal, make_layout, probe, root_refusal
 from stark_lsp.tasks.spec import TaskSpec
 
 _LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
@@ -107,13 +107,17 @@ class Evaluator:
             return f"{hw['device']} (sm_{hw['capability'].replace('.', '')}, {hw['sms']} SMs, L2 {hw['l2_bytes'] >> 20} MiB)"
         return str(hw.get("device", "cpu"))
 
-    def refusal(self) -> str | None:
-        """Why this evaluator will refuse candidates written by an LLM (no sandbox, or one without its
-        syscall filter, under the "required" policy), or None; known before anything is evaluated."""
+    def refusal(self, task: TaskSpec | None = None) -> str | None:
+        """Why this evaluator will refuse candidates written by an LLM (no sandbox, one without its syscall
+        filter, or, for ``task``, one that would keep uid 0 to show its folders; under the "required"
+        policy), or None; known before anything is evaluated, by the judge's own checks."""
         if self.sandbox_policy != "required":
             return None
         sb = self.sandbox_info()
-        return llm_refusal(sb if sb.available else None, sb.reason)
+        refused = llm_refusal(sb if sb.available else None, sb.reason)
+        if refused is None and task is not None:
+            refused = root_refusal(sb, make_layout(expose=task_folders(task), hide=[str(self.cache_dir)]))
+        return refused
 
     def sandbox_info(self) -> Sandbox:
         """The sandbox candidates run in here (probed once per process)."""

@@ -66,7 +66,7 @@ from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrat
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
-from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe, root_refusal
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
@@ -171,11 +171,9 @@ class Judge:
         else:
             keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
             layout = make_layout(expose=[*keep, *paths], hide=hide) if sandboxed else Layout(hidden=())
-        root = sandbox.root_kept(layout) if sandbox is not None else None
-        if root and policy == "required":
-            raise SandboxUnavailable(
-                f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM are not run as root; "
-                f"make the path readable by others (chmod o+rX), run as another user, or pass --unsafe-no-sandbox")
+        root = root_refusal(sandbox, layout) if policy == "required" else None
+        if root:
+            raise SandboxUnavailable(root)
         self._zygote_args = (paths, policy)
         if reuse:
             return z

@@ -74,6 +74,17 @@ class SandboxRefused(RuntimeError):
     """The work requires a sandbox (candidates written by an LLM) and none fit for it can be made here."""
 
 
+def root_refusal(sandbox: "Sandbox | None", layout: "Layout") -> str | None:
+    """Why a sandbox with ``layout`` would run candidates as root (the folders it must show are not readable by
+    others), or None: the judge's refusal of candidates written by an LLM, the CLI's before anything runs,
+    and setup.sh's line, from this one check."""
+    root = sandbox.root_kept(layout) if sandbox is not None and sandbox.available else None
+    if not root:
+        return None
+    return (f"the sandbox would keep uid 0 here ({root}): candidates written by an LLM are not run as root; "
+            f"make the path readable by others (chmod o+rX), run as another user, or pass --unsafe-no-sandbox")
+
+
 def llm_refusal(sandbox: "Sandbox | None", reason: str) -> str | None:
     """Why candidates written by an LLM cannot run here (the "required" policy), or None: the one message
     the judge refuses them with and the CLI says before anything runs."""
@@ -466,7 +477,11 @@ def readiness(sb: Sandbox | None = None) -> str:
         return f"{sb.describe()}; but it would keep uid 0 here ({why}): candidates written by an LLM will be refused"
     if not sb.filtered:
         return f"{sb.describe()}; candidates written by an LLM will be refused (no syscall filter)"
-    return f"{sb.describe()}; candidates written by an LLM run in it"
+    line = f"{sb.describe()}; candidates written by an LLM run in it"
+    if os.geteuid() == 0:  # as root the sandbox drops to nobody, who must be able to read each task's folders
+        line += (" (a task in a folder others cannot read would keep uid 0: stark optimize says so before "
+                 "anything runs, exit 5)")
+    return line
 
 
 def _working(sb: Sandbox, check: list[str], layout: Layout) -> tuple[Sandbox | None, str]:
