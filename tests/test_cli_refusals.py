@@ -330,3 +330,11 @@ def test_eval_timeout_is_one_hard_number_for_the_whole_evaluation(ws):
     assert r.returncode == exit_codes.FAILED and "TIMEOUT" in out and "--timeout" in out and "4 s" in out, out
     assert "0/0 trials" not in out and "atol None" not in out and "Traceback" not in out, out
     assert spent < 4 + 60, out  # the cap, its grace and stark's own start on a loaded machine; 240 s before
+
+
+def test_cache_dir_with_a_cluster_is_refused_not_ignored(ws):
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / f, ws / f)
+    r = stark("optimize", "swish_add.py", "--cluster", "auto", "--cache-dir", str(ws / "c"), cwd=ws,
+              env={"STARK_SMALL": "1"})
+    refused(r, "--cache-dir", "--cluster", "STARK_CACHE_DIR")

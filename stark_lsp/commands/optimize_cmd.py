@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # the two expensive parts, separate so tests can swap them ---------------------
 def evaluator_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "cluster", None):
+        if getattr(args, "cache_dir", None):
+            raise refusal.Refusal("--cache-dir is this machine's evaluator's cache; with --cluster every actor "
+                                  "caches on its own node (set STARK_CACHE_DIR there)")
         from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
         return cluster_evaluator(args.cluster, device=args.device, cpu_actors=args.workers,
