@@ -4,6 +4,8 @@ harness checks, kernel shifting, and the package's import graph."""
 
 from __future__ import annotations
 
+import pytest
+
 import ast
 from pathlib import Path
 from types import SimpleNamespace
@@ -522,3 +524,17 @@ def test_an_action_that_cannot_be_taken_is_offered_disabled_with_why():
     b, check = build_code_actions(ActionContext("u", ROOT, KERNELS, cannot_run="needs an NVIDIA GPU"))
     assert b.disabled.reason == "needs an NVIDIA GPU" and b.command is None
     assert check.title.startswith("Check that add_relu_kernel compiles") and check.disabled is None
+
+
+def test_a_server_on_this_machine_needs_no_api_key_in_the_editor_either(monkeypatch):
+    """As in the CLI: stark.llm 'openai' at a loopback stark.baseUrl makes a team without a key; elsewhere the
+    refusal names the palette command a user can find."""
+    from stark_lsp.server.backend import Backend, BackendUnavailable
+    from stark_lsp.server.settings import Secret, Settings
+
+    for k in ("STARK_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    team = Backend().make_team(Settings(llm="openai", base_url="http://127.0.0.1:8080/v1", model="m"), Secret())
+    assert team is not None
+    with pytest.raises(BackendUnavailable, match="STARK: Set API key"):
+        Backend().make_team(Settings(llm="openai", base_url="https://api.example.com/v1", model="m"), Secret())

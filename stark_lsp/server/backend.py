@@ -112,10 +112,14 @@ class Backend:
         make_team: Callable[..., Any] = team_mod.make_team
         from stark_lsp.redaction import key_from_env
 
-        if settings.llm == "openai" and not api_key and not key_from_env():
+        from stark_lsp.agents.llm.client import local_endpoint
+
+        if settings.llm == "openai" and not api_key and not key_from_env() and not local_endpoint(settings.base_url):
+            # a server on this machine (llama.cpp, vLLM, Ollama on loopback) needs none, as in the CLI
             raise BackendUnavailable(
-                "stark.llm is 'openai' but no API key was given: run the command stark.setApiKey "
-                "(or pass apiKey in initializationOptions)"
+                "stark.llm is 'openai' but no API key was given: run STARK: Set API key from the command palette "
+                "(or pass apiKey in initializationOptions); a server on this machine (stark.baseUrl "
+                "http://127.0.0.1:PORT/v1) needs none"
             )
         wanted = {
             "llm": settings.llm,
