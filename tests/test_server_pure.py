@@ -4,11 +4,11 @@ harness checks, kernel shifting, and the package's import graph."""
 
 from __future__ import annotations
 
-import pytest
-
 import ast
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from lsprotocol import types
 
