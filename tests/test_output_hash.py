@@ -40,7 +40,7 @@ def kernels(monkeypatch):
 
 def kernel_states(K, w: torch.Tensor, grid: int) -> torch.Tensor:
     out = torch.zeros(2 * grid, dtype=torch.int32, device=w.device)
-    K.launch("hash", "i64", grid, w, w.numel(), out, block=OH.BLOCK)
+    K.launch("hash", "i32", grid, w, w.numel(), out, block=OH.BLOCK)
     return (out.cpu().to(torch.int64) & 0xFFFF_FFFF).reshape(grid, 2)
 
 
@@ -48,7 +48,7 @@ def kernel_states(K, w: torch.Tensor, grid: int) -> torch.Tensor:
 def test_the_kernel_and_the_torch_mirror_give_the_same_states(kernels, n, grid):
     """(5000, 2): fewer programs than blocks, so each program strides over several blocks."""
     K, device = kernels
-    w = torch.randint(-2**63, 2**63 - 1, (n,), dtype=torch.int64, generator=torch.Generator().manual_seed(n))
+    w = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, generator=torch.Generator().manual_seed(n))
     assert torch.equal(kernel_states(K, w.to(device), grid), OH.states_torch(w, grid))
 
 

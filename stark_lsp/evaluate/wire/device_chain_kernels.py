@@ -13,7 +13,7 @@ one per block made the digest of 16M floats cost 0.11 ms on the H200).
 
 ``hash_kernel``: the states of ``output_hash.py``'s "lanes" scheme, a
 commitment to an output's bytes that a read-back must match exactly: each
-lane absorbs its 64-bit blocks through ``_step2``, then a program's lanes are
+lane absorbs its words through ``_step``, then a program's lanes are
 combined in a fixed tree (``tl.split`` pairs), two 32-bit words a program.
 
 Every candidate process is fresh, so through ``@triton.jit`` each one would
@@ -112,30 +112,19 @@ def digest_kernel(x_ptr, n, k, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _step2(a, b, w0, w1):
-    # a 64-bit block (w0, w1) into the 64-bit state (a, b): Davies-Meyer over a four-round Feistel keyed by the
-    # block, each word in two rounds (``_step`` takes one word in four: twice the work for the same state)
-    x = a ^ _fm(b + w0)
-    y = b ^ _fm(x ^ w1)
-    x = x ^ _fm(y + (w0 ^ 0x9E3779B1))
-    y = y ^ _fm(x + w1)
-    return x ^ a, y ^ b
-
-
-@triton.jit
 def hash_kernel(w_ptr, n, out_ptr, BLOCK: tl.constexpr, LEVELS: tl.constexpr):
-    # output_hash.py's "lanes" scheme: lane l of program p absorbs 64-bit block l of blocks p, p + P, ... through
-    # the one-way step, then the program's lanes are combined pairwise in a fixed tree; two words out per program
+    # output_hash.py's "lanes" scheme: lane l of program p absorbs word l of blocks p, p + P, ... through the
+    # one-way step, then the program's lanes are combined pairwise in a fixed tree; two words out per program
     pid = tl.program_id(0)
     lane = tl.arange(0, BLOCK).to(tl.uint32)
     a = _fm(lane * 0x9E3779B1 + 0x243F6A88)
     b = _fm(lane ^ 0x85EBCA6B)
-    a, b = _step2(a, b, pid.to(tl.uint32), a ^ 0x2545F491)
+    a, b = _step(a, b, pid.to(tl.uint32))
     for blk in range(pid, tl.cdiv(n, BLOCK), tl.num_programs(0)):
         offs = blk * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
-        x = tl.load(w_ptr + offs, mask=m, other=0).to(tl.uint64, bitcast=True)
-        a2, b2 = _step2(a, b, (x & 0xFFFFFFFF).to(tl.uint32), (x >> 32).to(tl.uint32))
+        w = tl.load(w_ptr + offs, mask=m, other=0).to(tl.uint32, bitcast=True)
+        a2, b2 = _step(a, b, w)
         a = tl.where(m, a2, a)
         b = tl.where(m, b2, b)
     for lv in tl.static_range(LEVELS):
@@ -143,7 +132,8 @@ def hash_kernel(w_ptr, n, out_ptr, BLOCK: tl.constexpr, LEVELS: tl.constexpr):
         b = tl.reshape(b, (BLOCK >> (lv + 1), 2))
         al, ar = tl.split(a)
         bl, br = tl.split(b)
-        a, b = _step2(al, bl, ar, br)
+        a, b = _step(al, bl, ar)
+        a, b = _step(a, b, br)
     one = tl.arange(0, 1)
     tl.store(out_ptr + 2 * pid + one, a.to(tl.int32, bitcast=True))
     tl.store(out_ptr + 2 * pid + 1 + one, b.to(tl.int32, bitcast=True))
@@ -163,7 +153,7 @@ HASH_BLOCK, HASH_LEVELS = 1024, 10  # output_hash.BLOCK and LEVELS (a test check
 
 
 def dtypes_of(name: str) -> tuple[str, ...]:
-    return ("i64",) if name == "hash" else DTYPES  # the hash reads any output as 64-bit blocks
+    return ("i32",) if name == "hash" else DTYPES  # the hash reads any output as 32-bit words
 COMPILED: dict[tuple[str, str], Any] = {}  # (kernel, dtype) -> a compiled kernel, filled in the zygote
 _broken: list[str] = []  # a compiled kernel this Triton could not launch: the JIT from then on
 
@@ -174,7 +164,7 @@ def signature(name: str, dtype: str) -> dict[str, str]:
         return {"x_ptr": f"*{dtype}", "n": "i32", "dig_ptr": "*fp64", "row_off": "i32", "seed": "i64", "m": "i32",
                 "first": "i32", "WIDE": "constexpr", "BLOCK": "constexpr"}
     if name == "hash":
-        return {"w_ptr": "*i64", "n": "i32", "out_ptr": "*i32", "BLOCK": "constexpr", "LEVELS": "constexpr"}
+        return {"w_ptr": "*i32", "n": "i32", "out_ptr": "*i32", "BLOCK": "constexpr", "LEVELS": "constexpr"}
     return {"x_ptr": f"*{dtype}", "n": "i32", "k": "i64", "out_ptr": "*fp64", "BLOCK": "constexpr"}
 
 

@@ -10,23 +10,22 @@ output. Both the element-by-element comparison and the digest would pass.
 The hash closes that. Every call of a batch is answered with a hash of each
 output tensor's bytes, taken before the reply (on the judge's clock), and a
 read-back must hash to it exactly. A nudge that fits a sum cannot fit this
-hash: every 64-bit block enters a 64-bit state through a one-way step
-(``device_chain_kernels._step2``: Davies-Meyer over a four-round Feistel of
-MurmurHash3's finaliser, keyed by the block), so changing some words and re-merging the state
+hash: every 32-bit word enters a 64-bit state through a one-way step
+(``device_chain_kernels._step``: Davies-Meyer over a four-round Feistel of
+MurmurHash3's finaliser), so changing some words and re-merging the state
 later needs about 2**64 tries. Nothing linear is left for a solver: no sum
 of per-element terms (which a generalized-birthday search would fit) and no
 XOR (Gaussian elimination would). It is not a cryptographic hash; it is a
 commitment against this attack, under that round function.
 
 The scheme, ``"lanes"``, laid out for a GPU: the output's bytes are read as
-little-endian 64-bit blocks (the last zero-padded); ``programs(n)`` programs
-of ``BLOCK`` lanes each; program ``p`` takes runs ``p, p + P, p + 2P, ...``
-of ``BLOCK`` blocks (grid-stride), and lane ``l`` absorbs block ``l`` of each
-of its runs in order into its own state (``_step2``: each 32-bit half in two
-of the four rounds); a program's ``BLOCK`` lane states are then combined
-pairwise, in a fixed tree (``(2i, 2i+1)`` at every level), into one state.
-The call's hash is BLAKE2b of the output's dtype, shape and the programs'
-states in order. On a GPU a
+little-endian 32-bit words (zero-padded to a multiple of four bytes);
+``programs(n)`` programs of ``BLOCK`` lanes each; program ``p`` takes blocks
+``p, p + P, p + 2P, ...`` of ``BLOCK`` words (grid-stride), and lane ``l``
+absorbs word ``l`` of each of its blocks in order into its own state; a
+program's ``BLOCK`` lane states are then combined pairwise, in a fixed tree
+(``(2i, 2i+1)`` at every level), into one state. The call's hash is BLAKE2b
+of the output's dtype, shape and the programs' states in order. On a GPU a
 Triton kernel computes the states (``device_chain_kernels.hash_kernel``,
 compiled in the zygote); anywhere else the same arithmetic in torch, bit for
 bit. On the CPU (a task that runs on the CPU) the scheme is ``"bytes"``:
@@ -47,7 +46,7 @@ SCHEMES = ("lanes", "bytes")
 BLOCK = 1024  # lanes of a program
 LEVELS = 10  # log2(BLOCK): the tree's levels
 PROGRAMS = 528  # programs at most (4 per SM of an H200)
-SEGMENT = 1 << 30  # blocks hashed as one grid (indices fit in 32 bits); a longer output is several, in order
+SEGMENT = 1 << 30  # words hashed as one grid (indices fit in 32 bits); a longer output is several, in order
 HEX = 32  # characters of a hash (BLAKE2b, 16 bytes)
 _IV_A, _IV_B = 0x243F_6A88, C1
 
@@ -60,21 +59,16 @@ def programs(words: int) -> int:
     return max(1, min((words + BLOCK - 1) // BLOCK, PROGRAMS))
 
 
-def blocks_of(t: torch.Tensor) -> torch.Tensor:
-    """The tensor's bytes, in memory order of its contiguous form, as int64 blocks (little-endian; the last
-    zero-padded): a view where the bytes allow it, else a copy."""
+def words_of(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes, in memory order of its contiguous form, as int32 words (zero-padded)."""
     t = t if t.is_contiguous() else t.contiguous()
-    flat = t.detach().reshape(-1)
-    if not t.is_complex() and t.element_size() in (4, 8) and (flat.numel() * t.element_size()) % 8 == 0:
-        try:
-            return flat.view(torch.int32 if t.element_size() == 4 else torch.int64).view(torch.int64)
-        except RuntimeError:  # an offset the wider view cannot take: the copy below
-            pass
-    b = flat.view(torch.uint8)
-    pad = (-b.numel()) % 8
-    if pad or b.data_ptr() % 8:
+    if t.element_size() == 4 and not t.is_complex():
+        return t.detach().reshape(-1).view(torch.int32)
+    b = t.detach().reshape(-1).view(torch.uint8)
+    pad = (-b.numel()) % 4
+    if pad:
         b = torch.cat([b, torch.zeros(pad, dtype=torch.uint8, device=b.device)])
-    return b.view(torch.int64)
+    return b.view(torch.int32)
 
 
 # --- the lanes scheme in torch (uint32 values held in int64) ---------------------------------------
@@ -87,16 +81,16 @@ def _fm(h: torch.Tensor) -> torch.Tensor:
     return h ^ (h >> 16)
 
 
-def _step2(a: torch.Tensor, b: torch.Tensor, w0: torch.Tensor, w1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    x = a ^ _fm((b + w0) & M32)
-    y = b ^ _fm(x ^ w1)
-    x = x ^ _fm((y + (w0 ^ GOLDEN)) & M32)
-    y = y ^ _fm((x + w1) & M32)
+def _step(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x = a ^ _fm((b + w) & M32)
+    y = b ^ _fm(x ^ w)
+    x = x ^ _fm((y + (w ^ GOLDEN)) & M32)
+    y = y ^ _fm((x + w) & M32)
     return x ^ a, y ^ b
 
 
 def states_torch(w: torch.Tensor, grid: int | None = None) -> torch.Tensor:
-    """Every program's state (``[P, 2]``, int64 holding uint32) of the blocks ``w``, as the kernel computes it
+    """Every program's state (``[P, 2]``, int64 holding uint32) of the words ``w``, as the kernel computes it
     over ``grid`` programs (``programs(n)``: the scheme's; another only to test the kernel's grid-stride)."""
     n = w.numel()
     p = grid or programs(n)
@@ -104,19 +98,21 @@ def states_torch(w: torch.Tensor, grid: int | None = None) -> torch.Tensor:
     pid = torch.arange(p, dtype=torch.int64, device=w.device)[:, None]
     a = _fm((_mul32(lane, GOLDEN) + _IV_A) & M32).expand(p, BLOCK).clone()
     b = _fm(lane ^ _IV_B).expand(p, BLOCK).clone()
-    a, b = _step2(a, b, pid.expand(p, BLOCK), a ^ 0x2545_F491)
-    lo, hi = w.to(torch.int64) & M32, (w.to(torch.int64) >> 32) & M32
+    a, b = _step(a, b, pid.expand(p, BLOCK))
+    words = w.to(torch.int64) & M32
     blocks = (n + BLOCK - 1) // BLOCK
     for first in range(0, blocks, p):  # one block of every program at a time
         blk = pid + first
         offs = blk * BLOCK + lane
         m = (blk < blocks) & (offs < n)
-        at = offs.clamp(max=n - 1)
-        a2, b2 = _step2(a, b, torch.where(m, lo[at], 0), torch.where(m, hi[at], 0))
+        wv = torch.where(m, words[offs.clamp(max=n - 1)], 0)
+        a2, b2 = _step(a, b, wv)
         a, b = torch.where(m, a2, a), torch.where(m, b2, b)
     for _ in range(LEVELS):  # lanes (2i, 2i+1) into one: the right lane's state absorbed into the left's
         a, b = a.reshape(p, -1, 2), b.reshape(p, -1, 2)
-        a, b = _step2(a[..., 0], b[..., 0], a[..., 1], b[..., 1])
+        ar, br = a[..., 1], b[..., 1]
+        a, b = _step(a[..., 0], b[..., 0], ar)
+        a, b = _step(a, b, br)
     return torch.stack([a.reshape(p), b.reshape(p)], dim=1)
 
 
@@ -166,7 +162,7 @@ def commit(calls: list[list[Any]], scheme: str) -> list[list[str]]:
                 body = o.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
                 out[i][j] = _blake(o, memoryview(body))
                 continue
-            w = blocks_of(o)
+            w = words_of(o)
             segs = _segments(w)
             if w.is_cuda:
                 launch = launch or _launcher()
@@ -180,7 +176,7 @@ def commit(calls: list[list[Any]], scheme: str) -> list[list[str]]:
         for _, _, _, segs, at in gpu:
             for g in segs:
                 p = programs(g.numel())
-                launch("hash", "i64", p, g, g.numel(), buf[at:at + 2 * p], block=BLOCK)
+                launch("hash", "i32", p, g, g.numel(), buf[at:at + 2 * p], block=BLOCK)
                 at += 2 * p
         raw = memoryview(buf.cpu().numpy().tobytes())  # the one synchronization; int32 LE is uint32 LE
         ends = [at for _, _, _, _, at in gpu[1:]] + [total]
