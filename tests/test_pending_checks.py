@@ -93,3 +93,23 @@ def test_a_timing_reads_back_a_few_calls_a_batch_then_one_of_each():
     assert TC.fetch_count(10, 4, p, is_gpu=False) == 4
     p.fetched_calls = TC.FETCH_CALLS
     assert {TC.fetch_count(10, 4, p, is_gpu=False) for _ in range(50)} == {1}
+
+
+def test_nan_where_the_reference_has_a_number_in_a_timed_read_back_is_wrong_not_a_cheat():
+    """fp16 overflow or log(0) on inputs no trial drew: the same verdict (incorrect) whether the call was read
+    back or only its digest's counts were checked; the checks' order must not turn it into an accusation."""
+    from types import SimpleNamespace
+
+    from stark_lsp.evaluate.judge.batches import Checker as RealChecker
+
+    state = SimpleNamespace(correctness=None, result=lambda status, msg, output="": EvalResult(status, msg),
+                            cheat=lambda kind, msg, output="": Verdict(EvalResult(Status.CHEAT, msg)))
+    c = RealChecker.__new__(RealChecker)
+    c.conv = SimpleNamespace(state=state, output=lambda: "", device=torch.device("cpu"))
+    c.atol = c.rtol = None
+    c.fetched = 0
+    call = CallReply([[0.0, 0, 0, 0]], [("float32", (2,))], ["0" * 32])
+    with pytest.raises(Verdict) as got:
+        c._compare_fetched(call, 7, 1, [torch.tensor([1.0, 2.0])], [torch.tensor([float("nan"), 2.0])],
+                           False, "timed batch, call 3", None)
+    assert got.value.result.status is Status.INCORRECT and "NaN" in got.value.result.message

@@ -63,6 +63,7 @@ class RanBatch:
     chain: str = "host"
     prepare_ms: float | None = None  # the judge's clock around drawing its inputs (the device chain's ``prepare``)
     rows: torch.Tensor | None = field(default=None, repr=False)  # the digests on the device (``inputs``)
+    rows_for: str = field(default="", repr=False)  # the device ``rows`` was made for, as the judge names it
 
     @property
     def input_seeds(self) -> list[int]:
@@ -79,7 +80,7 @@ class RanBatch:
             if i == 0:
                 DC.perturb_inputs(xs, None, -1, self.nonce)
                 return xs
-            if self.rows is None or self.rows.device != torch.device(device):
+            if self.rows is None or self.rows_for != str(device):  # (a tensor's device is cuda:0, the judge's cuda)
                 # every call's committed digest row, copied to the device once (a copy from the host's
                 # pageable memory waits for the stream: one a call made the checks wait call after call)
                 flat = [DC.flat_row(c.digest) for c in self.calls]
@@ -88,6 +89,7 @@ class RanBatch:
                                       self.nonce)
                     return xs
                 self.rows = torch.tensor(flat, dtype=torch.float64, device=device)
+                self.rows_for = str(device)
             DC.perturb_inputs(xs, self.rows, i - 1, self.nonce)
         return xs
 
@@ -235,6 +237,11 @@ class Checker:
                                 cmp.message))
         if st.correctness is not None:
             st.correctness.atol, st.correctness.rtol = cmp.atol, cmp.rtol
+        if not cmp.passed and cmp.special and not trial:
+            # NaN or infinities where the reference has none (fp16 overflow, log(0) on inputs no trial drew): a
+            # wrong answer, as the digest's counts say it of a call not read back, never an accusation
+            raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}",
+                                    output=self.conv.output()))
         if not cmp.passed:
             raise self._wrong(trial, where, cmp.message, seed)
         if not same_digest(call.digest, D.digest(outs, sign)):

@@ -31,6 +31,7 @@ class Comparison:
     message: str
     atol: float | None
     rtol: float | None
+    special: bool = False  # failed on where NaN and infinities are, not on a value's distance
 
 
 def tolerance_for(dtype: Any, atol: float | None, rtol: float | None) -> tuple[float, float]:
@@ -73,7 +74,7 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
             r, c = torch.view_as_real(r), torch.view_as_real(c)
         got = _compare_floats(r.reshape(-1), c.reshape(-1), a, rt)
         if isinstance(got, str):
-            return Comparison(False, None, None, i, f"output {i}: {got}", a, rt)
+            return Comparison(False, None, None, i, f"output {i}: {got}", a, rt, special=True)
         max_abs, max_rel, n = got
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
         if n:

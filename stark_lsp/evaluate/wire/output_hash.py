@@ -13,7 +13,11 @@ read-back must hash to it exactly. A nudge that fits a sum cannot fit this
 hash: every 32-bit word enters a 64-bit state through a one-way step
 (``device_chain_kernels._step``: Davies-Meyer over a four-round Feistel of
 MurmurHash3's finaliser), so changing some words and re-merging the state
-later needs about 2**64 tries. Nothing linear is left for a solver: no sum
+later is a search over several words: one step can be inverted in about
+2**32 tries (the finaliser is invertible), and a meet in the middle over
+three changed words still needs about 2**48 even where the comparison
+leaves an element free in 30 of its 32 bits (fp32 values within the
+tolerance of 0). Nothing linear is left for a solver: no sum
 of per-element terms (which a generalized-birthday search would fit) and no
 XOR (Gaussian elimination would). It is not a cryptographic hash; it is a
 commitment against this attack, under that round function.
@@ -136,7 +140,7 @@ def _blake(t: torch.Tensor, body: bytes | memoryview) -> str:
 
 
 def _state_bytes(states: torch.Tensor) -> bytes:
-    return states.reshape(-1).to(torch.int64).numpy().astype("<u4").tobytes()
+    return states.reshape(-1).to(torch.int64).cpu().numpy().astype("<u4").tobytes()  # a GPU without Triton too
 
 
 def _segments(w: torch.Tensor) -> list[torch.Tensor]:
