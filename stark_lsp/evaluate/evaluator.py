@@ -70,6 +70,8 @@ class Evaluator:
             "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
             # the baselines' figures across sessions (judge/baseline_cache.py); set to nothing: off
             "STARK_EVAL_BASELINE_CACHE": os.environ.get("STARK_EVAL_BASELINE_CACHE", str(self.cache_dir / "baselines")),
+            # the zygote's own trusted builds across starts (judge/build_cache.py); set to nothing: off
+            "STARK_EVAL_BUILD_CACHE": os.environ.get("STARK_EVAL_BUILD_CACHE", str(self.cache_dir / "builds")),
         }
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"

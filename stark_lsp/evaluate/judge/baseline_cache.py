@@ -44,6 +44,7 @@ from typing import Any
 
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.timed_calls import Timed
+from stark_lsp.evaluate.judge.user_owned import owned
 
 FORMAT = 1
 MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a machine's state drifts)
@@ -80,12 +81,6 @@ def file_digest(paths: list[Path]) -> str:
 
 def environment() -> dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)}
-
-
-def _owned(path: Path) -> bool:
-    """The user's own, and writable by nobody else (a cache another user could write is no evidence)."""
-    st = path.lstat()
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
 
 
 def key(parts: dict[str, Any]) -> str:
@@ -130,7 +125,7 @@ def load(k: str) -> tuple[Timed, Timed | None, str, str] | None:
         return None
     try:
         f = d / f"{k}.json"
-        if not (_owned(d) and _owned(f)) or time.time() - f.stat().st_mtime > MAX_AGE_S:
+        if not (owned(d) and owned(f)) or time.time() - f.stat().st_mtime > MAX_AGE_S:
             return None
         doc = json.loads(f.read_text())
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != k:

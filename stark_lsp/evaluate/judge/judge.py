@@ -42,6 +42,7 @@ import os
 import re
 import secrets
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -52,7 +53,7 @@ import torch
 from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge import task_sanity
+from stark_lsp.evaluate.judge import build_cache, task_sanity
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
@@ -119,6 +120,7 @@ class Judge:
         self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
         self._hide: list[str] = []  # folders the sandbox covers beyond the usual (the evaluator's cache)
         self.gate = GpuGate("")  # the GPU's gate (process.py gives the machine-wide one): none here
+        self._starting: tuple[threading.Thread, dict[str, BaseException]] | None = None  # a zygote on its way
 
     # ------------------------------------------------------------------
     def hardware(self) -> dict[str, Any]:
@@ -144,6 +146,10 @@ class Judge:
         return self._sandbox
 
     def close(self) -> None:
+        self._await_start()
+        self._close_zygote()
+
+    def _close_zygote(self) -> None:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
@@ -177,9 +183,39 @@ class Judge:
         self._zygote_args = (paths, policy)
         if reuse:
             return z
-        self.close()
-        self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=self._arch())
+        self._close_zygote()  # (never ``close``: this may run in ``_start_soon``'s thread)
+        arch = self._arch()
+        self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=arch,
+                                      builds=build_cache.open_for(arch) if sandbox is not None else None)
         return self.zygote
+
+    def _start_soon(self, paths: list[str], policy: str, hide: list[str]) -> None:
+        """Start the zygote a job needs in a thread, where the one there does not do: its imports and
+        builds (seconds of the CPU's, 8 s on a new machine) go on while the judge loads and checks
+        the task. ``_await_start`` waits for it; the job's own ``_zygote_for`` then finds it ready."""
+        z = self.zygote
+        if self._starting is not None or (z is not None and z.alive() and z.covers(paths)):
+            return
+        box: dict[str, BaseException] = {}
+
+        def start() -> None:
+            try:
+                self._zygote_for(paths, policy, hide)
+            except BaseException as e:  # noqa: BLE001 - raised again in the job's own thread
+                box["error"] = e
+
+        t = threading.Thread(target=start, name="zygote-start", daemon=True)
+        self._starting = (t, box)
+        t.start()
+
+    def _await_start(self) -> BaseException | None:
+        """Wait for a zygote started by ``_start_soon``; what stopped it, if anything did."""
+        if self._starting is None:
+            return None
+        t, box = self._starting
+        t.join()
+        self._starting = None
+        return box.get("error")
 
     def _take(self, buffer_bytes: int, profiler: bool) -> CandidateLink:
         """A fresh candidate process; where the zygote cannot give one (it threw its sandbox
@@ -195,6 +231,7 @@ class Judge:
         """After a verdict went out: wait for the zygote to clear away the last candidate and
         start the next process, so that neither the next evaluation nor another judge on this
         GPU meets what is left of it; a zygote that cannot is replaced now."""
+        self._await_start()
         if self.zygote is None:
             return
         try:
@@ -316,19 +353,25 @@ class Judge:
         deadline = time.monotonic() + timeout_s - self.gate.waited_s  # waits at the gate are not the candidate's
         if opts.cap_s is not None:
             timeout_s = opts.cap_s  # from here on only the messages' figure: the user's own number
+        paths = [str(p) for p in job.get("expose", [])]
+        policy, hide = job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])]
+        before = self.zygote
+        self._start_soon(paths, policy, hide)  # meanwhile the task is loaded and checked here
         try:
             ref = self._reference(spec)
             sanity = self._task_sanity(spec, ref, opts, self._param_seed(opts))
         except HarnessError as e:
             return state.result(Status.TASK_ERROR, f"task error: {e}")
+        state.mark("the task's check")
         state.degenerate = sanity.degenerate
         state.flags.extend(sanity.flags)
         param_seed = self._param_seed(opts)
-        paths = [str(p) for p in job.get("expose", [])]
         try:
-            before = self.zygote
-            z = self._zygote_for(paths, job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])])
-            state.mark("sandbox")
+            failed = self._await_start()
+            if failed is not None:
+                raise failed
+            z = self._zygote_for(paths, policy, hide)
+            state.mark("sandbox")  # what the zygote's start took beyond the task's check
             if z is not before:  # a new zygote: its Triton compiles apart from "sandbox" (imports, the sandbox)
                 for key, name in (("warm_s", "sandbox: Triton's warm-up"), ("chain_s", "sandbox: the chain's kernels")):
                     spent = z.info.get(key)

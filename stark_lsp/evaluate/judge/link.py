@@ -26,10 +26,18 @@ import time
 from collections import deque
 from typing import Any
 
-from stark_lsp.safe_text import clean_text
-from stark_lsp.evaluate.wire.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
-from stark_lsp.evaluate.wire.pinned import pin, unpin
+from stark_lsp.evaluate.judge.build_cache import Exchange
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
+from stark_lsp.evaluate.wire.channel import (
+    Channel,
+    ChannelError,
+    Deadline,
+    PeerClosed,
+    create_buffer,
+    map_buffer,
+)
+from stark_lsp.evaluate.wire.pinned import pin, unpin
+from stark_lsp.safe_text import clean_text
 
 READY_TIMEOUT_S = 240.0
 OUTPUT_KEEP = 64 << 10
@@ -193,7 +201,7 @@ class SandboxedZygote:
     """The zygote process (in the sandbox, or plainly when ``sandbox`` is None)."""
 
     def __init__(self, sandbox: Sandbox | None, layout: Layout, device: str, env: dict[str, str],
-                 buffer_bytes: int = 64 << 20, arch: int = 0):
+                 buffer_bytes: int = 64 << 20, arch: int = 0, builds: Exchange | None = None):
         self.sandbox = sandbox
         self.layout = layout
         self.device = device
@@ -205,19 +213,36 @@ class SandboxedZygote:
         self.ctrl = parent
         argv = [sys.executable, "-m", "stark_lsp.evaluate.sandbox.zygote", "--fd", str(child.fileno()), "--device", device,
                 "--arch", str(arch)]
+        if builds is not None:  # the judge's cache of the zygote's own builds (judge/build_cache.py)
+            if builds.seed_fd is not None:
+                argv += ["--seed-fd", str(builds.seed_fd)]
+            argv += ["--built-fd", str(builds.built_fd)]
         if sandbox is not None:
             argv += ["--sandboxed", "--wipe", *layout.hidden]
             argv = sandbox.wrap(argv, layout)
-        self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), env=scrubbed_env(env),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
-        child.close()
+        try:
+            self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(), *(builds.fds() if builds else ())),
+                                         env=scrubbed_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+        finally:
+            child.close()
+            if builds is not None:
+                builds.passed()
         self._stderr = _OutputTail(self.proc.stderr.fileno())  # type: ignore[union-attr]
         self._stderr.start()
-        hello = self._recv(READY_TIMEOUT_S)
+        try:
+            hello = self._recv(READY_TIMEOUT_S)
+        except SandboxError:
+            if builds is not None:
+                builds.discard()
+            raise
         if hello.get("ready") is not True:
+            if builds is not None:
+                builds.discard()
             self.close()
             raise SandboxError(f"the sandbox did not start: {hello.get('error') or self._why()}")
+        if builds is not None:  # written before the zygote said it is ready: before any candidate
+            hello["builds_kept"] = builds.keep(sandboxed=sandbox is not None)
         self.info = hello
 
     def _why(self) -> str:

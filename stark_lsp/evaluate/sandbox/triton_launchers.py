@@ -117,7 +117,7 @@ def build(signatures: list[tuple[str, ...]]) -> dict[str, bytes]:
     compile_src = getattr(drv, "compile_module_from_src", None)
     if not callable(make) or not callable(compile_src):
         return {}
-    with scratch_cache("stark-launchers-") as cache:
+    with scratch_cache("stark-launchers-", kept=True) as cache:
         for sig in signatures:
             try:
                 src = make({}, dict(enumerate(sig)), None)

@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from stark_lsp.evaluate.sandbox import limits
+from stark_lsp.evaluate.sandbox import build_archive, limits, triton_cache
 from stark_lsp.evaluate.sandbox.triton_cache import scratch_cache
 from stark_lsp.evaluate.sandbox.triton_launchers import MAX_KEPT, valid_signatures
 from stark_lsp.evaluate.sandbox.triton_launchers import build as build_launchers
@@ -67,14 +67,16 @@ def warm_triton_files(device: str) -> dict[str, bytes]:
     if device == "cpu" or os.environ.get("TRITON_INTERPRET") == "1":
         return {}
     files: dict[str, bytes] = {}
-    with scratch_cache("stark-zygote-triton-") as cache:
+    seeded = triton_cache.seeded()
+    with scratch_cache("stark-zygote-triton-", kept=True) as cache:
         try:
             from triton.backends.nvidia.driver import CudaUtils
 
             CudaUtils()
             for p in cache.rglob("*"):  # before any candidate exists: nothing else can be there
-                if p.is_file():
-                    files[str(p.relative_to(cache))] = p.read_bytes()
+                rel = str(p.relative_to(cache))  # the stub itself, not the rest of the seed
+                if p.is_file() and (rel not in seeded or p.name.startswith("cuda_utils")):
+                    files[rel] = p.read_bytes()
         except Exception as e:  # noqa: BLE001 - a missing stub only costs each candidate a compile
             sys.stderr.write(f"zygote: no warm Triton stubs ({type(e).__name__}: {e})\n")
     return files
@@ -172,8 +174,10 @@ def wipe(root: str, depth: int = 0, dev: int | None = None) -> bool:
 
 
 class Zygote:
-    def __init__(self, ctrl: socket.socket, device: str, sandboxed: bool, wipe_dirs: list[str], arch: int = 0):
+    def __init__(self, ctrl: socket.socket, device: str, sandboxed: bool, wipe_dirs: list[str], arch: int = 0,
+                 seed_fd: int | None = None, built_fd: int | None = None):
         self.ctrl = ctrl
+        self.seed_fd, self.built_fd = seed_fd, built_fd  # the judge's build cache: read, then written once
         self.device = device
         self.arch = arch
         self.sandboxed = sandboxed and os.getpid() == 1
@@ -196,12 +200,15 @@ class Zygote:
             import triton  # noqa: F401
         except ImportError:
             pass
+        seeded = self.read_seed()
         self.warm = warm_triton_files(self.device)
         compiled, seconds = warm_triton_compiler(self.device, self.arch)
         chain, chain_s = self.compile_chain()
+        built = self.write_built()  # before any candidate exists: the descriptor is closed here
         self.send({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "pid1": os.getpid() == 1,
                    "warm_files": len(self.warm), "warm_kernels": compiled, "warm_s": round(seconds, 3),
-                   "chain_kernels": chain, "chain_s": round(chain_s, 3)})
+                   "chain_kernels": chain, "chain_s": round(chain_s, 3), "seeded_files": seeded,
+                   "built_files": built})
         try:
             return self.serve()
         except WipeFailed as e:  # this sandbox is spent: the judge starts a new one
@@ -211,6 +218,32 @@ class Zygote:
             except OSError:
                 pass
             return 3
+
+    def read_seed(self) -> int:
+        """The judge's cached builds (``build_archive``) into the kept scratch caches; how many files."""
+        fd, self.seed_fd = self.seed_fd, None
+        if fd is None:
+            return 0
+        try:
+            files = build_archive.unpack(build_archive.read_fd(fd))
+        except (OSError, build_archive.BadArchive) as e:  # the builds are made again
+            sys.stderr.write(f"zygote: cached builds not used ({type(e).__name__}: {e})\n")
+            return 0
+        triton_cache.seed(files)
+        return len(files)
+
+    def write_built(self) -> int:
+        """What the kept builds hold, for the judge's cache; how many files (-1: not written)."""
+        fd, self.built_fd = self.built_fd, None
+        files = triton_cache.take_built()  # kept or not, nothing built after this is
+        if fd is None:
+            return -1
+        try:
+            build_archive.write_fd(fd, build_archive.pack(files))
+            return len(files)
+        except (OSError, build_archive.BadArchive) as e:
+            sys.stderr.write(f"zygote: builds not kept ({type(e).__name__}: {e})\n")
+            return -1
 
     def serve(self) -> int:
         while True:
@@ -449,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", type=int, default=0, help="the GPU's architecture (90 for sm_90): warm Triton for it")
     ap.add_argument("--sandboxed", action="store_true")
     ap.add_argument("--wipe", nargs="*", default=[])
+    ap.add_argument("--seed-fd", type=int, default=None, help="the judge's cached builds, to start from")
+    ap.add_argument("--built-fd", type=int, default=None, help="where the builds made before any candidate go")
     args = ap.parse_args(argv)
     _prctl(PR_SET_DUMPABLE, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the judge, which decides
@@ -457,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["HOME"] = own
     ctrl = socket.socket(fileno=args.fd)
     try:
-        return Zygote(ctrl, args.device, args.sandboxed, args.wipe, args.arch).run()
+        return Zygote(ctrl, args.device, args.sandboxed, args.wipe, args.arch, args.seed_fd, args.built_fd).run()
     except Exception as e:  # noqa: BLE001 - the judge hears why
         try:
             ctrl.send(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}).encode())

