@@ -5,8 +5,10 @@ through the sandbox and are closed before it is ready."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +150,70 @@ def test_a_zygote_gets_the_cached_builds_through_its_sandbox_and_holds_no_descri
         assert [p.name for p in folder.iterdir()] == [BCache.name(90)]
     finally:
         z.close()
+
+
+def test_a_seeded_group_file_names_its_members_in_the_new_folder(fresh_cache_state):
+    old = "/tmp/stark-chain-triton-gone/KEY/k.cubin"
+    TC.seed({"KEY/__grp__k.json": json.dumps({"child_paths": {"k.cubin": old}}).encode(), "KEY/k.cubin": b"c",
+             "BAD/__grp__b.json": b"not json"})
+    with TC.scratch_cache("t-", kept=True) as c:
+        doc = json.loads((c / "KEY/__grp__k.json").read_text())
+        assert doc == {"child_paths": {"k.cubin": str(c / "KEY/k.cubin")}}
+        assert json.loads((c / "BAD/__grp__b.json").read_text()) == {}  # a miss for Triton, never a wrong hit
+
+
+_SEEDED_KERNEL = """
+import sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from stark_lsp.evaluate.sandbox import triton_cache as TC
+
+
+@triton.jit
+def _copy(x, y, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(y + i, tl.load(x + i))
+
+
+def build():
+    return triton.compile(ASTSource(_copy, {"x": "*fp32", "y": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64}),
+                          target=GPUTarget("cuda", 90, 32))
+
+
+with TC.scratch_cache("t-", kept=True):
+    try:
+        first = build()
+    except Exception as e:
+        print("cannot compile:", type(e).__name__, e)
+        sys.exit(0)
+files = TC.take_built()
+cubins = [k for k in files if k.endswith(".cubin")]
+assert len(cubins) == 1 and files[cubins[0]] == first.kernel, sorted(files)
+files[cubins[0]] = first.kernel + b"seeded"
+TC.seed(files)
+with TC.scratch_cache("t-", kept=True):
+    again = build()
+print("loaded the seed" if again.kernel == first.kernel + b"seeded" else "compiled again")
+"""
+
+
+def test_triton_loads_a_seeded_kernel_instead_of_compiling_it(tmp_path):
+    """The real thing, without a GPU (a compiled kernel for sm_90, as in the zygote: no interpreter):
+    its binary marked in the seed, then asked for again in a new folder; Triton returns the marked one."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "unused")
+    script = tmp_path / "seeded_kernel.py"  # a file: Triton reads a kernel's source
+    script.write_text(_SEEDED_KERNEL)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    if out.stdout.startswith("cannot compile"):
+        pytest.skip(out.stdout.strip())
+    assert out.stdout.strip() == "loaded the seed"

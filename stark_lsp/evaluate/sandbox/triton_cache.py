@@ -9,11 +9,13 @@ kernels and the launcher stubs, all trusted code) starts from the files
 ``seed`` was given (the last zygote's builds, from the judge's cache:
 ``judge/build_cache.py``), so Triton loads what it built before instead of
 compiling it again; what such a build leaves in its folder is added to
-``take_built()``. The warm-up is never seeded: compiling is its purpose.
+``take_built()``. The warm-up is never seeded: compiling is its purpose. Triton's group files
+name their members by absolute path, so a seeded one is rewritten for its new folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -43,6 +45,23 @@ def take_built() -> dict[str, bytes]:
     return got
 
 
+def _in_folder(rel: str, data: bytes, cache: str) -> bytes:
+    """A seed file as it must read in ``cache``: Triton's group files (``__grp__*.json``) name their
+    members by absolute path, in the folder they were built in; they are named in this one instead
+    (a member is always beside its group file), and a group file that cannot be read is dropped."""
+    name = rel.rsplit("/", 1)[-1]
+    if not (name.startswith("__grp__") and name.endswith(".json")):
+        return data
+    folder = os.path.join(cache, os.path.dirname(rel))
+    try:
+        doc = json.loads(data)
+        members = doc["child_paths"]
+        doc["child_paths"] = {k: os.path.join(folder, os.path.basename(str(v))) for k, v in members.items()}
+        return json.dumps(doc).encode()
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return b"{}"  # no child_paths: Triton takes it for a miss and builds again
+
+
 @contextmanager
 def scratch_cache(prefix: str, kept: bool = False) -> Iterator[Path]:
     """``TRITON_CACHE_DIR`` set to a new empty folder inside (holding the seed when ``kept``);
@@ -55,7 +74,7 @@ def scratch_cache(prefix: str, kept: bool = False) -> Iterator[Path]:
             for rel, data in _seed.items():
                 dst = Path(cache) / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_bytes(data)
+                dst.write_bytes(_in_folder(rel, data, cache))
         yield Path(cache)
         if kept and _built is not None:
             for p in Path(cache).rglob("*"):
