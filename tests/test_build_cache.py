@@ -217,3 +217,13 @@ def test_triton_loads_a_seeded_kernel_instead_of_compiling_it(tmp_path):
     if out.stdout.startswith("cannot compile"):
         pytest.skip(out.stdout.strip())
     assert out.stdout.strip() == "loaded the seed"
+
+
+def test_a_build_that_added_nothing_gives_back_the_seed_as_it_was(fresh_cache_state, folder):
+    """So the judge sees nothing new and leaves the file alone (a renamed group file is no change)."""
+    seed = {"KEY/__grp__k.json": json.dumps({"child_paths": {"k.cubin": "/old/KEY/k.cubin"}}).encode(),
+            "KEY/k.cubin": b"c"}
+    TC.seed(seed)
+    with TC.scratch_cache("t-", kept=True):
+        pass
+    assert TC.take_built() == seed

@@ -75,12 +75,15 @@ def run(args: argparse.Namespace) -> int:
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
                        time_budget_s=args.budget, compile_baseline=args.compile_baseline,
                        **({"run_timeout_s": args.timeout, "cap_s": args.timeout} if args.timeout else {}))
-    with evaluator_from_args(args) as ev:
+    ev = evaluator_from_args(args)
+    try:
         if args.compile_only:
             result = compile_only(ev, task, source, opts, shown)
         else:
             result = ev.evaluate(task, source, opts)
         hardware = ev.hardware()
+    finally:
+        ev.close(wait=False)  # the verdict is in: the judge clears its sandbox away after this returns
     if refusal.needs_gpu(task) and "interpreter" in str(hardware):  # nvcc compiled it; nothing here runs it
         hardware = "none: no NVIDIA GPU here (nvcc compiles; nothing runs)"
     result = with_user_file_name(result, Path(shown).name)

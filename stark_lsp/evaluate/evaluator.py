@@ -93,8 +93,9 @@ class Evaluator:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def close(self) -> None:
-        self.pool.close()
+    def close(self, wait: bool = True) -> None:
+        """Stop the judges; ``wait=False``: without waiting for their clean-up (``WorkerPool.close``)."""
+        self.pool.close(wait)
 
     # ------------------------------------------------------------------
     def hardware_info(self) -> dict[str, Any]:

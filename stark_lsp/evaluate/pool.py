@@ -226,7 +226,10 @@ class WorkerPool:
             self._idle.put(worker)
         return Reply(result=msg["result"])
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Tell every worker to exit; wait for each (at most 5 s, then it is killed), or, with ``wait``
+        false (a command about to return), leave them to clean up alone: a judge told to exit ends
+        itself within ``process.EXIT_LIMIT_S``."""
         self._closed = True
         with self._lock:
             workers = list(self._all)
@@ -236,6 +239,8 @@ class WorkerPool:
                 w.tx.flush()
             except OSError:
                 pass
+        if not wait:
+            return
         deadline = time.monotonic() + 5
         for w in workers:
             try:

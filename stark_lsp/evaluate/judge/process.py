@@ -26,11 +26,14 @@ import argparse
 import json
 import os
 import select
+import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+EXIT_LIMIT_S = 20.0  # the judge's clean-up once told to exit (its zygote, the sandbox): then SIGALRM ends it
 
 
 def _redirect_output(log_path: str) -> None:
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             if recycle:
                 break
     finally:
+        # the caller may not wait for the clean-up (``WorkerPool.close(wait=False)``): it cannot outlast this
+        signal.alarm(int(EXIT_LIMIT_S))
         judge.close()
     return 0
 

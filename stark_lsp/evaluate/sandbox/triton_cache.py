@@ -70,16 +70,20 @@ def scratch_cache(prefix: str, kept: bool = False) -> Iterator[Path]:
     old = os.environ.get("TRITON_CACHE_DIR")
     os.environ["TRITON_CACHE_DIR"] = cache
     try:
+        written: dict[str, bytes] = {}
         if kept:
             for rel, data in _seed.items():
                 dst = Path(cache) / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_bytes(_in_folder(rel, data, cache))
+                written[rel] = _in_folder(rel, data, cache)
+                dst.write_bytes(written[rel])
         yield Path(cache)
         if kept and _built is not None:
             for p in Path(cache).rglob("*"):
                 if p.is_file() and not p.is_symlink():
-                    _built[str(p.relative_to(cache))] = p.read_bytes()
+                    rel = str(p.relative_to(cache))
+                    data = p.read_bytes()  # a seed file as it was (its group file not renamed): no change
+                    _built[rel] = _seed[rel] if rel in written and data == written[rel] else data
     finally:
         if old is None:
             os.environ.pop("TRITON_CACHE_DIR", None)
