@@ -50,11 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the expensive part, separate so tests can swap it ----------------------------
-def evaluator_from_args(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace, warm_for: Any = None) -> Any:
     from stark_lsp.evaluate.evaluator import Evaluator
 
     return Evaluator(device=args.device, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                     sandbox="off" if getattr(args, "unsafe_no_sandbox", False) else "auto")
+                     sandbox="off" if getattr(args, "unsafe_no_sandbox", False) else "auto", warm_for=warm_for)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
                        time_budget_s=args.budget, compile_baseline=args.compile_baseline,
                        **({"run_timeout_s": args.timeout, "cap_s": args.timeout} if args.timeout else {}))
-    ev = evaluator_from_args(args)
+    ev = evaluator_from_args(args, warm_for=None if args.compile_only else task)
     try:
         if args.compile_only:
             result = compile_only(ev, task, source, opts, shown)

@@ -53,7 +53,9 @@ class EvaluatorUnavailable(RuntimeError):
 class Evaluator:
     def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
                  arch: str | None = None, memory_fraction: float = 0.0, gpu: int | None = None,
-                 sandbox: str = "auto"):
+                 sandbox: str = "auto", warm_for: TaskSpec | None = None):
+        """``warm_for``: the task the first evaluations will be of (``stark eval``): each judge starts its
+        sandbox for it as it starts, before the first candidate is sent."""
         if sandbox not in ("auto", "required", "off"):
             raise ValueError(f"sandbox must be auto, required or off, not {sandbox!r}")
         self.sandbox_policy = sandbox
@@ -82,7 +84,8 @@ class Evaluator:
             env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu)  # the workers see this GPU only, as device 0
         self.gpu = gpu
         workdir = self.cache_dir / "workers" / (f"{os.getpid()}" if gpu is None else f"{os.getpid()}-gpu{gpu}")
-        self.pool = WorkerPool(size=workers, device=device, workdir=workdir, env=env, memory_fraction=memory_fraction)
+        self.pool = WorkerPool(size=workers, device=device, workdir=workdir, env=env, memory_fraction=memory_fraction,
+                               warm=self._view(warm_for) if warm_for is not None else None)
         self._arch = arch
         self._builder: CudaBuilder | None = None
         self._builder_lock = threading.Lock()
@@ -145,6 +148,13 @@ class Evaluator:
                                             required=self.sandbox_policy == "required")
             return self._builder
 
+    def _view(self, task: TaskSpec) -> dict[str, Any]:
+        """What a job of ``task`` shows its sandbox: the task's own folders only (the candidate's files
+        reach its process by value, judge/judge.py), so no candidate sees the evaluator's cache, nor any
+        other candidate in it."""
+        return {"sandbox": self.sandbox_policy, "expose": sorted(set(task_folders(task))),
+                "hide": [str(self.cache_dir)]}
+
     def evaluate(self, task: TaskSpec, source: str, options: EvalOptions | None = None) -> EvalResult:
         opts = options or EvalOptions()
         t0 = time.perf_counter()
@@ -164,11 +174,8 @@ class Evaluator:
             tmp = cand_file.with_suffix(cand_file.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(source)
             os.replace(tmp, cand_file)
-        # the task's own folders only: the candidate's files reach its process by value (judge/judge.py),
-        # so no candidate sees the evaluator's cache, nor any other candidate in it
-        expose = set(task_folders(task))
         job: dict[str, Any] = {"task": task.to_dict(), "candidate_file": str(cand_file), "options": opts.to_dict(),
-                               "sandbox": self.sandbox_policy, "expose": sorted(expose), "hide": [str(self.cache_dir)]}
+                               **self._view(task)}
         # a safety net over the judge's own phase limits: loading, reference timing, trials, timing
         timeout = opts.load_timeout_s + opts.run_timeout_s + 600.0
         started = time.monotonic()

@@ -126,8 +126,9 @@ LOCK_WAIT_S = 1800.0  # how long a worker may wait for its GPU before the evalua
 
 class WorkerPool:
     def __init__(self, size: int = 1, device: str = "auto", workdir: Path | None = None,
-                 env: dict[str, str] | None = None, memory_fraction: float = 0.0):
+                 env: dict[str, str] | None = None, memory_fraction: float = 0.0, warm: dict[str, Any] | None = None):
         self.size = max(1, size)
+        self.warm = warm  # the jobs expected (their sandbox, folders): each judge starts its zygote for them at once
         self.device = device
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="stark-workers-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -309,6 +310,8 @@ class WorkerPool:
                "--device", self.device, "--log", str(log)]
         if self.memory_fraction:
             cmd += ["--memory-fraction", str(self.memory_fraction)]
+        if self.warm:
+            cmd += ["--warm", json.dumps(self.warm)]
         proc = subprocess.Popen(cmd, pass_fds=(p2c_r, c2p_w), env=env, cwd=str(self.workdir),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)

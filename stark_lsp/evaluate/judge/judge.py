@@ -114,6 +114,7 @@ class Judge:
         self.zygote: SandboxedZygote | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_probed = False
+        self._probe_lock = threading.Lock()
         self._profiler_next = False  # whether the candidate processes started ahead start the profiler
         self._device_chain_ok: bool | None = None  # whether the device chain's kernels work here (checked once)
         self._launchers: list[tuple[str, ...]] = []  # Triton launcher signatures for the zygote to build
@@ -138,11 +139,12 @@ class Judge:
         }
 
     def sandbox(self) -> Sandbox | None:
-        if not self._sandbox_probed:
-            sb = probe()
-            self._sandbox = sb if sb.available else None
-            self._sandbox_reason = sb.reason
-            self._sandbox_probed = True
+        with self._probe_lock:  # probed once, though a zygote may be starting in a thread meanwhile
+            if not self._sandbox_probed:
+                sb = probe()
+                self._sandbox = sb if sb.available else None
+                self._sandbox_reason = sb.reason
+                self._sandbox_probed = True
         return self._sandbox
 
     def close(self) -> None:
@@ -183,13 +185,13 @@ class Judge:
         self._zygote_args = (paths, policy)
         if reuse:
             return z
-        self._close_zygote()  # (never ``close``: this may run in ``_start_soon``'s thread)
+        self._close_zygote()  # (never ``close``: this may run in ``start_zygote_soon``'s thread)
         arch = self._arch()
         self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=arch,
                                       builds=build_cache.open_for(arch) if sandbox is not None else None)
         return self.zygote
 
-    def _start_soon(self, paths: list[str], policy: str, hide: list[str]) -> None:
+    def start_zygote_soon(self, paths: list[str], policy: str, hide: list[str]) -> None:
         """Start the zygote a job needs in a thread, where the one there does not do: its imports and
         builds (seconds of the CPU's, 8 s on a new machine) go on while the judge loads and checks
         the task. ``_await_start`` waits for it; the job's own ``_zygote_for`` then finds it ready."""
@@ -209,7 +211,7 @@ class Judge:
         t.start()
 
     def _await_start(self) -> BaseException | None:
-        """Wait for a zygote started by ``_start_soon``; what stopped it, if anything did."""
+        """Wait for a zygote started by ``start_zygote_soon``; what stopped it, if anything did."""
         if self._starting is None:
             return None
         t, box = self._starting
@@ -356,7 +358,7 @@ class Judge:
         paths = [str(p) for p in job.get("expose", [])]
         policy, hide = job.get("sandbox", "auto"), [str(p) for p in job.get("hide", [])]
         before = self.zygote
-        self._start_soon(paths, policy, hide)  # meanwhile the task is loaded and checked here
+        self.start_zygote_soon(paths, policy, hide)  # meanwhile the task is loaded and checked here
         try:
             ref = self._reference(spec)
             sanity = self._task_sanity(spec, ref, opts, self._param_seed(opts))
@@ -522,7 +524,7 @@ class Judge:
         runtime.note = "; ".join(notes)
         if fig.unconfirmed:
             state.flags.append(
-                f"review: the judge's clock confirms this runtime only to +-{fig.bound_ms:.3g} ms at {fig.median_ms:.4g} "
+                f"the judge's clock confirms this runtime only to +-{fig.bound_ms:.3g} ms at {fig.median_ms:.4g} "
                 f"ms a call (its noise, and the share of its own protocol's cost it leaves in every figure): the "
                 f"speedup could be off by as much")
         if speedup > opts.review_speedup:

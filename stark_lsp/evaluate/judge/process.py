@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--log", required=True)
     ap.add_argument("--memory-fraction", type=float, default=0.0)
+    ap.add_argument("--warm", default="", help='JSON {"sandbox", "expose", "hide"}: start the zygote for '
+                                               "such jobs at once, before the first arrives")
     args = ap.parse_args(argv)
 
     from stark_lsp.evaluate.sandbox.limits import apply_limits
@@ -121,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         from stark_lsp.evaluate.result import EvalResult, Status
 
         judge = Judge(args.device, env={k: v for k, v in os.environ.items()})
+        if args.warm:  # the zygote's imports and builds go on while this judge starts CUDA and says it is ready
+            warm = json.loads(args.warm)
+            judge.start_zygote_soon([str(p) for p in warm.get("expose", [])], str(warm.get("sandbox", "auto")),
+                                    [str(p) for p in warm.get("hide", [])])
         if judge.is_gpu and args.memory_fraction:
             torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
         lock_key = os.environ.get("STARK_EVAL_LOCK_NAME") or (gpu_key(torch, judge.device) if judge.is_gpu else "")

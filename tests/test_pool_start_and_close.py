@@ -1,5 +1,7 @@
-"""A command about to return closes its judges without waiting (``WorkerPool.close(wait=False)``): each
-judge, told to exit, still clears its sandbox away and ends by itself, never lingering."""
+"""A judge told what its jobs will be (``Evaluator(warm_for=task)``, as ``stark eval`` does) starts its
+sandbox's zygote before the first job, for that job's view; a command about to return closes its judges
+without waiting (``WorkerPool.close(wait=False)``): each judge, told to exit, still clears its sandbox
+away and ends by itself, never lingering."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def test_a_judge_left_to_exit_ends_by_itself_with_its_sandbox(tmp_path):
                     EvalOptions(trials=1, cpu_reps=1, reps=5, time_budget_s=0.2, run_timeout_s=60))
     assert r.status is Status.OK, r.summary()
     judges = [w.proc for w in ev.pool._all]
-    zygotes = [int(p) for p in os.listdir("/proc") if p.isdigit() and _is_zygote(int(p))]
+    zygotes = sorted(_zygotes())
     assert judges and zygotes
     ev.close(wait=False)  # returns at once: the judge's clean-up (about 2 s on a GPU) is its own
     assert all(_gone(p.pid, 30) for p in judges)
@@ -62,3 +64,25 @@ def _descends_from(pid: int, ancestor: int) -> bool:
         if pid == ancestor:
             return True
     return False
+
+
+def test_a_judge_told_its_task_starts_the_zygote_before_the_first_job_and_uses_it(tmp_path):
+    task = load_task(DATA / "add_task.py")
+    ev = Evaluator(workers=1, cache_dir=tmp_path / "cache", device="cpu", warm_for=task)
+    try:
+        ev.pool.hardware()  # the judge is up; no job has been sent
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not _zygotes():
+            time.sleep(0.1)
+        before = _zygotes()
+        assert before, "no zygote before the first job"
+        r = ev.evaluate(task, (DATA / "good_torch.py").read_text(),
+                        EvalOptions(trials=1, cpu_reps=1, reps=5, time_budget_s=0.2, run_timeout_s=60))
+        assert r.status is Status.OK, r.summary()
+        assert before <= _zygotes()  # the same zygote served the job: its view was the job's
+    finally:
+        ev.close()
+
+
+def _zygotes() -> set[int]:
+    return {int(p) for p in os.listdir("/proc") if p.isdigit() and _is_zygote(int(p))}
