@@ -204,7 +204,7 @@ def test_an_unexpected_error_is_one_line_and_exit_internal(monkeypatch, capsys, 
 def test_the_evaluator_failing_to_start_is_exit_5(monkeypatch, capsys, tmp_path):
     from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
 
-    def no_workers(args):
+    def no_workers(args, **kw):
         raise EvaluatorUnavailable("evaluation worker unavailable: evaluation workers could not start")
 
     monkeypatch.setattr(eval_cmd, "evaluator_from_args", no_workers)
