@@ -155,11 +155,13 @@ def test_a_zygote_gets_the_cached_builds_through_its_sandbox_and_holds_no_descri
 def test_a_seeded_group_file_names_its_members_in_the_new_folder(fresh_cache_state):
     old = "/tmp/stark-chain-triton-gone/KEY/k.cubin"
     TC.seed({"KEY/__grp__k.json": json.dumps({"child_paths": {"k.cubin": old}}).encode(), "KEY/k.cubin": b"c",
-             "BAD/__grp__b.json": b"not json"})
+             "BAD/__grp__b.json": b"not json",
+             "UP/__grp__u.json": json.dumps({"child_paths": {"u": "/old/UP/.."}}).encode()})
     with TC.scratch_cache("t-", kept=True) as c:
         doc = json.loads((c / "KEY/__grp__k.json").read_text())
         assert doc == {"child_paths": {"k.cubin": str(c / "KEY/k.cubin")}}
         assert json.loads((c / "BAD/__grp__b.json").read_text()) == {}  # a miss for Triton, never a wrong hit
+        assert json.loads((c / "UP/__grp__u.json").read_text()) == {}  # a member outside its folder: a miss
 
 
 _SEEDED_KERNEL = """

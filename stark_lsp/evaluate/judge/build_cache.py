@@ -94,8 +94,8 @@ class Exchange:
         try:
             data = self.tmp.read_bytes()
             files = build_archive.unpack(data) if data else {}
-            if not (sandboxed and files) or (self.seed_size and len(data) == self.seed_size
-                                             and self.final.exists() and self.final.read_bytes() == data):
+            unchanged = self.seed_size == len(data) and self.final.exists() and self.final.read_bytes() == data
+            if not (sandboxed and files) or unchanged:
                 self.discard()
                 if files and self.final.exists():
                     os.utime(self.final)  # still in use: the last to be pruned

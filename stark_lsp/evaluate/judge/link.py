@@ -26,18 +26,11 @@ import time
 from collections import deque
 from typing import Any
 
-from stark_lsp.evaluate.judge.build_cache import Exchange
-from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
-from stark_lsp.evaluate.wire.channel import (
-    Channel,
-    ChannelError,
-    Deadline,
-    PeerClosed,
-    create_buffer,
-    map_buffer,
-)
-from stark_lsp.evaluate.wire.pinned import pin, unpin
 from stark_lsp.safe_text import clean_text
+from stark_lsp.evaluate.judge.build_cache import Exchange
+from stark_lsp.evaluate.wire.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
+from stark_lsp.evaluate.wire.pinned import pin, unpin
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
 OUTPUT_KEEP = 64 << 10

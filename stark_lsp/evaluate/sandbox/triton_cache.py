@@ -56,7 +56,10 @@ def _in_folder(rel: str, data: bytes, cache: str) -> bytes:
     try:
         doc = json.loads(data)
         members = doc["child_paths"]
-        doc["child_paths"] = {k: os.path.join(folder, os.path.basename(str(v))) for k, v in members.items()}
+        names = {k: os.path.basename(str(v)) for k, v in members.items()}
+        if any(n in ("", ".", "..") for n in names.values()):
+            return b"{}"
+        doc["child_paths"] = {k: os.path.join(folder, n) for k, n in names.items()}
         return json.dumps(doc).encode()
     except (ValueError, KeyError, AttributeError, TypeError):
         return b"{}"  # no child_paths: Triton takes it for a miss and builds again
