@@ -383,3 +383,47 @@ def verdict_ms(source):
 
     r = verdict(source)
     return r.runtime.candidate.median_ms if r.runtime else None
+
+
+def test_candidates_are_screened_while_the_root_and_the_re_timing_are_timed_in_full(env):
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.search.retime import SCREEN_BUDGET_S, SCREEN_NOISE
+
+    ev = FakeEvaluator()
+    base = EvalOptions()
+    s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=4, retime_top=2, retime_rounds=1,
+                  eval_options=base)
+    s.run()
+    root, *rest = ev.settings
+    retimed = [o for o in rest if o.trials == 1]
+    screened = [o for o in rest if o.trials != 1]
+    assert root.time_budget_s == base.time_budget_s and root.noise_target == base.noise_target
+    assert screened and all(o.time_budget_s == SCREEN_BUDGET_S and o.noise_target == SCREEN_NOISE for o in screened)
+    assert retimed and all(o.time_budget_s > base.time_budget_s for o in retimed)
+    # every evaluation of the search divides by the same baselines: one timing of them serves it all
+    assert len({(o.for_baselines().time_budget_s, o.for_baselines().reps, o.for_baselines().noise_target)
+                for o in ev.settings}) == 1
+
+
+def test_without_re_timing_every_candidate_is_timed_in_full(env):
+    from stark_lsp.evaluate.options import EvalOptions
+
+    ev = FakeEvaluator()
+    s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=3, eval_options=EvalOptions())
+    s.run()
+    assert all(o.time_budget_s == EvalOptions().time_budget_s for o in ev.settings)
+
+
+def test_the_baselines_settings_follow_the_candidates_unless_pinned():
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.search.retime import screen_options
+
+    o = EvalOptions(time_budget_s=2.0, reps=50, noise_target=0.01, race_ms=3.0)
+    b = o.for_baselines()
+    assert (b.time_budget_s, b.reps, b.noise_target, b.race_ms) == (4.0, 50, 0.01, None)
+    assert EvalOptions.from_dict(o.pinned_baselines().to_dict()).for_baselines() == b
+    assert screen_options(o).for_baselines() != b  # unpinned: screening would time the baselines again
+    assert screen_options(o.pinned_baselines()).for_baselines() == b
+    # screening never asks for more than the search did
+    tight = screen_options(EvalOptions(time_budget_s=0.2, reps=10, noise_target=0.1))
+    assert (tight.time_budget_s, tight.reps, tight.noise_target) == (0.2, 10, 0.1)

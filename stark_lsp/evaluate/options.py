@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -23,6 +23,12 @@ class EvalOptions:
     # the figure to beat (the search's best so far, ms a call): a candidate clearly slower than it is timed only
     # until that is clear (``timing.outpaced``); None: every candidate timed in full (``stark eval``, the re-timing)
     race_ms: float | None = None
+    # the baselines' timing (eager and torch.compile, once per task and these settings): None, twice the candidates'
+    # budget at their reps and noise target. A search pins them (``pinned_baselines``) so that its screened
+    # candidates and its re-timing divide by the same figures, timed once
+    baseline_budget_s: float | None = None
+    baseline_reps: int | None = None
+    baseline_noise_target: float | None = None
     cpu_reps: int = 5  # timed calls on the CPU (Triton interpreter), one per batch
     compile_baseline: bool = False  # also time torch.compile of the reference
     profile_launches: bool = True  # check that a custom kernel really launched
@@ -34,6 +40,20 @@ class EvalOptions:
     cap_s: float | None = None
     review_speedup: float = 10.0  # speedups above this are flagged for review
     nvcc_flags: list[str] = field(default_factory=list)
+
+    def for_baselines(self) -> "EvalOptions":
+        """The settings the baselines are timed with: their own budget, reps and noise target, no race."""
+        return replace(self, time_budget_s=self.baseline_budget_s or 2 * self.time_budget_s,
+                       reps=self.baseline_reps or self.reps,
+                       noise_target=self.baseline_noise_target or self.noise_target, race_ms=None,
+                       baseline_budget_s=None, baseline_reps=None, baseline_noise_target=None)
+
+    def pinned_baselines(self) -> "EvalOptions":
+        """These settings with the baselines' fixed to what they are now, whatever the candidates'
+        budget, reps and noise target become after (screening, re-timing)."""
+        b = self.for_baselines()
+        return replace(self, baseline_budget_s=b.time_budget_s, baseline_reps=b.reps,
+                       baseline_noise_target=b.noise_target)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -33,7 +33,7 @@ from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
-from .retime import retime_options, summarize
+from .retime import retime_options, screen_options, summarize
 from .tree_store import TreeStore, harness_digest, source_hash
 
 
@@ -56,6 +56,10 @@ class SearchConfig:
     # a candidate clearly slower than the best so far is timed only until that is clear (``EvalOptions.race_ms``):
     # its figure stays the judge's, known less precisely; the best and the re-timing are timed in full
     race: bool = True
+    # while the search runs, a candidate (not the root) is timed to ``retime.SCREEN_NOISE`` within
+    # ``retime.SCREEN_BUDGET_S``: enough to rank it, as its top candidates are re-timed in full at the end
+    # (``retime_top``); without re-timing every candidate is timed in full
+    screen: bool = True
     profile_top: int = 0  # profile (ncu) the top-K correct nodes in the background; 0: off
     profile_exclusive: bool = True  # no evaluation runs while ncu does (its replays would disturb the timing)
     retime_top: int = 3  # when the search ends, re-time its top K correct candidates ... (0: off)
@@ -335,7 +339,7 @@ class Search:
         root = next((n for n in nodes if n.parent_id is None), None)
         if not leaders:
             return
-        options = retime_options(cfg.eval_options)
+        options = retime_options(cfg.eval_options.pinned_baselines())
         runs: dict[int, list[EvalResult]] = {n.id: [] for n in leaders}
         roots: list[EvalResult | None] = []
         self._emit(message=f"re-timing the top {len(leaders)} ({cfg.retime_rounds} rounds, in turn with your kernel)")
@@ -690,10 +694,16 @@ class Search:
             self._update(node.id, status=ABANDONED, error=f"cut short: {Path(gone[0]).name} is gone")
             raise TaskBroken(f"{Path(gone[0]).name} is gone (deleted or moved during the search): the search stopped")
 
-    def _options(self) -> EvalOptions:
-        """A candidate's settings: the search's, with the figure to beat (the best so far) when racing."""
-        opts = self.config.eval_options
-        if not self.config.race:
+    def _options(self, node: Node) -> EvalOptions:
+        """A candidate's settings: the search's, with the baselines' pinned (one timing of them serves the
+        whole search), screened (``retime.screen_options``) when the leaders will be re-timed, and with the
+        figure to beat (the best so far) when racing. The root is timed in full: it is what "x your
+        kernel" divides by."""
+        cfg = self.config
+        opts = cfg.eval_options.pinned_baselines()
+        if cfg.screen and node.parent_id is not None and cfg.retime_top > 0 and cfg.retime_rounds > 0:
+            opts = screen_options(opts)
+        if not cfg.race:
             return opts
         best = best_correct(n for n in self._snapshot() if n.duplicate_of is None)
         if best is None or not best.runtime_ms:
@@ -704,7 +714,7 @@ class Search:
         self._task_gone(node)
         try:
             with self._gate.shared():  # waits while ncu runs (profile_exclusive)
-                result: EvalResult = self.evaluator.evaluate(self.task, node.source, self._options())
+                result: EvalResult = self.evaluator.evaluate(self.task, node.source, self._options(node))
         except Exception as e:
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e

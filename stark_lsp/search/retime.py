@@ -25,6 +25,22 @@ from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 
+# a candidate during the search is screened: timed until its figure is known to SCREEN_NOISE (the relative
+# standard error of its median) or SCREEN_BUDGET_S of timed batches, over at least SCREEN_REPS calls (or
+# ``timing.MIN_TIME_S``): enough to rank it and race it, as the leaders are re-timed in full when the search
+# ends. Timing holds the GPU alone, so this is what several searches on one GPU wait for (docs/benchmarks.md)
+SCREEN_BUDGET_S = 0.5
+SCREEN_NOISE = 0.04
+SCREEN_REPS = 30
+
+
+def screen_options(options: EvalOptions) -> EvalOptions:
+    """A search's candidate's settings: timed to rank (``SCREEN_*``), never more than the search asked for;
+    the baselines' settings as they were (``EvalOptions.pinned_baselines`` first, or the baselines follow)."""
+    return replace(options, time_budget_s=min(options.time_budget_s, SCREEN_BUDGET_S),
+                   noise_target=max(options.noise_target, SCREEN_NOISE), reps=min(options.reps, SCREEN_REPS))
+
+
 def retime_options(options: EvalOptions) -> EvalOptions:
     """Timing-heavy settings: one correctness trial (the candidate was checked already), twice the
     timed repetitions and time budget, and no racing (every figure in full)."""

@@ -44,7 +44,6 @@ import secrets
 import sys
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -579,7 +578,9 @@ class Judge:
     def _time_baselines(self, spec: TaskSpec, ref: Reference, opts: EvalOptions, param_seed: int,
                         cancel_fd: int | None, deadline: float, timeout_s: float) -> _Baselines:
         """The reference (and torch.compile of it), timed in their own fresh processes by the
-        same protocol as candidates; once per task and settings."""
+        same protocol as candidates; once per task and the baselines' settings (``EvalOptions.for_baselines``:
+        every ratio divides by them, so by default twice the candidates' budget, as the re-timing's)."""
+        opts = opts.for_baselines()
         key = (spec.task_id(), param_seed, opts.reps, opts.cpu_reps, opts.compile_baseline, opts.time_budget_s,
                opts.warmup_ms, opts.noise_target, (spec.harness or spec.path).stat().st_mtime_ns)
         if key in self._baselines:
@@ -615,9 +616,8 @@ class Judge:
                     # its first call may compile (torch.compile): the load limit, then the call's
                     first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
                     del first
-                # every ratio divides by the baselines' figures: twice the candidates' budget (as the re-timing)
                 with self.gate.hold(EXCLUSIVE):
-                    timed[role] = time_calls(conv, seeds, ov, replace(opts, time_budget_s=2 * opts.time_budget_s),
+                    timed[role] = time_calls(conv, seeds, ov, opts,
                                              is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
                                              checks=None, shapes=output_shapes(out), role=role)
             except Verdict as v:
