@@ -86,6 +86,10 @@ def bench_command(name: str, args: argparse.Namespace) -> list[str]:
            "--stop-after", str(args.batch_seconds), "--wall-time", str(args.run_seconds)]
     if args.gpus:
         cmd += ["--gpus", args.gpus]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+    if args.no_screen:
+        cmd += ["--no-screen"]
     return cmd
 
 
@@ -165,6 +169,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", help="bench output directory (default bench-results/kb-<what>)")
     ap.add_argument("--gpus", help="passed to stark bench --gpus (e.g. all)")
     ap.add_argument("--budget", type=int, default=30)
+    ap.add_argument("--jobs", type=int, help="passed to stark bench --jobs (default: its own)")
+    ap.add_argument("--no-screen", action="store_true", help="passed to stark bench: time every candidate in full")
     ap.add_argument("--batch-seconds", type=float, default=330, help="no run starts after this (default 330)")
     ap.add_argument("--run-seconds", type=float, default=180, help="a run starts no attempt after this (default 180)")
     ap.add_argument("--hard-seconds", type=float, default=540,

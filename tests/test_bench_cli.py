@@ -317,3 +317,22 @@ def test_jobs_make_that_many_evaluators_and_each_task_runs_whole_in_one(monkeypa
         for name in ev.tasks:
             by_task.setdefault(name, set()).add(ev_i)
     assert set(by_task) == {"a.py", "b.py", "c.py"} and all(len(v) == 1 for v in by_task.values())
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-screen"]])
+def test_candidates_are_screened_unless_no_screen_is_given(fakes, tmp_path, flag):
+    from stark_lsp.search.retime import SCREEN_BUDGET_S
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    fake_task(tasks, "a")
+    out = tmp_path / "out"
+    assert main(["bench", str(tasks), "--policies", "stark", "--budget", "3", "--out", str(out)] + flag) == 0
+    settings = fakes[0].settings
+    root, children = settings[0], settings[1:4]  # then the re-timing
+    assert root.time_budget_s > SCREEN_BUDGET_S
+    if flag:
+        assert all(o.time_budget_s == root.time_budget_s for o in children)
+    else:
+        assert all(o.time_budget_s == SCREEN_BUDGET_S for o in children)
+    assert json.loads((out / "bench.json").read_text())["config"]["screen"] is (not flag)

@@ -230,6 +230,22 @@ def test_a_gate_says_when_it_waits_and_for_how_long(lock_env):
     assert gate.waited_s == seen[1][1] and gate.mode is None
 
 
+def test_with_a_trace_every_exclusive_hold_is_written_with_what_it_was_for(lock_env, monkeypatch, tmp_path):
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
+    gate = GpuGate("GPU-t")
+    with gate.hold(SHARED):
+        with gate.hold(EXCLUSIVE, "candidate timing"):
+            with gate.hold(SHARED):  # the checks mid-way: the hold is let go of, then taken again
+                pass
+    gate.close()
+    rows = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [r["gate"] for r in rows] == ["candidate timing", "candidate timing"]
+    assert all(r["held_s"] >= 0 for r in rows)
+
+
 def test_a_cpu_gate_never_waits():
     from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, GpuGate
 

@@ -35,6 +35,7 @@ class BenchConfig:
     trials: int = 5  # correctness trials per evaluation
     retime_top: int = 3  # each search re-times its top K candidates (search/retime.py; 0: off) ...
     retime_rounds: int = 3  # ... this many rounds, in turn with the root
+    screen: bool = True  # candidates timed briefly (search/retime.py screen_options) when the leaders are re-timed
     context_tokens: int = 12000  # the token budget of one LLM prompt
 
     def to_dict(self) -> dict[str, Any]:

@@ -137,7 +137,7 @@ class BenchRunner:
         cfg = SearchConfig(budget=self.config.budget, policy=key.policy, seed=key.seed,
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
                            eval_options=options, retime_top=self.config.retime_top,
-                           retime_rounds=self.config.retime_rounds,
+                           retime_rounds=self.config.retime_rounds, screen=self.config.screen,
                            context_tokens=self.config.context_tokens)
         directory = tree_dir(self.out_dir, name, key)
         if directory.exists():

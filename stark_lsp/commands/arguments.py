@@ -23,6 +23,12 @@ def add_sandbox_argument(p: argparse.ArgumentParser) -> None:
                         "docs/EVALUATOR.md)")
 
 
+def add_screen_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-screen", action="store_true",
+                   help="time every candidate in full (default: while the top candidates will be re-timed at the "
+                        "end, the others are screened: timed to 4 %% within 0.5 s; see docs/EVALUATOR.md)")
+
+
 def tolerance(text: str) -> float:
     """A tolerance: a finite number >= 0."""
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, url
+from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 
 NAME = "bench"
@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
     p.add_argument("--jobs", type=positive_int,
                    help="tasks searched at once on each GPU: their builds and agents overlap, their evaluations take "
-                        "turns on the GPU (default: a quarter of the CPU cores, at most 4, on a GPU; 1 on the CPU)")
+                        "turns on the GPU (default on a GPU: half the CPU cores, one per 32 GiB of GPU memory, at most 8; 1 on the CPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
     p.add_argument("--wall-time", type=positive_float, help="per run: stop starting attempts after this many seconds")
@@ -59,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retime-top", type=int, default=3, metavar="K",
                    help="after each search, re-time its top K candidates in turn with the root (0: off; default 3)")
     p.add_argument("--retime-rounds", type=int, default=3, metavar="R", help="re-timing rounds (default 3)")
+    add_screen_argument(p)
     p.add_argument("--out", help="output directory (default bench-results/<date-time>)")
     p.add_argument("--resume", action="store_true",
                    help="continue the bench in --out: keep its finished runs, do the rest")
@@ -257,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
                          wall_time_s=args.wall_time,
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
                          retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
+                         screen=not args.no_screen,
                          context_tokens=getattr(args, "context_tokens", None) or 12000)
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:

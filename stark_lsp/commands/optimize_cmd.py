@@ -17,7 +17,7 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, url
+from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.commands.llm_args import add_llm_arguments
 
@@ -65,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-top", type=int, default=0, metavar="K",
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
+    add_screen_argument(p)
     add_llm_arguments(p)
     add_sandbox_argument(p)
 
@@ -144,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             n_child=args.n_child, leaderboard=args.leaderboard, concurrency=args.concurrency or 2,
             wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
             context_tokens=getattr(args, "context_tokens", None) or 12000,
+            screen=not getattr(args, "no_screen", False),
         )
     except ValueError as e:
         raise refusal.Refusal(str(e)) from None

@@ -31,6 +31,7 @@ a CPU worker too (tests).
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import sys
@@ -99,6 +100,8 @@ class GpuGate:
         self.mode: str | None = None
         self.alone = False  # every mode held exclusive: an evaluation that must have the GPU to itself
         self.waited_s = 0.0
+        self._held_since = 0.0  # when the exclusive hold began, and what for (``STARK_EVAL_TRACE``)
+        self._label = ""
         self._lock: int | None = None
         self._turn: int | None = None
         if key:
@@ -110,17 +113,18 @@ class GpuGate:
         return self._lock is not None
 
     @contextmanager
-    def hold(self, mode: str | None) -> Iterator["GpuGate"]:
-        before = self.mode
-        self.switch(mode)
+    def hold(self, mode: str | None, label: str = "") -> Iterator["GpuGate"]:
+        before, before_label = self.mode, self._label
+        self.switch(mode, label)
         try:
             yield self
         finally:
-            self.switch(before)
+            self.switch(before, before_label)
 
-    def switch(self, mode: str | None) -> None:
+    def switch(self, mode: str | None, label: str = "") -> None:
         """Hold the gate in ``mode`` from now on. The mode held is let go of first (a shared holder
-        that waited for the exclusive hold while keeping its share would deadlock with another)."""
+        that waited for the exclusive hold while keeping its share would deadlock with another).
+        ``label`` names an exclusive hold in the trace."""
         if self.alone and self._lock is not None:
             mode = EXCLUSIVE
         if mode == self.mode or self._lock is None:
@@ -139,6 +143,8 @@ class GpuGate:
             if self.on_wait is not None:
                 self.on_wait(mode, waited)
         self.mode = mode
+        if mode == EXCLUSIVE:
+            self._held_since, self._label = time.monotonic(), label
 
     def _take(self, mode: str, blocking: bool) -> bool:
         nb = 0 if blocking else fcntl.LOCK_NB
@@ -159,6 +165,8 @@ class GpuGate:
         return True
 
     def _let_go(self) -> None:
+        if self.mode == EXCLUSIVE and self._lock is not None:
+            _trace_hold(self._label, time.monotonic() - self._held_since)
         if self.mode is not None and self._lock is not None:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             if self.mode == EXCLUSIVE and self._turn is not None:
@@ -171,6 +179,19 @@ class GpuGate:
             if fd is not None:
                 os.close(fd)
         self._lock = self._turn = None
+
+
+def _trace_hold(label: str, held_s: float) -> None:
+    """With ``STARK_EVAL_TRACE=FILE``: one JSON line per exclusive hold (what for, how long), for
+    studying how much of an evaluation has the GPU to itself."""
+    path = os.environ.get("STARK_EVAL_TRACE")
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"gate": label or "exclusive", "held_s": round(held_s, 4)}) + "\n")
+    except OSError:
+        pass
 
 
 class GpuLock:

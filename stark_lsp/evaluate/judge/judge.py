@@ -424,7 +424,7 @@ class Judge:
                 conv.ask(None, READY_LIMIT_S, "start")
             state.mark("process start")
             conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-            with self.gate.hold(EXCLUSIVE):  # batches follow one another, as the timed batches will
+            with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
                 ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
             state.mark("calibration")
             with self.gate.hold(None):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
@@ -462,7 +462,7 @@ class Judge:
             keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
             checks = Pending(checker, PENDING_BYTES[self.is_gpu])
             try:
-                with self.gate.hold(EXCLUSIVE):
+                with self.gate.hold(EXCLUSIVE, "candidate timing"):
                     timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
                                        checks=checks, shapes=output_shapes(ref_out0),
                                        protocol_cap_ms=base.reference.protocol_ms,
@@ -607,7 +607,7 @@ class Judge:
             try:
                 conv.ask(None, READY_LIMIT_S, "start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, f"loading the {role}")
-                with self.gate.hold(EXCLUSIVE):
+                with self.gate.hold(EXCLUSIVE, f"{role} calibration"):
                     ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S)  # batches follow one another
                 # torch.compile's compile is the CPU's work (trusted code): other judges use the GPU meanwhile
                 with self.gate.hold(None if role == "compiled" else SHARED):
@@ -616,7 +616,7 @@ class Judge:
                     # its first call may compile (torch.compile): the load limit, then the call's
                     first = run_batch(conv, seeds, 1, opts.load_timeout_s, f"the {role}'s first call")
                     del first
-                with self.gate.hold(EXCLUSIVE):
+                with self.gate.hold(EXCLUSIVE, f"{role} timing"):
                     timed[role] = time_calls(conv, seeds, ov, opts,
                                              is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
                                              checks=None, shapes=output_shapes(out), role=role)
