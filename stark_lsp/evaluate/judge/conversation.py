@@ -34,8 +34,9 @@ T = TypeVar("T")
 MEMORY_TRACE = bool(os.environ.get("STARK_EVAL_TRACE"))
 
 
-def _trace_memory(status: str, memory: dict[str, float]) -> None:
-    """With ``STARK_EVAL_TRACE=FILE``: the judge's GPU memory (its caching allocator's peak, GiB) by phase."""
+def _trace_memory(status: str, memory: dict[str, list[float]]) -> None:
+    """With ``STARK_EVAL_TRACE=FILE``: the judge's GPU memory by phase, each phase's own peak in GiB:
+    ``[allocated, reserved]`` (what its tensors held, and what its caching allocator kept)."""
     import json
 
     try:
@@ -68,7 +69,7 @@ class EvalState:
     cheats: list[Cheat] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     degenerate: str = ""
-    memory: dict[str, float] = field(default_factory=dict)  # GiB the judge had reserved at most, by phase (trace)
+    memory: dict[str, list[float]] = field(default_factory=dict)  # each phase's GPU memory peak, GiB (trace)
     _since: float = field(default_factory=lambda: _perf())
 
     def mark(self, phase: str) -> None:
@@ -76,8 +77,10 @@ class EvalState:
         now = _perf()
         self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 4)
         self._since = now
-        if MEMORY_TRACE and torch.cuda.is_initialized():  # the judge's own GPU memory after each phase
-            self.memory[phase] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
+        if MEMORY_TRACE and torch.cuda.is_initialized():  # the judge's own GPU memory in each phase: its peak
+            self.memory[phase] = [round(torch.cuda.max_memory_allocated() / 2**30, 3),
+                                  round(torch.cuda.max_memory_reserved() / 2**30, 3)]
+            torch.cuda.reset_peak_memory_stats()  # the next phase's peak is its own
 
     def result(self, status: Status, message: str, **kw: Any) -> EvalResult:
         if MEMORY_TRACE and self.memory:

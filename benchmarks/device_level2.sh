@@ -1,0 +1,28 @@
+#!/bin/bash
+# On a GPU machine (the device tool's, from the repository's root): one batch of KernelBench level 2
+# with the evaluator's trace (STARK_EVAL_TRACE: timed processes, the gate's exclusive holds, the
+# judges' GPU memory), GPU utilisation and memory (nvidia-smi, 1 s) and the load average (5 s); with
+# LATENCY=1 then the turnaround (eval_latency.py). Everything lands in /tmp/w, tarred into $OUT/w.tgz.
+#   BATCH_ARGS="--batch-seconds 300 --run-seconds 150 --hard-seconds 390 --jobs 8" bash benchmarks/device_level2.sh
+# Wheels the machine lacks (pytest-timeout and the like) are installed from .whl/ when it is there.
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
+fi
+export PYTHONPATH=$PWD:/tmp/site STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache} PYTHONUNBUFFERED=1
+W=/tmp/w; mkdir -p $W
+export STARK_EVAL_TRACE=$W/trace.jsonl
+git rev-parse --short HEAD > $W/commit 2>/dev/null; git status --short > $W/status
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 1000 > $W/smi.csv 2>&1 &
+SMI=$!
+( while true; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done ) > $W/load.txt &
+LOAD=$!
+python3 benchmarks/kernelbench_runs.py level2 --out $W/kb ${BATCH_ARGS:---batch-seconds 300 --run-seconds 150 --hard-seconds 390} > $W/bench.log 2>&1
+kill $SMI $LOAD
+unset STARK_EVAL_TRACE
+if [ -n "$LATENCY" ]; then
+  timeout 150 python3 benchmarks/eval_latency.py --n 3 --repeat 1 --no-inline --think 2 --only cuda,triton > $W/latency.log 2>&1
+fi
+tail -5 $W/bench.log
+tail -8 $W/latency.log 2>/dev/null
+python3 benchmarks/device_trace.py $W 2>/dev/null
+(cd /tmp && tar czf ${OUT:-/tmp}/w.tgz w)

@@ -1,0 +1,127 @@
+"""Summarise what ``benchmarks/device_level2.sh`` left in its folder: where a bench's time went.
+
+    python3 benchmarks/device_trace.py /tmp/w
+
+Reads ``trace.jsonl`` (``STARK_EVAL_TRACE``: the gate's exclusive holds by what they were for, the
+judges' GPU memory peaks), ``smi.csv`` (GPU utilisation and memory, 1 s samples), ``load.txt`` (the
+load average, 5 s samples) and the bench's trees under ``kb/trees`` (every evaluation's phases), and
+prints one table each. Figures only; nothing here judges them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sqlite3
+import statistics
+import sys
+from pathlib import Path
+
+
+def _rows(path: Path) -> list[dict]:
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def gate_holds(rows: list[dict]) -> dict[str, list[float]]:
+    held: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rows:
+        if "gate" in r and isinstance(r.get("held_s"), (int, float)):
+            held[str(r["gate"])].append(float(r["held_s"]))
+    return dict(held)
+
+
+def judge_peaks(rows: list[dict]) -> dict[str, list[float]]:
+    """Per phase, every evaluation's GPU memory peak in its judge (GiB, what its tensors held; a trace
+    written before each phase had its own peak gives the peak since the judge started)."""
+    peaks: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rows:
+        mem = r.get("judge_memory_gib")
+        if isinstance(mem, dict):
+            for phase, value in mem.items():
+                peaks[phase].append(float(value[0] if isinstance(value, list) else value))
+    return dict(peaks)
+
+
+def smi(path: Path) -> tuple[list[float], list[float]]:
+    util, mem = [], []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            try:
+                util.append(float(parts[1].split()[0]))
+                mem.append(float(parts[2].split()[0]))
+            except (IndexError, ValueError):
+                continue
+    return util, mem
+
+
+def load(path: Path) -> list[float]:
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            try:
+                out.append(float(parts[1]))
+            except (IndexError, ValueError):
+                continue
+    return out
+
+
+def phases(trees: Path) -> dict[str, list[float]]:
+    got: dict[str, list[float]] = collections.defaultdict(list)
+    for db in sorted(trees.glob("*/*/tree.sqlite")):
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            for (text,) in con.execute("SELECT result_json FROM nodes WHERE result_json IS NOT NULL"):
+                for name, value in (json.loads(text).get("phases") or {}).items():
+                    if isinstance(value, (int, float)):
+                        got[name].append(float(value))
+        finally:
+            con.close()
+    return dict(got)
+
+
+def _stats(values: list[float]) -> str:
+    return (f"n={len(values):4d}  sum {sum(values):8.1f}  mean {statistics.mean(values):7.3f}  "
+            f"median {statistics.median(values):7.3f}  max {max(values):7.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path)
+    args = ap.parse_args(argv)
+    rows = _rows(args.folder / "trace.jsonl")
+    print("exclusive holds of the GPU's gate (s):")
+    for label, held in sorted(gate_holds(rows).items()):
+        print(f"  {label:28s} {_stats(held)}")
+    peaks = judge_peaks(rows)
+    if peaks:
+        print("judges' GPU memory by phase, each evaluation's peak (GiB):")
+        for phase, values in sorted(peaks.items(), key=lambda kv: -max(kv[1])):
+            print(f"  {phase:28s} {_stats(values)}")
+    util, mem = smi(args.folder / "smi.csv")
+    if util:
+        busy = sum(1 for u in util if u >= 50) / len(util)
+        print(f"GPU utilisation: mean {statistics.mean(util):.0f} %, {busy:.0%} of {len(util)} samples at 50 % "
+              f"or more; memory used at most {max(mem) / 1024:.1f} GiB")
+    la = load(args.folder / "load.txt")
+    if la:
+        print(f"load average: median {statistics.median(la):.2f}, at most {max(la):.2f}")
+    ph = phases(args.folder / "kb" / "trees")
+    if ph:
+        print("an evaluation's phases (s):")
+        for name, values in sorted(ph.items(), key=lambda kv: -sum(kv[1])):
+            print(f"  {name:28s} {_stats(values)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
