@@ -2,8 +2,9 @@
 
     python3 benchmarks/device_trace.py /tmp/w
 
-Reads ``trace.jsonl`` (``STARK_EVAL_TRACE``: the gate's exclusive holds by what they were for, the
-judges' GPU memory peaks), ``smi.csv`` (GPU utilisation and memory, 1 s samples), ``load.txt`` (the
+Reads ``trace.jsonl`` (``STARK_EVAL_TRACE``: the gate's exclusive holds and its waits by what they were
+for, the judges' GPU memory by phase, their work after each verdict, how early each candidate
+process was asked for), ``smi.csv`` (GPU utilisation and memory, 1 s samples), ``load.txt`` (the
 load average, 5 s samples) and the bench's trees under ``kb/trees`` (every evaluation's phases), and
 prints one table each. Figures only; nothing here judges them.
 """
@@ -48,6 +49,23 @@ def judge_peaks(rows: list[dict]) -> dict[str, list[float]]:
             for phase, value in mem.items():
                 peaks[phase].append(float(value[0] if isinstance(value, list) else value))
     return dict(peaks)
+
+
+def waited(rows: list[dict]) -> dict[tuple[str, str, str], list[float]]:
+    got: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
+    for r in rows:
+        if "wait" in r and isinstance(r.get("waited_s"), (int, float)):
+            got[(str(r["wait"]), str(r.get("for", "")), str(r.get("after", "")))].append(float(r["waited_s"]))
+    return dict(got)
+
+
+def grouped(rows: list[dict], key: str) -> dict[str, list[float]]:
+    """The rows that hold ``key`` (a dict of seconds), by name."""
+    got: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rows:
+        for name, value in (r.get(key) or {}).items():
+            got[name].append(float(value))
+    return dict(got)
 
 
 def smi(path: Path) -> tuple[list[float], list[float]]:
@@ -107,6 +125,18 @@ def main(argv: list[str] | None = None) -> int:
         print("judges' GPU memory by phase, each evaluation's peak (GiB):")
         for phase, values in sorted(peaks.items(), key=lambda kv: -max(kv[1])):
             print(f"  {phase:28s} {_stats(values)}")
+    waits = waited(rows)
+    if waits:
+        print("waits at the gate, by the mode waited for, what for and what the judge did before (s):")
+        for (mode, label, after), values in sorted(waits.items(), key=lambda kv: -sum(kv[1])):
+            print(f"  {mode:9s} {label or '-':20s} after {after or '-':18s} {_stats(values)}")
+    for key, title in (("after_verdict_s", "a judge's work after a verdict, before its next job (s):"),
+                       ("candidate_start_s", "a candidate process: asked for how far ahead, then still waited for (s):")):
+        got = grouped(rows, key)
+        if got:
+            print(title)
+            for name, values in sorted(got.items()):
+                print(f"  {name:28s} {_stats(values)}")
     util, mem = smi(args.folder / "smi.csv")
     if util:
         busy = sum(1 for u in util if u >= 50) / len(util)

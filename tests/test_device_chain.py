@@ -145,7 +145,7 @@ def test_work_done_while_the_inputs_are_drawn_is_on_the_judges_clock(ev):
     r = ev.evaluate(task, (ROOT / "tests/data/attacks/work_in_prepare.py").read_text(), OPTS)
     assert r.status is Status.OK, r.summary()
     rows = [json.loads(x) for x in trace.read_text().splitlines()[before:]]
-    (cand,) = [x for x in rows if x["role"] == "candidate"]
+    (cand,) = [x for x in rows if x.get("role") == "candidate"]
     ov = TM.Overhead(**cand["subtracted"])
     assert ov.prepare_fixed_ms is not None  # the calibration measured what drawing costs
     for calls, wall, paired, prepare in cand["batches"]:
@@ -153,6 +153,8 @@ def test_work_done_while_the_inputs_are_drawn_is_on_the_judges_clock(ev):
         assert prepare >= 80.0 * calls and b.untimed_ms(ov) >= 80.0 * calls - ov.prepare_allowed_ms(calls)
         assert b.judged_ms(ov) * calls >= b.untimed_ms(ov)
     assert r.runtime.candidate.median_ms >= min(TM.Batch(*b).judged_ms(ov) for b in cand["batches"])
+    (start,) = [x["candidate_start_s"] for x in rows if "candidate_start_s" in x]  # the trace's other rows
+    assert start["asked ahead"] >= 0 and start["waited"] >= 0
 
 
 def test_a_kernel_named_like_the_protocols_own_is_not_counted_as_launched(ev):

@@ -246,6 +246,28 @@ def test_with_a_trace_every_exclusive_hold_is_written_with_what_it_was_for(lock_
     assert all(r["held_s"] >= 0 for r in rows)
 
 
+def test_with_a_trace_a_wait_is_written_with_what_it_waited_for_and_what_came_before(lock_env, monkeypatch,
+                                                                                     tmp_path):
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, GpuGate
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
+    gate = GpuGate("GPU-v")
+    with gate.hold(None, "first call"):
+        pass
+    p = _hold_as("shared", "GPU-v", 1.0, lock_env)  # another judge's checks
+    assert p.stdout.readline().strip() == "held"
+    with gate.hold(None, "load"):
+        with gate.hold(EXCLUSIVE, "candidate timing"):
+            pass
+    _span(p)
+    gate.close()
+    rows = [json.loads(line) for line in trace.read_text().splitlines()]
+    waits = [r for r in rows if "wait" in r]
+    assert [(r["wait"], r["for"], r["after"]) for r in waits] == [(EXCLUSIVE, "candidate timing", "load")]
+    assert waits[0]["waited_s"] > 0 and [r["gate"] for r in rows if "gate" in r] == ["candidate timing"]
+
+
 def test_a_cpu_gate_never_waits():
     from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, GpuGate
 

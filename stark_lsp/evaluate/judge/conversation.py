@@ -20,6 +20,7 @@ from typing import Any, Callable, TypeVar
 import torch
 
 from stark_lsp.evaluate.judge import replies as R
+from stark_lsp.evaluate.judge import trace
 from stark_lsp.evaluate.judge.link import CandidateLink, StartFailed
 from stark_lsp.evaluate.result import (Cheat, CompileReport, Correctness, EvalResult, KernelResources, Status,
                                        TaskIO)
@@ -31,19 +32,7 @@ _PIN_FROM = 4 << 20  # output bytes from which pinning the judge's mapping pays 
 T = TypeVar("T")
 
 
-MEMORY_TRACE = bool(os.environ.get("STARK_EVAL_TRACE"))
-
-
-def _trace_memory(status: str, memory: dict[str, list[float]]) -> None:
-    """With ``STARK_EVAL_TRACE=FILE``: the judge's GPU memory by phase, each phase's own peak in GiB:
-    ``[allocated, reserved]`` (what its tensors held, and what its caching allocator kept)."""
-    import json
-
-    try:
-        with open(os.environ["STARK_EVAL_TRACE"], "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"judge_memory_gib": memory, "status": status, "pid": os.getpid()}) + "\n")
-    except OSError:
-        pass
+MEMORY_TRACE = trace.enabled()  # the judge's GPU memory by phase, each phase's own peak: [allocated, reserved] GiB
 
 
 class Cancelled(Exception):
@@ -84,7 +73,7 @@ class EvalState:
 
     def result(self, status: Status, message: str, **kw: Any) -> EvalResult:
         if MEMORY_TRACE and self.memory:
-            _trace_memory(status.value, self.memory)
+            trace.write({"judge_memory_gib": self.memory, "status": status.value, "pid": os.getpid()})
         return EvalResult(status, message, compile=self.compile, correctness=self.correctness, resources=self.resources,
                           flags=self.flags, io=self.io, phases=dict(self.phases), degenerate=self.degenerate, **kw)
 

@@ -31,7 +31,6 @@ a CPU worker too (tests).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import sys
@@ -39,6 +38,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from stark_lsp.evaluate.judge import trace
 
 SHARED, EXCLUSIVE = "shared", "exclusive"
 
@@ -100,8 +101,8 @@ class GpuGate:
         self.mode: str | None = None
         self.alone = False  # every mode held exclusive: an evaluation that must have the GPU to itself
         self.waited_s = 0.0
-        self._held_since = 0.0  # when the exclusive hold began, and what for (``STARK_EVAL_TRACE``)
-        self._label = ""
+        self._held_since = 0.0  # when the exclusive hold began (``STARK_EVAL_TRACE``)
+        self._label = ""  # what the mode held is for (the trace's names)
         self._lock: int | None = None
         self._turn: int | None = None
         if key:
@@ -124,13 +125,15 @@ class GpuGate:
     def switch(self, mode: str | None, label: str = "") -> None:
         """Hold the gate in ``mode`` from now on. The mode held is let go of first (a shared holder
         that waited for the exclusive hold while keeping its share would deadlock with another).
-        ``label`` names an exclusive hold in the trace."""
+        ``label`` names the hold, and a wait for it, in the trace."""
         if self.alone and self._lock is not None:
             mode = EXCLUSIVE
         if mode == self.mode or self._lock is None:
-            self.mode = mode
+            self.mode, self._label = mode, label
             return
+        after = self._label
         self._let_go()
+        self._label = label
         if mode is None:
             return
         t0 = time.monotonic()
@@ -140,11 +143,12 @@ class GpuGate:
             self._take(mode, blocking=True)
             waited = time.monotonic() - t0
             self.waited_s += waited
+            trace.write({"wait": mode, "for": label, "after": after, "waited_s": round(waited, 4)})
             if self.on_wait is not None:
                 self.on_wait(mode, waited)
         self.mode = mode
         if mode == EXCLUSIVE:
-            self._held_since, self._label = time.monotonic(), label
+            self._held_since = time.monotonic()
 
     def _take(self, mode: str, blocking: bool) -> bool:
         nb = 0 if blocking else fcntl.LOCK_NB
@@ -166,7 +170,7 @@ class GpuGate:
 
     def _let_go(self) -> None:
         if self.mode == EXCLUSIVE and self._lock is not None:
-            _trace_hold(self._label, time.monotonic() - self._held_since)
+            trace.write({"gate": self._label or "exclusive", "held_s": round(time.monotonic() - self._held_since, 4)})
         if self.mode is not None and self._lock is not None:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             if self.mode == EXCLUSIVE and self._turn is not None:
@@ -179,19 +183,6 @@ class GpuGate:
             if fd is not None:
                 os.close(fd)
         self._lock = self._turn = None
-
-
-def _trace_hold(label: str, held_s: float) -> None:
-    """With ``STARK_EVAL_TRACE=FILE``: one JSON line per exclusive hold (what for, how long), for
-    studying how much of an evaluation has the GPU to itself."""
-    path = os.environ.get("STARK_EVAL_TRACE")
-    if not path:
-        return
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"gate": label or "exclusive", "held_s": round(held_s, 4)}) + "\n")
-    except OSError:
-        pass
 
 
 class GpuLock:

@@ -52,7 +52,7 @@ import torch
 from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge import build_cache, task_sanity
+from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
@@ -420,14 +420,18 @@ class Judge:
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
         self._choose_chain(conv, inputs0, ref_out0)
         try:
-            with self.gate.hold(None):  # the process's start: the CPU's, and CUDA's context
+            with self.gate.hold(None, "process start"):  # the process's start: the CPU's, and CUDA's context
+                t_ready = time.monotonic()
                 conv.ask(None, READY_LIMIT_S, "start")
+                if trace.enabled():  # how far ahead the process was asked for, and how long it was still waited for
+                    trace.write({"candidate_start_s": {"asked ahead": round(t_ready - link.asked, 4),
+                                                       "waited": round(time.monotonic() - t_ready, 4)}})
             state.mark("process start")
             conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
             with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
                 ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
             state.mark("calibration")
-            with self.gate.hold(None):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
+            with self.gate.hold(None, "load"):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
             state.mark("load")
             call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
@@ -444,7 +448,7 @@ class Judge:
             rtol = opts.rtol if opts.rtol is not None else ref.rtol
             state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
             after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
-            with self.gate.hold(None):  # it compiles (the CPU's work) and runs once: other judges go on
+            with self.gate.hold(None, "first call"):  # it compiles (the CPU's work) and runs once: other judges go on
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
                                 progress_limit=call_limit + PROGRESS_SLACK_S)
             state.mark("first call")
@@ -466,7 +470,7 @@ class Judge:
                     timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
                                        checks=checks, shapes=output_shapes(ref_out0),
                                        protocol_cap_ms=base.reference.protocol_ms,
-                                       fixed_cap_ms=base.reference.fixed_ms, shared=lambda: self.gate.hold(SHARED))
+                                       fixed_cap_ms=base.reference.fixed_ms, shared=lambda: self.gate.hold(SHARED, "timing's checks"))
             except Verdict:  # it hung or died while timed: a batch before that which was wrong is the verdict
                 checks.flush()  # (what it reads back was read already: no request to the process)
                 raise

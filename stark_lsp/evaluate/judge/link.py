@@ -95,6 +95,7 @@ class CandidateLink:
         self.dead = False
         self.last_limit_s = 0.0  # the limit the last request ran under (for the message when it passed)
         self.profiler = False  # whether it started the profiler at its start
+        self.asked = time.monotonic()  # when the zygote was asked for this process
         self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
         self.pin_tried = False
         self.sent_at = 0.0
@@ -180,6 +181,7 @@ class _PendingSpawn:
 
     def __init__(self, judge_end: socket.socket, buffer_fd: int, out_r: int, profiler: bool):
         self.judge_end, self.buffer_fd, self.out_r, self.profiler = judge_end, buffer_fd, out_r, profiler
+        self.asked = time.monotonic()  # when the zygote was asked for it (the trace: how far ahead)
 
     def discard(self) -> None:
         self.judge_end.close()
@@ -291,7 +293,7 @@ class SandboxedZygote:
         tail = _OutputTail(pending.out_r)
         tail.start()
         link = CandidateLink(self, Channel(pending.judge_end), pending.buffer_fd, tail, int(reply["spawned"]))
-        link.profiler = pending.profiler
+        link.profiler, link.asked = pending.profiler, pending.asked
         return link
 
     def _spawn(self, profiler: bool = False) -> CandidateLink:

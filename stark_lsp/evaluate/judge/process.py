@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
+        from stark_lsp.evaluate.judge import trace
         from stark_lsp.evaluate.judge.gpu_lock import SHARED, GpuGate, gpu_key
         from stark_lsp.evaluate.judge.judge import Judge, SandboxUnavailable
         from stark_lsp.evaluate.result import EvalResult, Status
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 send({"started": True})
                 waited0 = judge.gate.waited_s
-                with judge.gate.hold(SHARED):  # the judge's phases switch it to exclusive or none as they go
+                with judge.gate.hold(SHARED, "evaluation"):  # the judge's phases switch it to exclusive or none as they go
                     result = _profiled(judge.evaluate, job, cancel_fd=args.fd_in)
                     if judge.gate.active and out_of_memory(result):
                         # beside other judges' processes the GPU's memory ran out: not the task's fault, nor
@@ -189,9 +190,15 @@ def main(argv: list[str] | None = None) -> int:
                     sent = True
                     # the verdict is out; the GPU is held until the candidate is gone (cleared away
                     # by the zygote, its failure to do so replacing it), not by the next evaluation
+                    t_settle = time.perf_counter()
                     judge.settle()
                     judge.gate.alone = False
+                t_release = time.perf_counter()
                 judge.release_memory()  # an idle judge keeps no GPU memory from other judges' evaluations
+                if trace.enabled():  # the judge's work after a verdict, before it reads the next job
+                    trace.write({"after_verdict_s": {"settle": round(t_release - t_settle, 4),
+                                                     "release memory": round(time.perf_counter() - t_release, 4)},
+                                 "pid": os.getpid()})
                 continue
             except SandboxUnavailable as e:
                 if not sent:

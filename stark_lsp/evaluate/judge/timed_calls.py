@@ -16,9 +16,7 @@ processes, unchecked (trusted code).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from dataclasses import dataclass, replace
 from contextlib import AbstractContextManager, nullcontext
@@ -27,6 +25,7 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate.judge import timing as TM
+from stark_lsp.evaluate.judge import trace
 from stark_lsp.evaluate.judge.batches import Pending, Seeds, run_batch
 from stark_lsp.evaluate.judge.conversation import Conversation
 from stark_lsp.evaluate.options import EvalOptions
@@ -196,15 +195,9 @@ def _trace(role: str, calibrated: TM.Overhead, ov: TM.Overhead, cap_ms: float | 
     """With ``STARK_EVAL_TRACE=FILE``: one JSON line per timed process (its calibration, what was
     subtracted, every timed batch and its empty twin, the seconds spent), for studying the clock.
     The judge's own data only: the process sent none of it."""
-    path = os.environ.get("STARK_EVAL_TRACE")
-    if not path:
+    if not trace.enabled():
         return
-    row = {"role": role, "chain": chain, "slow": slow, "spent_s": round(spent_s, 4), "cap_ms": cap_ms,
-           "calibrated": vars(calibrated), "subtracted": vars(ov),
-           "batches": [[b.calls, round(b.wall_ms, 5), None if b.paired_ms is None else round(b.paired_ms, 5),
-                        None if b.prepare_ms is None else round(b.prepare_ms, 5)] for b in runs]}
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
-    except OSError:
-        pass
+    trace.write({"role": role, "chain": chain, "slow": slow, "spent_s": round(spent_s, 4), "cap_ms": cap_ms,
+                 "calibrated": vars(calibrated), "subtracted": vars(ov),
+                 "batches": [[b.calls, round(b.wall_ms, 5), None if b.paired_ms is None else round(b.paired_ms, 5),
+                              None if b.prepare_ms is None else round(b.prepare_ms, 5)] for b in runs]})
