@@ -392,14 +392,19 @@ class Judge:
         except torch.OutOfMemoryError as e:  # the judge's own work (the reference, the checks): the machine's state
             return state.result(Status.RUNTIME_ERROR, f"out of GPU memory in the judge: {first_line(str(e))}")
         finally:
-            if self.zygote is not None and self.zygote.alive():
-                try:
-                    if self._launchers:
-                        self.zygote.add_launchers(self._launchers)
-                        self._launchers = []
-                    self.zygote.prepare_next(self._profiler_next)
-                except Exception:  # noqa: BLE001 - a zygote that misbehaves is replaced, never trusted
-                    self.close()
+            self._prepare_next()
+
+    def _prepare_next(self) -> None:
+        """Once the candidate's process is let go of: the launcher stubs it showed go to the zygote, and
+        the zygote starts the next process (killing everything this one left first), in the background."""
+        if self.zygote is not None and self.zygote.alive():
+            try:
+                if self._launchers:
+                    self.zygote.add_launchers(self._launchers)
+                    self._launchers = []
+                self.zygote.prepare_next(self._profiler_next)
+            except Exception:  # noqa: BLE001 - a zygote that misbehaves is replaced, never trusted
+                self.close()
 
     def _param_seed(self, opts: EvalOptions) -> int:
         return self.session_seed if opts.seed is None else opts.seed
@@ -475,12 +480,16 @@ class Judge:
                 checks.flush()  # (what it reads back was read already: no request to the process)
                 raise
             state.mark("timing")
-            checks.flush()  # the timed batches' checks, the gate held shared (the outer hold): no figure before
-            state.mark("timing's checks")
             if not state.resources:
                 state.resources = self._resources(conv, source)
             output = conv.output()
             state.mark("resources")
+            # the last request to the process: it is let go of, and the next one started (the zygote kills
+            # this one first), while the judge checks what it read back
+            link.close()
+            self._prepare_next()
+            checks.flush()  # the timed batches' checks, the gate held shared (the outer hold): no figure before
+            state.mark("timing's checks")
         finally:
             link.close()
         return self._verdict(state, opts, base, timed, ref, spec, param_seed, output)
