@@ -45,13 +45,24 @@ def test_a_judge_left_to_exit_ends_by_itself_with_its_sandbox(tmp_path):
         assert p.wait(5) == 0  # a clean exit, not the alarm's
 
 
-def _is_zygote(pid: int) -> bool:
-    """A zygote started under this test (through its judge, and the sandbox's own processes)."""
+def _runs_zygote(pid: int) -> bool:
     try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        return b"stark_lsp.evaluate.sandbox.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"stark_lsp.evaluate.sandbox.zygote" in cmd and _descends_from(pid, os.getpid())
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _is_zygote(pid: int) -> bool:
+    """A zygote started under this test (through its judge, and the sandbox's own processes); not a
+    candidate process, which a zygote forks (same command line) and replaces after every job."""
+    return _runs_zygote(pid) and not _runs_zygote(_parent(pid)) and _descends_from(pid, os.getpid())
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:
