@@ -67,11 +67,7 @@ def _is_zygote(pid: int) -> bool:
 
 def _descends_from(pid: int, ancestor: int) -> bool:
     while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        pid = _parent(pid)
         if pid == ancestor:
             return True
     return False

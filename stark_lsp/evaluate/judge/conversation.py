@@ -32,9 +32,6 @@ _PIN_FROM = 4 << 20  # output bytes from which pinning the judge's mapping pays 
 T = TypeVar("T")
 
 
-MEMORY_TRACE = trace.enabled()  # the judge's GPU memory by phase, each phase's own peak: [allocated, reserved] GiB
-
-
 class Cancelled(Exception):
     """The caller stopped the evaluation (``cancel()``, Ctrl-C, a wall-time limit)."""
 
@@ -66,13 +63,13 @@ class EvalState:
         now = _perf()
         self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 4)
         self._since = now
-        if MEMORY_TRACE and torch.cuda.is_initialized():  # the judge's own GPU memory in each phase: its peak
+        if trace.enabled() and torch.cuda.is_initialized():  # the judge's own GPU memory in each phase: its peak
             self.memory[phase] = [round(torch.cuda.max_memory_allocated() / 2**30, 3),
                                   round(torch.cuda.max_memory_reserved() / 2**30, 3)]
             torch.cuda.reset_peak_memory_stats()  # the next phase's peak is its own
 
     def result(self, status: Status, message: str, **kw: Any) -> EvalResult:
-        if MEMORY_TRACE and self.memory:
+        if self.memory:  # the judge's GPU memory by phase, each phase's own peak: [allocated, reserved] GiB
             trace.write({"judge_memory_gib": self.memory, "status": status.value, "pid": os.getpid()})
         return EvalResult(status, message, compile=self.compile, correctness=self.correctness, resources=self.resources,
                           flags=self.flags, io=self.io, phases=dict(self.phases), degenerate=self.degenerate, **kw)

@@ -436,7 +436,8 @@ class Judge:
             with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
                 ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
             state.mark("calibration")
-            with self.gate.hold(None, "load"):  # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
+            # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
+            with self.gate.hold(None, "load"):
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
             state.mark("load")
             call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
@@ -475,7 +476,8 @@ class Judge:
                     timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
                                        checks=checks, shapes=output_shapes(ref_out0),
                                        protocol_cap_ms=base.reference.protocol_ms,
-                                       fixed_cap_ms=base.reference.fixed_ms, shared=lambda: self.gate.hold(SHARED, "timing's checks"))
+                                       fixed_cap_ms=base.reference.fixed_ms,
+                                       shared=lambda: self.gate.hold(SHARED, "timing's checks"))
             except Verdict:  # it hung or died while timed: a batch before that which was wrong is the verdict
                 checks.flush()  # (what it reads back was read already: no request to the process)
                 raise

@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 send({"started": True})
                 waited0 = judge.gate.waited_s
-                with judge.gate.hold(SHARED, "evaluation"):  # the judge's phases switch it to exclusive or none as they go
+                # the judge's phases switch it to exclusive or none as they go
+                with judge.gate.hold(SHARED, "evaluation"):
                     result = _profiled(judge.evaluate, job, cancel_fd=args.fd_in)
                     if judge.gate.active and out_of_memory(result):
                         # beside other judges' processes the GPU's memory ran out: not the task's fault, nor
