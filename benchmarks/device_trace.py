@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         for (mode, label, after), values in sorted(waits.items(), key=lambda kv: -sum(kv[1])):
             print(f"  {mode:9s} {label or '-':20s} after {after or '-':18s} {_stats(values)}")
     for key, title in (("after_verdict_s", "a judge's work after a verdict, before its next job (s):"),
-                       ("candidate_start_s", "a candidate process: asked for how far ahead, then waited for (s):")):
+                       ("candidate_start_s", "a candidate process: asked for how far ahead, waited for, its start's steps (s):")):
         got = grouped(rows, key)
         if got:
             print(title)

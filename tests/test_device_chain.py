@@ -155,6 +155,7 @@ def test_work_done_while_the_inputs_are_drawn_is_on_the_judges_clock(ev):
     assert r.runtime.candidate.median_ms >= min(TM.Batch(*b).judged_ms(ov) for b in cand["batches"])
     (start,) = [x["candidate_start_s"] for x in rows if "candidate_start_s" in x]  # the trace's other rows
     assert start["asked ahead"] >= 0 and start["waited"] >= 0
+    assert start["zygote: clean-up"] >= 0 and start["zygote: fork"] >= 0  # what the zygote said of its part
 
 
 def test_a_kernel_named_like_the_protocols_own_is_not_counted_as_launched(ev):
@@ -200,3 +201,15 @@ def test_a_compiled_kernel_this_triton_cannot_launch_falls_back_to_the_same_kern
     DC.perturb_(y, None, -1, 77, 0)
     assert torch.equal(y, x * torch.tensor(factors(DC.seed_of(77, 0), None, 3000)))  # applied once, by the JIT
     assert K._broken and "no such launcher API" in K._broken[0]
+
+
+def test_a_starts_steps_are_kept_only_as_short_names_and_plain_numbers():
+    """What a process says of its start goes to the trace alone; anything but a small dict of short
+    names and plain numbers is dropped, never an error."""
+    from stark_lsp.evaluate.judge.link import step_times
+
+    assert step_times({"cuda context": 0.5, "pin": 1}) == {"cuda context": 0.5, "pin": 1.0}
+    assert step_times({"fork": 0.01}, prefix="zygote: ") == {"zygote: fork": 0.01}
+    assert step_times(["cuda", 1]) == {} and step_times(None) == {}
+    assert step_times({str(i): 0.1 for i in range(9)}) == {}  # too many
+    assert step_times({"x" * 41: 1.0, "ok": True, "neg": -1.0, "nan": float("nan"), "s": "1"}) == {}

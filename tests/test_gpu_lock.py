@@ -242,8 +242,9 @@ def test_with_a_trace_every_exclusive_hold_is_written_with_what_it_was_for(lock_
                 pass
     gate.close()
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert [r["gate"] for r in rows] == ["candidate timing", "candidate timing"]
-    assert all(r["held_s"] >= 0 for r in rows)
+    holds = [r for r in rows if "gate" in r]
+    assert [r["gate"] for r in holds] == ["candidate timing", "candidate timing"]
+    assert all(r["held_s"] >= 0 for r in holds)
 
 
 def test_with_a_trace_a_wait_is_written_with_what_it_waited_for_and_what_came_before(lock_env, monkeypatch,
@@ -304,6 +305,34 @@ def test_an_evaluation_times_only_when_no_other_process_uses_the_gpu(lock_env, m
     assert result.status is Status.OK, result.summary()
     assert finished >= released
     assert result.phases.get("waiting for the GPU", 0.0) > 0.0
+
+
+@pytest.mark.timeout(300)
+def test_a_candidate_takes_the_gate_once_from_its_process_start_to_its_trials(lock_env, monkeypatch, tmp_path):
+    """Every take of the gate can mean a wait behind another judge's timing. From the candidate's
+    process start to its trials the judge holds it only for the calibration: the start, the task's
+    harness, the candidate's load and its first call (the CPU's work) go from one to the next, and
+    into and out of the calibration, without taking it shared in between."""
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.tasks.spec import load_task
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-takes")
+    monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        result = ev.evaluate(task, task.root_source(), EvalOptions(trials=2, cpu_reps=1))
+    assert result.status is Status.OK, result.summary()
+    takes = [(r["take"], r["for"], r["after"]) for r in map(json.loads, trace.read_text().splitlines())
+             if "take" in r]
+    start = next(i for i, t in enumerate(takes) if t[1] == "candidate calibration")
+    end = next(i for i, t in enumerate(takes) if t[1] == "candidate timing")
+    assert takes[start:end + 1] == [(EXCLUSIVE, "candidate calibration", "process start"),
+                                    (SHARED, "evaluation", "first call"),  # the trials, the launch check
+                                    (EXCLUSIVE, "candidate timing", "evaluation")], takes
 
 
 @pytest.mark.timeout(300)

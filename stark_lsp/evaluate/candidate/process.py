@@ -36,6 +36,7 @@ import numbers
 import os
 import socket
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -101,13 +102,20 @@ class CandidateProcess:
             # every batch between two) made the same call take 0.1 ms or 6 ms; the reference's process
             # runs the same way, so the figures compare
             torch.set_num_threads(1)
+        # what this start spent, by step (trusted code, before any task or candidate: for the trace only)
+        self.start_s: dict[str, float] = {}
         if self.is_gpu:
+            t = time.perf_counter()
             torch.cuda.init()
             torch.ones(1, device=self.device).add_(1)  # the context, now, not in the first trial
+            t = self._step("cuda context", t)
             if warm_profiler:  # its one-time start (about a second), now, not in the launch check
                 profiled_kernel_names(lambda: torch.ones(1, device=self.device).add_(1), [])
+                t = self._step("profiler", t)
             pin(self.buf)  # outputs copied straight from the GPU (its pages are made now, not in a trial)
+            t = self._step("buffer pinned", t)
             self._warm_protocol()
+            self._step("protocol's kernels", t)
         self.launches = LaunchCounter()
         self.launches.install()  # before any candidate code is imported
         self.launcher_signatures: list[list[str]] = []  # Triton's launcher stubs made here (a claim)
@@ -126,6 +134,11 @@ class CandidateProcess:
         self.cal_out: list[Any] | None = None
         self.prepared: list[tuple[int, list[Any]]] = []  # the next device-chain batch's inputs
         self.kept_dig: tuple[torch.Tensor, int] | None = None  # the last real device-chain batch's table and nonce
+
+    def _step(self, name: str, since: float) -> float:
+        now = time.perf_counter()
+        self.start_s[name] = round(now - since, 4)
+        return now
 
     def _warm_protocol(self) -> None:
         """One call's own steps, once, on data of ours, before any task or candidate: the first
@@ -153,7 +166,7 @@ class CandidateProcess:
 
     # ------------------------------------------------------------------
     def serve(self) -> None:
-        self.chan.send({"ready": True, "pid": os.getpid()})
+        self.chan.send({"ready": True, "pid": os.getpid(), "start_s": self.start_s})
         while True:
             try:
                 msg = self.chan.recv()

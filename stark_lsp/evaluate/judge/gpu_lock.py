@@ -10,9 +10,12 @@ through a machine-wide gate, one per GPU (named after the device's UUID):
 * **shared** for the other phases that run work on the GPU: the reference's
   outputs and the task check, the trials after the first call, the launch
   check, clearing the process away;
-* **none** while the CPU does the work: a process's start, loading the
-  candidate, its first call (Triton's compile, then one call), the
-  ``torch.compile`` baseline's compile (docs/EVALUATOR.md: what that leaves).
+* **none** while the CPU does the work: a process's start and its loading
+  of the task's harness, loading the candidate, its first call (Triton's
+  compile, then one call), the ``torch.compile`` baseline's compile
+  (docs/EVALUATOR.md: what that leaves). A judge goes from one to the next,
+  and into and out of its calibration, without taking the gate shared in
+  between: every take of the gate can mean a wait behind a timer.
 
 The gate is two ``flock`` files: the lock itself (shared or exclusive) and a
 turnstile that an exclusive holder keeps while it waits and runs. A new
@@ -149,6 +152,7 @@ class GpuGate:
         self.mode = mode
         if mode == EXCLUSIVE:
             self._held_since = time.monotonic()
+        trace.write({"take": mode, "for": label, "after": after})  # every transition, waited for or not
 
     def _take(self, mode: str, blocking: bool) -> bool:
         nb = 0 if blocking else fcntl.LOCK_NB

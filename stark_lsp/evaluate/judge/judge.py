@@ -425,39 +425,45 @@ class Judge:
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
         self._choose_chain(conv, inputs0, ref_out0)
         try:
-            with self.gate.hold(None, "process start"):  # the process's start: the CPU's, and CUDA's context
+            # from the process's start to its first call the gate is held only for the calibration: the
+            # start (the CPU's, and CUDA's context), the task's harness, the candidate's imports and builds
+            # and its first call (Triton's compiles, then one call) are the CPU's work (docs/EVALUATOR.md,
+            # the gate's residual), and going straight from one to the next waits at the gate once, not thrice
+            with self.gate.hold(None, "process start"):
                 t_ready = time.monotonic()
                 conv.ask(None, READY_LIMIT_S, "start")
-                if trace.enabled():  # how far ahead the process was asked for, and how long it was still waited for
+                if trace.enabled():  # how far ahead the process was asked for, how long it was still waited for,
+                    # and what the zygote and the process said their start's steps took
                     trace.write({"candidate_start_s": {"asked ahead": round(t_ready - link.asked, 4),
-                                                       "waited": round(time.monotonic() - t_ready, 4)}})
-            state.mark("process start")
-            conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-            with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
-                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
-            state.mark("calibration")
-            # imports and builds: the CPU's work (docs/EVALUATOR.md, the gate's residual)
-            with self.gate.hold(None, "load"):
+                                                       "waited": round(time.monotonic() - t_ready, 4),
+                                                       **link.start_s}})
+                state.mark("process start")
+                conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
+                with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
+                    ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
+                state.mark("calibration")
+                self.gate.switch(None, "load")
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
-            state.mark("load")
-            call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
+                state.mark("load")
+                call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
 
-            # trials: the first call, then a batch of the rest; every call compared element by element
-            # the first call compiles Triton kernels (it says after each launch); a CUDA
-            # candidate's library is loaded already: its first call gets no compile time
-            first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
-                           if spec.kind == "cuda" and not job.get("load_inline") else opts.load_timeout_s)
-            n = max(1, opts.trials)
-            rest = TM.batch_limit_s(n - 1, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + n * transfer_s(ref_out0)
-            trials: list[Trial] = []
-            atol = opts.atol if opts.atol is not None else ref.atol
-            rtol = opts.rtol if opts.rtol is not None else ref.rtol
-            state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
-            after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
-            with self.gate.hold(None, "first call"):  # it compiles (the CPU's work) and runs once: other judges go on
+                # trials: the first call, then a batch of the rest; every call compared element by element
+                # the first call compiles Triton kernels (it says after each launch); a CUDA
+                # candidate's library is loaded already: its first call gets no compile time
+                first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
+                               if spec.kind == "cuda" and not job.get("load_inline") else opts.load_timeout_s)
+                n = max(1, opts.trials)
+                rest = (TM.batch_limit_s(n - 1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
+                        + n * transfer_s(ref_out0))
+                trials: list[Trial] = []
+                atol = opts.atol if opts.atol is not None else ref.atol
+                rtol = opts.rtol if opts.rtol is not None else ref.rtol
+                state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
+                after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
+                self.gate.switch(None, "first call")
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
                                 progress_limit=call_limit + PROGRESS_SLACK_S)
-            state.mark("first call")
+                state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
             if n > 1:  # the other trials: a batch of their own, every call compared element by element

@@ -99,6 +99,7 @@ class CandidateLink:
         self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
         self.pin_tried = False
         self.sent_at = 0.0
+        self.start_s: dict[str, float] = {}  # what the zygote and the process said their start took (trace only)
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -107,6 +108,7 @@ class CandidateLink:
         if msg.get("ready") is not True:  # before any candidate code was in it: never the candidate's doing
             raise StartFailed(f"the process did not start: {clean_text(msg.get('error'), 300)}")
         self.ready = True
+        self.start_s.update(step_times(msg.get("start_s")))
 
     def request(self, msg: dict[str, Any] | None, limit_s: float, *, launched_limit_s: float | None = None,
                 progress_limit_s: float | None = None, cancel_fd: int | None = None) -> dict[str, Any]:
@@ -174,6 +176,18 @@ class CandidateLink:
             os.close(self.buffer_fd)
         except OSError:
             pass
+
+
+def step_times(raw: object, prefix: str = "", most: int = 8) -> dict[str, float]:
+    """A start's steps and their seconds, as a process said them: for the trace alone, never a figure
+    or a limit. Anything but a small dict of short names and plain numbers is dropped."""
+    if not isinstance(raw, dict) or len(raw) > most:
+        return {}
+    out: dict[str, float] = {}
+    for k, v in raw.items():
+        if isinstance(k, str) and len(k) <= 40 and type(v) in (int, float) and 0 <= v < 1e6:
+            out[prefix + clean_text(k, 40)] = round(float(v), 4)
+    return out
 
 
 class _PendingSpawn:
@@ -294,6 +308,7 @@ class SandboxedZygote:
         tail.start()
         link = CandidateLink(self, Channel(pending.judge_end), pending.buffer_fd, tail, int(reply["spawned"]))
         link.profiler, link.asked = pending.profiler, pending.asked
+        link.start_s.update(step_times(reply.get("steps_s"), prefix="zygote: "))
         return link
 
     def _spawn(self, profiler: bool = False) -> CandidateLink:

@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 
         def waiting(mode: str, waited: float | None) -> None:
             send({"waiting": mode} if waited is None else {"resumed": True, "waited_s": round(waited, 4)})
+            if waited is None and judge.is_gpu:  # about to wait anyway: the other judges on this GPU get the
+                torch.cuda.empty_cache()  # memory this one's allocator keeps cached but does not use now
 
         judge.gate = GpuGate(lock_key, on_wait=waiting)  # one per GPU, machine-wide
         send({"ready": True, "hardware": judge.hardware(), "pid": os.getpid()})

@@ -187,6 +187,7 @@ class Zygote:
         self.private_dirs: list[str] = []
         self.warm: dict[str, bytes] = {}
         self.launchers: collections.OrderedDict[tuple[str, ...], list[str]] = collections.OrderedDict()
+        self.built_s = 0.0  # launcher stubs built since the last spawn (the trace: what the next one waited for)
         self.own = own_state()  # its limits, priority and CPUs: checked before every fork
 
     def send(self, msg: dict) -> None:
@@ -260,17 +261,24 @@ class Zygote:
                 msg = {}
             op = msg.get("op")
             if op == "spawn" and len(fds) == 3:
+                t0 = time.perf_counter()
                 self.clean()
+                t1 = time.perf_counter()
                 pid = self.spawn(*fds, profiler=msg.get("profiler") is True)
-                self.send({"spawned": pid})
+                steps = {"clean-up": round(t1 - t0, 4), "fork": round(time.perf_counter() - t1, 4)}
+                if self.built_s:  # launcher stubs built since the last spawn: this one waited behind them
+                    steps["launcher stubs"], self.built_s = round(self.built_s, 4), 0.0
+                self.send({"spawned": pid, "steps_s": steps})
             elif op == "wait":
                 self.send(self.wait(int(msg.get("pid", 0))))
             elif op == "launchers":  # no answer: the next spawn waits behind the build
                 for fd in fds:
                     os.close(fd)
+                t0 = time.perf_counter()
                 self.clean()  # nothing of the last candidate may be alive to write into the build
                 try:
                     self.add_launchers(msg.get("signatures"))
+                    self.built_s += time.perf_counter() - t0
                 except Exception as e:  # noqa: BLE001 - stubs are an optimisation: the zygote goes on
                     sys.stderr.write(f"zygote: launcher stubs failed ({type(e).__name__}: {e})\n")
             elif op == "kill":
