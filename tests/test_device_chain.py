@@ -181,9 +181,9 @@ def test_the_zygote_compiles_the_chain_kernels_for_every_float_dtype_and_the_has
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    want = [[k, d] for k in ("perturb", "digest") for d in ("fp32", "fp16", "bf16", "fp64")] + [["hash", "i32"]]
+    want = [[k, d] for k in ("perturb", "digest", "sum") for d in ("fp32", "fp16", "bf16", "fp64")] + [["hash", "i32"]]
     assert got["compiled"] == sorted(want)
-    assert got["cubins"] and len(got["sigs"]) == 9 and all(s[0].startswith("*") for s in got["sigs"])
+    assert got["cubins"] and len(got["sigs"]) == 13 and all(s[0].startswith("*") for s in got["sigs"])
     assert "not compiled" not in proc.stderr
 
 

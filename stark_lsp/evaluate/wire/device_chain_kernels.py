@@ -11,13 +11,23 @@ seed and, word by word, from the previous call's digest row in device memory
 grid-stride, one add per program and slot (same-address atomics serialize:
 one per block made the digest of 16M floats cost 0.11 ms on the H200).
 
+``sum_kernel``: ``signed_sum.py``'s sum (every element, NaN and infinities
+included) into one float64 slot, for the host chain's digests: grid-stride,
+as the digest is.
+
+``check_kernel``: the judge's side of a check, in one pass: the signed sum of
+every element (``sum_kernel``'s) and, over the finite elements, the sum of
+magnitudes and of squared tolerances (``digest.bound``'s parts). Only the
+judge runs it (through the JIT): it replaced ten passes of torch in float64,
+which made the checks of a timing cost more than the timing.
+
 ``hash_kernel``: the states of ``output_hash.py``'s "lanes" scheme, a
 commitment to an output's bytes that a read-back must match exactly: each
 lane absorbs its words through ``_step``, then a program's lanes are
 combined in a fixed tree (``tl.split`` pairs), two 32-bit words a program.
 
 Every candidate process is fresh, so through ``@triton.jit`` each one would
-compile both kernels again (tens of milliseconds each, per input dtype, on
+compile every kernel again (hundreds of milliseconds each, per input dtype, on
 the H200). ``precompile`` compiles them in the zygote instead, for every
 float dtype, against the GPU's architecture and without touching CUDA; the
 forked processes inherit the compiled kernels (``COMPILED``) and only load
@@ -112,6 +122,45 @@ def digest_kernel(x_ptr, n, k, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float64)
+    for b in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):  # grid-stride: one add a program
+        offs = b * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
+        h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
+        acc += tl.where((h >> 31) != 0, -x, x)
+    tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def check_kernel(x_ptr, n, k, atol, rtol, out_ptr, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float64)
+    mag = tl.zeros([BLOCK], dtype=tl.float64)
+    var = tl.zeros([BLOCK], dtype=tl.float64)
+    for b in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):  # grid-stride: one add a program
+        offs = b * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
+        h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
+        acc += tl.where((h >> 31) != 0, -x, x)
+        a = tl.abs(x)
+        finite = mask & (a < float("inf"))  # NaN compares false too
+        a = tl.where(finite, a, 0.0)
+        mag += a
+        t = tl.where(finite, a * rtol + atol, 0.0)  # the tolerances come in as float32 (6e-8 relative)
+        var += t * t
+    tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
+    tl.atomic_add(out_ptr + 1, tl.sum(mag, axis=0))
+    tl.atomic_add(out_ptr + 2, tl.sum(var, axis=0))
+
+
+def check_sums(x: Any, n: int, k: int, atol: float, rtol: float, out: Any) -> None:
+    """``check_kernel`` over one chunk ``x`` (contiguous, fp32/fp16/bf16), added into ``out[0:3]``."""
+    check_kernel[(digest_grid(n),)](x, n, k, atol, rtol, out, BLOCK=DIGEST_BLOCK)
+
+
+@triton.jit
 def hash_kernel(w_ptr, n, out_ptr, BLOCK: tl.constexpr, LEVELS: tl.constexpr):
     # output_hash.py's "lanes" scheme: lane l of program p absorbs word l of blocks p, p + P, ... through the
     # one-way step, then the program's lanes are combined pairwise in a fixed tree; two words out per program
@@ -147,9 +196,10 @@ def digest_grid(n: int) -> int:
     return max(1, min((n + DIGEST_BLOCK - 1) // DIGEST_BLOCK, DIGEST_PROGRAMS))
 
 
-KERNELS = {"perturb": perturb_kernel, "digest": digest_kernel, "hash": hash_kernel}
+KERNELS = {"perturb": perturb_kernel, "digest": digest_kernel, "sum": sum_kernel, "hash": hash_kernel}
 DTYPES = ("fp32", "fp16", "bf16", "fp64")  # Triton's names for device_chain.FLOATS
 HASH_BLOCK, HASH_LEVELS = 1024, 10  # output_hash.BLOCK and LEVELS (a test checks they agree)
+SUM_BLOCK = 1024  # signed_sum.SUM_BLOCK (a test checks they agree)
 
 
 def dtypes_of(name: str) -> tuple[str, ...]:
@@ -165,6 +215,8 @@ def signature(name: str, dtype: str) -> dict[str, str]:
                 "first": "i32", "WIDE": "constexpr", "BLOCK": "constexpr"}
     if name == "hash":
         return {"w_ptr": "*i32", "n": "i32", "out_ptr": "*i32", "BLOCK": "constexpr", "LEVELS": "constexpr"}
+    if name == "sum":
+        return {"x_ptr": f"*{dtype}", "out_ptr": "*fp64", "n": "i32", "k": "i64", "BLOCK": "constexpr"}
     return {"x_ptr": f"*{dtype}", "n": "i32", "k": "i64", "out_ptr": "*fp64", "BLOCK": "constexpr"}
 
 
@@ -175,7 +227,7 @@ def constexprs(name: str, dtype: str, block: int) -> dict[str, Any]:
 
 
 def block_of(name: str, block: int) -> int:
-    return {"digest": DIGEST_BLOCK, "hash": HASH_BLOCK}.get(name, block)
+    return {"digest": DIGEST_BLOCK, "hash": HASH_BLOCK, "sum": SUM_BLOCK}.get(name, block)
 
 
 def precompile(arch: int, block: int, warp_size: int = 32) -> tuple[list[tuple[str, ...]], float]:

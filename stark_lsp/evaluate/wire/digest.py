@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from stark_lsp.evaluate.wire.channel import finite_number
-from stark_lsp.evaluate.wire.signed_sum import signed_sum
+from stark_lsp.evaluate.wire.signed_sum import CHUNK, key, signed_sum
 
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
@@ -126,8 +126,11 @@ class Deferred:
                 row.append(("done", (digest([v], seed)[0], bound([v], atol, rtol)[0])))
                 continue
             flat = _flat(v)
-            s = signed_sum(flat, seed, k)
-            self._parts.append(torch.stack([s.to(torch.float64), *_bound_parts(v, flat, atol, rtol)]))
+            parts = check_parts(flat, seed, k, atol, rtol)
+            if parts is None:
+                s = signed_sum(flat, seed, k)
+                parts = torch.stack([s.to(torch.float64), *_bound_parts(v, flat, atol, rtol)])
+            self._parts.append(parts)
             row.append(("part", len(self._parts) - 1))
         self._calls.append(row)
 
@@ -148,6 +151,39 @@ class Deferred:
                 bounds.append(_bound_of(mag, var, scale))
             out.append((digs, bounds))
         return out
+
+
+_CHECKED = (torch.float32, torch.float16, torch.bfloat16)  # squared tolerances of these never overflow float64
+_check_sums: Any = None  # device_chain_kernels.check_sums, found on first use (False: Triton is not usable here)
+
+
+def check_parts(flat: torch.Tensor, seed: int, k: int, atol: float, rtol: float,
+                any_device: bool = False) -> torch.Tensor | None:
+    """[signed sum, magnitude, variance, scale] of output ``k`` (as ``signed_sum`` and ``_bound_parts``
+    give them, the scale 1) from one Triton pass over it, without a synchronization; None where that
+    cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs,
+    whose squared tolerances could overflow; no Triton): the caller takes the torch path."""
+    global _check_sums
+    if flat.dtype not in _CHECKED or not (flat.is_cuda or any_device):
+        return None
+    if _check_sums is None:
+        try:
+            from stark_lsp.evaluate.wire.device_chain_kernels import check_sums
+        except Exception:  # noqa: BLE001 - no Triton: the torch path
+            check_sums = False
+        _check_sums = check_sums
+    if _check_sums is False:
+        return None
+    out = torch.zeros(4, dtype=torch.float64, device=flat.device)
+    out[3] = 1.0
+    try:
+        for c, start in enumerate(range(0, flat.numel(), CHUNK)):
+            x = flat[start:start + CHUNK]
+            _check_sums(x, x.numel(), key(seed, k, c), float(atol), float(rtol), out)
+    except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path from now on
+        _check_sums = False
+        return None
+    return out
 
 
 def _bound_parts(v: torch.Tensor, flat: torch.Tensor, atol: float, rtol: float) -> list[torch.Tensor]:

@@ -5,7 +5,8 @@ seed (``key``): bit 31 of MurmurHash3's 32-bit finaliser of
 ``index * 0x9E3779B1 + key``, computed where the element is read. Nothing of
 an output's size is drawn, written or read again: on a GPU one Triton kernel
 reads the output once, grid-stride, and adds its programs' float64 sums into
-one number (``_triton_sum``), about one pass over memory; anywhere else (the CPU, or a
+one number (``_triton_sum``; the kernel is ``device_chain_kernels.sum_kernel``,
+which the zygote compiles for every candidate process), about one pass over memory; anywhere else (the CPU, or a
 GPU without Triton) the same hash in torch gives the same signs
 (``_torch_sum``). Both sides of the wire get the same signs for a seed
 whichever path they take, and the sums agree to float64 rounding.
@@ -68,52 +69,31 @@ def _torch_sum(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.where(signs_negative(x.numel(), k, x.device), -x64, x64).sum()
 
 
-_KERNEL: Any = None  # the Triton kernel, made on first use (False: Triton is not usable here)
 BLOCK = 4096
 SUM_BLOCK, SUM_PROGRAMS = 1024, 528  # the sum's step and its grid at most (grid-stride: few same-address adds)
-
-
-def _make_kernel() -> Any:
-    try:
-        import triton
-        import triton.language as tl
-    except Exception:  # noqa: BLE001 - no Triton: the torch path gives the same signs
-        return False
-
-    @triton.jit
-    def signed_sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
-        acc = tl.zeros([BLOCK], dtype=tl.float64)
-        for b in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):  # grid-stride: one add a program
-            offs = b * BLOCK + tl.arange(0, BLOCK)
-            mask = offs < n
-            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
-            h = offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32)
-            h = h ^ (h >> 16)
-            h = h * 0x85EBCA6B
-            h = h ^ (h >> 13)
-            h = h * 0xC2B2AE35
-            h = h ^ (h >> 16)
-            acc += tl.where((h >> 31) != 0, -x, x)
-        tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
-
-    return signed_sum_kernel
-
-
-_TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+_TRITON: dict[torch.dtype, str] = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+                                   torch.float64: "fp64"}
+_launch: Any = None  # device_chain_kernels.launch, found on first use (False: Triton is not usable here)
 
 
 def _triton_sum(x: torch.Tensor, k: int, acc: torch.Tensor) -> bool:
-    """Add the chunk's signed sum into ``acc`` (a float64 scalar on the GPU); False where Triton cannot."""
-    global _KERNEL
-    if _KERNEL is None:
-        _KERNEL = _make_kernel()
-    if _KERNEL is False or x.dtype not in _TRITON_DTYPES:
+    """Add the chunk's signed sum into ``acc`` (a float64 scalar on the GPU); False where Triton cannot.
+    The kernel is ``device_chain_kernels.sum_kernel``: a candidate process runs the zygote's binary of it."""
+    global _launch
+    if _launch is None:
+        try:
+            from stark_lsp.evaluate.wire.device_chain_kernels import launch
+        except Exception:  # noqa: BLE001 - no Triton: the torch path gives the same signs
+            launch = False
+        _launch = launch
+    dtype = _TRITON.get(x.dtype)
+    if _launch is False or dtype is None:
         return False
     n = x.numel()
     try:
-        _KERNEL[(max(1, min(triton_cdiv(n, SUM_BLOCK), SUM_PROGRAMS)),)](x, acc, n, k, BLOCK=SUM_BLOCK)
+        _launch("sum", dtype, max(1, min(triton_cdiv(n, SUM_BLOCK), SUM_PROGRAMS)), x, acc, n, k, block=SUM_BLOCK)
     except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path, same signs
-        _KERNEL = False
+        _launch = False
         return False
     return True
 
