@@ -9,7 +9,8 @@ output's digest and bound to one deferred read (``digest.Deferred``). This scrip
 steps for ``--calls`` calls of each task, with no candidate and no sandbox, and prints the
 milliseconds a call each step took (the device synchronized after each, so a step's GPU work is
 its own), then the whole loop as the judge runs it (no synchronization between calls), and, with
-``--profile N``, the loop's N costliest functions under cProfile. On a CPU the perturbation is
+``--profile N``, the loop's N costliest functions under cProfile. Then what a call read back in
+full adds (``Checker._compare_fetched``): the comparison, its digest again, its hash. On a CPU the perturbation is
 left out (the device chain runs on a GPU only). Default tasks: the turnaround's Triton axpy and
 the Triton softmax sample. Figures go to docs/benchmarks.md by hand.
 """
@@ -31,9 +32,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from stark_lsp.evaluate.harness import as_outputs, clone_inputs, load_reference  # noqa: E402
-from stark_lsp.evaluate.judge.compare import tolerance_for  # noqa: E402
+from stark_lsp.evaluate.judge.compare import compare_outputs, tolerance_for  # noqa: E402
 from stark_lsp.evaluate.wire import device_chain as DC  # noqa: E402
 from stark_lsp.evaluate.wire import digest as D  # noqa: E402
+from stark_lsp.evaluate.wire import output_hash as OH  # noqa: E402
 from stark_lsp.tasks.spec import load_task  # noqa: E402
 
 DEFAULT_TASKS = [ROOT / "benchmarks" / "tasks" / "axpy_triton.py", ROOT / "samples" / "triton" / "softmax.py"]
@@ -96,6 +98,27 @@ def per_step(s: Steps, calls: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def read_back(s: Steps, calls: int) -> dict[str, float]:
+    """Milliseconds for a call read back in full (``Checker._compare_fetched``): the element-by-element
+    comparison, its digest again and its hash, on a copy of the reference's output (medians)."""
+    times: dict[str, list[float]] = {"compare": [], "digest again": [], "hash": []}
+    ref = s.outputs(s.draw(7))
+    cand = [o.clone() if isinstance(o, torch.Tensor) else o for o in ref]
+    scheme = OH.scheme_for(s.device)
+    for i in range(calls):
+        _sync(s.device)
+        t = time.perf_counter()
+        assert compare_outputs(ref, cand, s.ref.atol, s.ref.rtol).passed
+        t1 = time.perf_counter()
+        D.digest(cand, i + 1)
+        t2 = time.perf_counter()
+        OH.commit_one(cand, scheme)
+        t3 = time.perf_counter()
+        for k, a, b in (("compare", t, t1), ("digest again", t1, t2), ("hash", t2, t3)):
+            times[k].append(1e3 * (b - a))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def loop(s: Steps, calls: int) -> float:
     """Milliseconds a call for the whole check as the judge runs it: no synchronization until the end."""
     _sync(s.device)
@@ -120,9 +143,12 @@ def main() -> int:
         loop(s, 20)  # every kernel's first use (Triton's JIT in the judge) off the figures
         steps = per_step(s, args.calls)
         whole = loop(s, args.calls)
+        read_back(s, 3)
+        back = read_back(s, max(3, args.calls // 10))
         line = ", ".join(f"{k} {v:.3f}" for k, v in steps.items())
         print(f"{path.name}: the check of one call {whole:.3f} ms (as the judge runs it); by step, synchronized: {line}"
-              f" (ms; device chain: {'yes' if s.chain else 'no'})", flush=True)
+              f" (ms; device chain: {'yes' if s.chain else 'no'}); a call read back: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in back.items()) + " ms", flush=True)
         if args.profile > 0:
             prof = cProfile.Profile()
             prof.enable()

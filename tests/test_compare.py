@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -50,3 +53,47 @@ def test_complex_outputs_are_compared_as_pairs_of_reals(chunk):
     c = r.clone()
     c[17] += 1j
     assert not C.compare_outputs([r], [c]).passed
+
+
+@pytest.fixture
+def compare_kernel(monkeypatch):
+    """Where the one-pass comparison runs: the GPU where there is one, else Triton's interpreter."""
+    pytest.importorskip("triton")
+    gpu = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+    name = "stark_lsp.evaluate.judge.compare_kernel"
+    if not gpu:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        sys.modules.pop(name, None)  # Triton reads the variable when the kernel is defined
+    monkeypatch.setattr(C, "_kernel", None)
+    yield torch.device("cuda" if gpu else "cpu")
+    if not gpu:
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_the_one_pass_comparison_gives_the_torch_paths_figures(compare_kernel, dtype):
+    """The kernel's nine figures are the torch path's: the NaN/inf counts both ways, the worst
+    errors, and the count outside the tolerance, with elements on both sides of it."""
+    dev = compare_kernel
+    g = torch.Generator().manual_seed(5)
+    r = (torch.randn(5000, generator=g) * 4).to(dtype)
+    a, rt = C.tolerance_for(dtype, None, None)
+    c = r.double() + (torch.rand(5000, generator=g, dtype=torch.float64) * 2 - 1) * 1.5 * (a + rt * r.double().abs())
+    c = c.to(dtype)
+    clean_r, clean_c = r.clone().to(dev), c.clone().to(dev)
+    r[[10, 11]], c[[10, 12]] = float("nan"), float("nan")
+    r[20], c[21] = float("inf"), float("inf")
+    r[30], c[30] = float("-inf"), float("-inf")
+    c[40] = float("-inf")
+    r, c = r.to(dev), c.to(dev)
+    tol = torch.tensor([a, rt], dtype=torch.float64, device=dev)
+    got = C._chunk_figures(r, c, a, rt, tol, any_device=True).tolist()
+    clean = C._chunk_figures(clean_r, clean_c, a, rt, tol, any_device=True).tolist()
+    assert C._kernel not in (None, False), "the kernel path did not run"
+    C._kernel = False
+    want = C._chunk_figures(r, c, a, rt, tol).tolist()
+    want_clean = C._chunk_figures(clean_r, clean_c, a, rt, tol).tolist()
+    assert got[:6] == want[:6] == [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]  # (the worst errors there: NaN or inf, unused)
+    assert clean[:6] == want_clean[:6] == [0.0] * 6
+    assert clean[8] == want_clean[8] and 0 < clean[8] < 5000
+    assert clean[6] == pytest.approx(want_clean[6], rel=1e-12) and clean[7] == pytest.approx(want_clean[7], rel=1e-12)

@@ -1,6 +1,7 @@
 """The timed-call digest (pure torch on the CPU): honest outputs agree, stale ones do not."""
 
 import math
+import os
 import sys
 
 import pytest
@@ -122,63 +123,74 @@ def test_keys_differ_by_seed_output_and_chunk_and_are_never_a_constant_for_trito
     assert len(keys) == 12 and min(keys) > 1
 
 
-def test_the_triton_kernel_gives_the_same_sum_as_torch(monkeypatch):
-    """The GPU path's kernel (``device_chain_kernels.sum_kernel``, run here by Triton's interpreter,
-    through the launch a candidate process uses) draws the same signs as the CPU's."""
+@pytest.fixture
+def kernels(monkeypatch):
+    """The protocol's kernels and where they run: on the GPU where there is one, else under Triton's
+    interpreter on the CPU."""
     pytest.importorskip("triton")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    sys.modules.pop(KERNELS, None)  # Triton reads the variable when the kernels are defined
+    gpu = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+    if not gpu:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        sys.modules.pop(KERNELS, None)  # Triton reads the variable when the kernels are defined
+    monkeypatch.setattr(D, "_check_sums", None)
     try:
         import stark_lsp.evaluate.wire.device_chain_kernels as K
     except Exception:  # noqa: BLE001
         pytest.skip("Triton is not usable here")
+    yield K, torch.device("cuda" if gpu else "cpu")
+    if not gpu:
+        sys.modules.pop(KERNELS, None)
+
+
+def test_the_triton_kernel_gives_the_same_sum_as_torch(kernels):
+    """The GPU path's kernel (``device_chain_kernels.sum_kernel``, through the launch a candidate
+    process uses) draws the same signs as the CPU's."""
+    K, dev = kernels
     assert K.SUM_BLOCK == S.SUM_BLOCK
-    try:
-        for dtype in (torch.float32, torch.float16, torch.float64):  # (bfloat16: not every interpreter has it)
-            x = (torch.randn(10_000, generator=torch.Generator().manual_seed(6)) * 10).to(dtype)
-            k = S.key(77, 0, 0)
-            acc = torch.zeros((), dtype=torch.float64)
-            K.launch("sum", S._TRITON[dtype], 3, x, acc, x.numel(), k, block=S.SUM_BLOCK)
-            want = float(S._torch_sum(x, k))
-            assert abs(float(acc) - want) <= 1e-12 * float(x.double().abs().sum()), (dtype, float(acc), want)
-    finally:
-        sys.modules.pop(KERNELS, None)
+    dtypes = (torch.float32, torch.float16, torch.float64) + ((torch.bfloat16,) if dev.type == "cuda" else ())
+    for dtype in dtypes:  # (bfloat16: not every interpreter has it)
+        x = (torch.randn(10_000, generator=torch.Generator().manual_seed(6)) * 10).to(dtype).to(dev)
+        k = S.key(77, 0, 0)
+        acc = torch.zeros((), dtype=torch.float64, device=dev)
+        K.launch("sum", S._TRITON[dtype], 3, x, acc, x.numel(), k, block=S.SUM_BLOCK)
+        want = float(S._torch_sum(x, k))
+        assert abs(float(acc) - want) <= 1e-12 * float(x.double().abs().sum()), (dtype, float(acc), want)
 
 
-def test_the_judges_one_pass_check_gives_the_digest_and_bound_of_the_torch_path(monkeypatch):
-    """``check_parts`` (one Triton pass, run here by the interpreter) gives what ``signed_sum`` and
-    ``_bound_parts`` give: the same signed sum (a non-finite one stays non-finite), the same bound."""
-    pytest.importorskip("triton")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    sys.modules.pop(KERNELS, None)
-    monkeypatch.setattr(D, "_check_sums", None)
-    try:
-        import stark_lsp.evaluate.wire.device_chain_kernels  # noqa: F401
-    except Exception:  # noqa: BLE001
-        pytest.skip("Triton is not usable here")
-    try:
-        for dtype, special in ((torch.float32, False), (torch.float16, False), (torch.float32, True)):
-            x = (torch.randn(7_000, generator=torch.Generator().manual_seed(8)) * 30).to(dtype)
-            if special:
-                x[[3, 400]] = float("inf")
-                x[77] = float("nan")
-            flat = D._flat(x)
+def test_the_judges_one_pass_check_gives_the_digest_and_bound_of_the_torch_path(kernels):
+    """``check_parts`` (one Triton pass) gives what the torch path gives: the same signed sum (a
+    non-finite one stays non-finite), the same bound, over several chunks too."""
+    _, dev = kernels
+    cases = ((torch.float32, False, None), (torch.float16, False, None), (torch.float32, True, None),
+             (torch.float32, False, 3000))
+    for dtype, special, chunk in cases:
+        x = (torch.randn(7_000, generator=torch.Generator().manual_seed(8)) * 30).to(dtype)
+        if special:
+            x[[3, 400]] = float("inf")
+            x[77] = float("nan")
+        flat = D._flat(x.to(dev))
+        if chunk:
+            D_chunk, S_chunk = D.CHUNK, S.CHUNK
+            D.CHUNK = S.CHUNK = chunk
+        try:
             got = D.check_parts(flat, 21, 1, 1e-3, 1e-2, any_device=True)
-            assert got is not None
-            s = float(S.signed_sum(flat, 21, 1))
-            mag, var, scale = (float(t) for t in D._bound_parts(x, flat, 1e-3, 1e-2))
-            total, gmag, gvar, gscale = got.tolist()
-            if special:
-                assert not math.isfinite(total) and not math.isfinite(s)
-            else:
-                assert abs(total - s) <= 1e-12 * float(flat.double().abs().sum())
-            assert gscale == 1.0 and abs(gmag - mag) <= 1e-12 * mag
-            want, have = D._bound_of(mag, var, scale), D._bound_of(gmag, gvar, gscale)
-            assert abs(have - want) <= 1e-6 * want, (dtype, special, have, want)  # the tolerances: float32 in
-        assert D.check_parts(torch.ones(4, dtype=torch.float64), 1, 0, 1e-3, 1e-3, any_device=True) is None
-        assert D.check_parts(torch.ones(4), 1, 0, 1e-3, 1e-3) is None  # the CPU: the torch path
-    finally:
-        sys.modules.pop(KERNELS, None)
+            s = float(sum(S._torch_sum(flat[i:i + S.CHUNK], S.key(21, 1, c))
+                          for c, i in enumerate(range(0, flat.numel(), S.CHUNK))))
+        finally:
+            if chunk:
+                D.CHUNK, S.CHUNK = D_chunk, S_chunk
+        assert got is not None
+        mag, var, scale = (float(t) for t in D._bound_parts(x, D._flat(x), 1e-3, 1e-2))
+        total, gmag, gvar, gscale = got.tolist()
+        if special:
+            assert not math.isfinite(total) and not math.isfinite(s)
+        else:
+            assert abs(total - s) <= 1e-12 * float(flat.double().abs().sum()), (dtype, chunk, total, s)
+        assert gscale == 1.0 and abs(gmag - mag) <= 1e-12 * mag
+        want, have = D._bound_of(mag, var, scale), D._bound_of(gmag, gvar, gscale)
+        assert abs(have - want) <= 1e-6 * want, (dtype, special, have, want)  # the tolerances: float32 in
+    assert D.check_parts(torch.ones(4, dtype=torch.float64, device=dev), 1, 0, 1e-3, 1e-3, any_device=True) is None
+    assert D.check_parts(torch.ones(4), 1, 0, 1e-3, 1e-3) is None  # the CPU: the torch path
 
 
 def test_the_largest_finite_values_fail_closed():

@@ -92,36 +92,59 @@ CHUNK = 1 << 24  # elements compared at once in float64: a few hundred MB, howev
 def _compare_floats(r: Any, c: Any, a: float, rt: float) -> tuple[float, float, int] | str:
     """Two flat float tensors, in float64, a chunk at a time (judges share the GPU's memory, and an
     output can be gigabytes): why their NaN/inf positions differ, or (max abs error, max relative
-    error, elements outside the tolerance)."""
+    error, elements outside the tolerance). On a GPU one Triton pass a chunk (``compare_kernel.py``)."""
     import torch
 
     counts = {"NaN": [0, 0], "+inf": [0, 0], "-inf": [0, 0]}  # [extra in the candidate, missing]
-    tests = (("NaN", torch.isnan), ("+inf", torch.isposinf), ("-inf", torch.isneginf))
     max_abs = max_rel = 0.0
     bad_n = 0
+    tol = torch.tensor([a, rt], dtype=torch.float64, device=r.device) if r.is_cuda else None
     for start in range(0, r.numel(), CHUNK):  # one synchronization a chunk: every figure read at once
-        r64, c64 = r[start:start + CHUNK].double(), c[start:start + CHUNK].double()
-        parts = []
-        for _, test in tests:
-            rm, cm = test(r64), test(c64)
-            parts += [(cm & ~rm).sum(), (rm & ~cm).sum()]
-        finite = torch.isfinite(r64)
-        diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
-        rel = diff / r64.abs().clamp_min(1e-12)
-        bad = (diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))) & finite
-        parts += [diff.max(), torch.where(finite, rel, torch.zeros_like(rel)).max(), bad.sum()]
-        got = torch.stack([p.to(torch.float64) for p in parts]).tolist()
-        for k, (name, _) in enumerate(tests):
+        got = _chunk_figures(r[start:start + CHUNK], c[start:start + CHUNK], a, rt, tol).tolist()
+        for k, name in enumerate(counts):
             counts[name][0] += int(got[2 * k])
             counts[name][1] += int(got[2 * k + 1])
         max_abs, max_rel = max(max_abs, got[6]), max(max_rel, got[7])
         bad_n += int(got[8])
-        del r64, c64, finite, diff, rel, bad
     for name, (extra, missing) in counts.items():
         if extra or missing:
             what = f"{extra} {name} where the reference has a number" if extra else f"{missing} {name} of the reference missing"
             return what + (" (unwritten or poisoned memory?)" if name == "NaN" and extra else "")
     return max_abs, max_rel, bad_n
+
+
+_kernel: Any = None  # compare_kernel.compare_chunk, found on first use (False: Triton cannot run here)
+
+
+def _chunk_figures(r: Any, c: Any, a: float, rt: float, tol: Any, any_device: bool = False) -> Any:
+    """One chunk's nine figures (``compare_kernel.COLUMNS``) as a float64 tensor, not yet read: by the
+    Triton kernel on a GPU (``any_device``: anywhere, for tests under Triton's interpreter), else by torch."""
+    global _kernel
+    import torch
+
+    if (r.is_cuda or any_device) and r.dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        if _kernel is None:
+            try:
+                from stark_lsp.evaluate.judge.compare_kernel import compare_chunk
+            except Exception:  # noqa: BLE001 - no Triton: the torch path
+                compare_chunk = False
+            _kernel = compare_chunk
+        if _kernel is not False:
+            try:
+                return _kernel(r.contiguous(), c.contiguous(), tol)
+            except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path from now on
+                _kernel = False
+    r64, c64 = r.double(), c.double()
+    parts = []
+    for test in (torch.isnan, torch.isposinf, torch.isneginf):
+        rm, cm = test(r64), test(c64)
+        parts += [(cm & ~rm).sum(), (rm & ~cm).sum()]
+    finite = torch.isfinite(r64)
+    diff = torch.where(finite, (r64 - c64).abs(), torch.zeros_like(r64))
+    rel = diff / r64.abs().clamp_min(1e-12)
+    bad = (diff > (a + rt * torch.where(finite, r64.abs(), torch.zeros_like(r64)))) & finite
+    parts += [diff.max(), torch.where(finite, rel, torch.zeros_like(rel)).max(), bad.sum()]
+    return torch.stack([p.to(torch.float64) for p in parts])
 
 
 def _same_scalar(r: Any, c: Any) -> bool:
