@@ -1,5 +1,6 @@
 """The timed-call digest (pure torch on the CPU): honest outputs agree, stale ones do not."""
 
+import functools
 import math
 import os
 import sys
@@ -157,7 +158,7 @@ def test_the_triton_kernel_gives_the_same_sum_as_torch(kernels):
         assert abs(float(acc) - want) <= 1e-12 * float(x.double().abs().sum()), (dtype, float(acc), want)
 
 
-def test_the_judges_one_pass_check_gives_the_digest_and_bound_of_the_torch_path(kernels):
+def test_the_judges_one_pass_check_gives_the_digest_and_bound_of_the_torch_path(kernels, monkeypatch):
     """``check_parts`` (one Triton pass) gives what the torch path gives: the same signed sum (a
     non-finite one stays non-finite), the same bound, over several chunks too."""
     _, dev = kernels
@@ -190,6 +191,12 @@ def test_the_judges_one_pass_check_gives_the_digest_and_bound_of_the_torch_path(
         want, have = D._bound_of(mag, var, scale), D._bound_of(gmag, gvar, gscale)
         assert abs(have - want) <= 1e-6 * want, (dtype, special, have, want)  # the tolerances: float32 in
     assert D.check_parts(torch.ones(4, dtype=torch.float64, device=dev), 1, 0, 1e-3, 1e-3, any_device=True) is None
+    ints = torch.arange(-50, 50, dtype=torch.int16, device=dev)  # exact: a tolerance given for it never loosens its bound
+    deferred = D.Deferred()
+    with monkeypatch.context() as m:  # the one-pass check wherever it can run (the interpreter too)
+        m.setattr(D, "check_parts", functools.partial(D.check_parts, any_device=True))
+        deferred.add([ints], 3, [(0.5, 0.5)])
+    assert deferred.resolve()[0][1] == D.bound([ints], 0.5, 0.5)
     assert D.check_parts(torch.ones(4), 1, 0, 1e-3, 1e-3) is None  # the CPU: the torch path
 
 

@@ -126,7 +126,8 @@ class Deferred:
                 row.append(("done", (digest([v], seed)[0], bound([v], atol, rtol)[0])))
                 continue
             flat = _flat(v)
-            parts = check_parts(flat, seed, k, atol, rtol)
+            inexact = v.dtype.is_floating_point or v.is_complex()  # an integer output's bound has no tolerance
+            parts = check_parts(flat, seed, k, atol, rtol) if inexact else None
             if parts is None:
                 s = signed_sum(flat, seed, k)
                 parts = torch.stack([s.to(torch.float64), *_bound_parts(v, flat, atol, rtol)])
@@ -160,7 +161,7 @@ _check_sums: Any = None  # device_chain_kernels.check_sums, found on first use (
 def check_parts(flat: torch.Tensor, seed: int, k: int, atol: float, rtol: float,
                 any_device: bool = False) -> torch.Tensor | None:
     """[signed sum, magnitude, variance, scale] of output ``k`` (as ``signed_sum`` and ``_bound_parts``
-    give them, the scale 1) from one Triton pass over it, without a synchronization; None where that
+    give them for a floating-point or complex output, the scale 1) from one Triton pass over it, without a synchronization; None where that
     cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs,
     whose squared tolerances could overflow; no Triton): the caller takes the torch path."""
     global _check_sums
