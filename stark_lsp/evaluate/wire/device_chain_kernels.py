@@ -134,7 +134,9 @@ def sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def check_kernel(x_ptr, n, k, atol, rtol, out_ptr, BLOCK: tl.constexpr):
+def check_kernel(x_ptr, n, k, tol_ptr, out_ptr, BLOCK: tl.constexpr):
+    atol = tl.load(tol_ptr)
+    rtol = tl.load(tol_ptr + 1)
     acc = tl.zeros([BLOCK], dtype=tl.float64)
     mag = tl.zeros([BLOCK], dtype=tl.float64)
     var = tl.zeros([BLOCK], dtype=tl.float64)
@@ -148,16 +150,17 @@ def check_kernel(x_ptr, n, k, atol, rtol, out_ptr, BLOCK: tl.constexpr):
         finite = mask & (a < float("inf"))  # NaN compares false too
         a = tl.where(finite, a, 0.0)
         mag += a
-        t = tl.where(finite, a * rtol + atol, 0.0)  # the tolerances come in as float32 (6e-8 relative)
+        t = tl.where(finite, a * rtol + atol, 0.0)
         var += t * t
     tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
     tl.atomic_add(out_ptr + 1, tl.sum(mag, axis=0))
     tl.atomic_add(out_ptr + 2, tl.sum(var, axis=0))
 
 
-def check_sums(x: Any, n: int, k: int, atol: float, rtol: float, out: Any) -> None:
-    """``check_kernel`` over one chunk ``x`` (contiguous, fp32/fp16/bf16), added into ``out[0:3]``."""
-    check_kernel[(digest_grid(n),)](x, n, k, atol, rtol, out, BLOCK=DIGEST_BLOCK)
+def check_sums(x: Any, n: int, k: int, tol: Any, out: Any) -> None:
+    """``check_kernel`` over one chunk ``x`` (contiguous, fp32/fp16/bf16), added into ``out[0:3]``;
+    ``tol``: [atol, rtol] as a float64 tensor on the device (a Python float would be float32)."""
+    check_kernel[(digest_grid(n),)](x, n, k, tol, out, BLOCK=DIGEST_BLOCK)
 
 
 @triton.jit

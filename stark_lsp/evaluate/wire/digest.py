@@ -155,17 +155,23 @@ class Deferred:
 
 
 _CHECKED = (torch.float32, torch.float16, torch.bfloat16)  # squared tolerances of these never overflow float64
+_TOL_MAX = 1e100  # tolerances beyond this (or not finite) take the torch path, whose scaled squares cannot overflow
 _check_sums: Any = None  # device_chain_kernels.check_sums, found on first use (False: Triton is not usable here)
+_tols: dict[tuple[float, float, str], torch.Tensor] = {}  # [atol, rtol] in float64 on a device, made once a pair
 
 
 def check_parts(flat: torch.Tensor, seed: int, k: int, atol: float, rtol: float,
                 any_device: bool = False) -> torch.Tensor | None:
     """[signed sum, magnitude, variance, scale] of output ``k`` (as ``signed_sum`` and ``_bound_parts``
     give them for a floating-point or complex output, the scale 1) from one Triton pass over it, without a synchronization; None where that
-    cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs,
-    whose squared tolerances could overflow; no Triton): the caller takes the torch path."""
+    cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs and
+    tolerances that are not finite or beyond ``_TOL_MAX``, whose squares could overflow; no Triton):
+    the caller takes the torch path. The torch path also adds ``atol**2`` for each element that is
+    not finite; here they add nothing (an honest output's errors are at its finite elements)."""
     global _check_sums
     if flat.dtype not in _CHECKED or not (flat.is_cuda or any_device):
+        return None
+    if not (0.0 <= atol < _TOL_MAX and 0.0 <= rtol < _TOL_MAX):
         return None
     if _check_sums is None:
         try:
@@ -177,10 +183,14 @@ def check_parts(flat: torch.Tensor, seed: int, k: int, atol: float, rtol: float,
         return None
     out = torch.zeros(4, dtype=torch.float64, device=flat.device)
     out[3] = 1.0
+    tol = _tols.get((atol, rtol, str(flat.device)))
+    if tol is None:
+        tol = _tols[(atol, rtol, str(flat.device))] = torch.tensor([atol, rtol], dtype=torch.float64,
+                                                                    device=flat.device)
     try:
         for c, start in enumerate(range(0, flat.numel(), CHUNK)):
             x = flat[start:start + CHUNK]
-            _check_sums(x, x.numel(), key(seed, k, c), float(atol), float(rtol), out)
+            _check_sums(x, x.numel(), key(seed, k, c), tol, out)
     except Exception:  # noqa: BLE001 - a Triton that cannot build here: the torch path from now on
         _check_sums = False
         return None
