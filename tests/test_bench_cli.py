@@ -37,7 +37,7 @@ class FlakyEvaluator(FakeEvaluator):
 def fakes(monkeypatch):
     evaluators = []
 
-    def make(args):
+    def make(args, warm_for=None):
         evaluators.append(FlakyEvaluator())
         return evaluators[-1]
 
@@ -200,7 +200,7 @@ def test_a_task_whose_compiled_reference_breaks_runs_without_the_baseline(tmp_pa
 def test_gpus_share_the_tasks_out_and_keep_each_task_on_one_gpu(monkeypatch, capsys, tmp_path):
     made = []
 
-    def make(args):
+    def make(args, warm_for=None):
         assert args.gpus == "0,1"
         for g in (0, 1):
             ev = FakeEvaluator()
@@ -298,7 +298,10 @@ def test_jobs_make_that_many_evaluators_and_each_task_runs_whole_in_one(monkeypa
             self.tasks.add(task.path.name)
             return super().evaluate(task, source, options)
 
-    def make(args):
+    warmed = []
+
+    def make(args, warm_for=None):
+        warmed.append(warm_for)
         evs = [Recording() for _ in range(bench_cmd.jobs_from_args(args))]
         made.extend(evs)
         return evs if len(evs) > 1 else evs[0]
@@ -310,6 +313,7 @@ def test_jobs_make_that_many_evaluators_and_each_task_runs_whole_in_one(monkeypa
                  "--jobs", "2", "--out", str(out)])
     assert code == 0
     assert len(made) == 2
+    assert len(warmed) == 1 and warmed[0].path.name == "a.py"  # every judge starts its sandbox for the first task
     doc = json.loads((out / "bench.json").read_text())
     assert doc["config"]["jobs"] == 2 and len(doc["runs"]) == 6
     by_task: dict[str, set[int]] = {}

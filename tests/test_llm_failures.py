@@ -31,7 +31,7 @@ def test_answers_that_were_all_unusable_are_counted_by_why_with_the_fix():
 
 def _cli(tmp_path, monkeypatch, base_url, budget="3"):
     monkeypatch.setenv("STARK_API_KEY", KEY)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
     return cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url", base_url,
                      "--budget", budget, "--concurrency", "1", "--retries", "0"])
 
@@ -73,7 +73,7 @@ def test_a_refused_key_stops_before_the_kernel_is_evaluated(tmp_path, monkeypatc
     make_fake_task(tmp_path)
     ev = FakeEvaluator()
     monkeypatch.setenv("STARK_API_KEY", KEY)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: ev)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: ev)
     replay.models_status = 401
     rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url",
                    replay.base_url, "--budget", "3"])

@@ -80,7 +80,7 @@ def test_cli_exits_4_with_one_line_and_writes_no_best_file(tmp_path, monkeypatch
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STARK_API_KEY", KEY)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
     task = make_fake_task(tmp_path)
     rc = cli.main(["optimize", str(task.path), "--llm", "openai", "--model", "m",
                    "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--budget", "5"])
@@ -95,7 +95,7 @@ def test_cli_llm_options_reach_the_client(tmp_path, monkeypatch, replay):
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STARK_API_KEY", KEY)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
     replay.responder = responder()
     task = make_fake_task(tmp_path)
     rc = cli.main(["optimize", str(task.path), "--llm", "openai", "--model", "m", "--base-url", replay.base_url,
@@ -117,7 +117,7 @@ sys.path.insert(0, {tests!r})
 from fakes import FakeEvaluator
 from stark_lsp import cli
 from stark_lsp.commands import optimize_cmd
-optimize_cmd.evaluator_from_args = lambda args: FakeEvaluator()
+optimize_cmd.evaluator_from_args = lambda args, warm_for=None: FakeEvaluator()
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -266,7 +266,7 @@ def test_a_key_in_the_task_file_is_not_sent(tmp_path, monkeypatch, replay):
 def test_show_transcript_needs_a_node_and_a_known_one(tmp_path, monkeypatch, capsys):
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
     monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam())
     task = make_fake_task(tmp_path)
     cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])

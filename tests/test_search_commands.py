@@ -23,7 +23,7 @@ def ws(tmp_path, monkeypatch):
     sub = tmp_path / "kernels"
     sub.mkdir()
     monkeypatch.chdir(sub)  # the store goes to the workspace root, not the cwd
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
     monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(fail_rate=0.3))
     task = make_fake_task(sub)
     return tmp_path, task
@@ -41,6 +41,16 @@ def test_optimize_writes_the_best_kernel_and_a_table(ws, capsys):
     assert len([l for l in out.splitlines() if l.strip()[:1].isdigit()]) == 6  # the root and 5 attempts
     assert "attempt 5/5" in err  # plain progress lines when not a TTY
     assert "\r" not in err
+
+
+def test_optimize_starts_its_judges_warm_for_the_task(ws, monkeypatch):
+    """The evaluator is told the task up front, so each judge starts its sandbox for it as it starts."""
+    root, task = ws
+    seen = []
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args",
+                        lambda args, warm_for=None: seen.append(warm_for) or FakeEvaluator())
+    assert cli.main(["optimize", str(task.path), "--budget", "1"]) in (0, 3)
+    assert len(seen) == 1 and Path(seen[0].path).resolve() == Path(task.path).resolve()
 
 
 def test_optimize_out_and_resume(ws, capsys, tmp_path):
@@ -126,7 +136,7 @@ sys.path.insert(0, {tests!r})
 from fakes import FakeEvaluator, FakeTeam
 from stark_lsp import cli
 from stark_lsp.commands import optimize_cmd
-optimize_cmd.evaluator_from_args = lambda args: FakeEvaluator(delay=0.3)
+optimize_cmd.evaluator_from_args = lambda args, warm_for=None: FakeEvaluator(delay=0.3)
 optimize_cmd.team_from_args = lambda args: FakeTeam()
 sys.exit(cli.main(sys.argv[1:]))
 """

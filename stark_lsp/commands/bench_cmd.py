@@ -72,8 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def evaluator_from_args(args: argparse.Namespace) -> Any:
-    """One evaluator, or with --gpus a list of them, one per GPU."""
+def evaluator_from_args(args: argparse.Namespace, warm_for: Any = None) -> Any:
+    """One evaluator, or with --gpus a list of them, one per GPU. ``warm_for``: the first task, so each
+    judge starts its sandbox for its folders as it starts (the bench's tasks mostly share a folder)."""
     from stark_lsp.evaluate.evaluator import Evaluator
 
     from stark_lsp.evaluate.sandbox.policy import policy
@@ -83,12 +84,13 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     gpus = parse_gpus(getattr(args, "gpus", None))
     jobs = jobs_from_args(args)
     if gpus is None and jobs == 1:
-        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache)
+        return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache,
+                         warm_for=warm_for)
     if gpus is None:
-        return [Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache)
-                for _ in range(jobs)]
-    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox, cache_dir=cache)
-            for g in gpus for _ in range(jobs)]
+        return [Evaluator(workers=args.workers, device=args.device, sandbox=sandbox, cache_dir=cache,
+                          warm_for=warm_for) for _ in range(jobs)]
+    return [Evaluator(workers=args.workers, device=args.device, gpu=g, sandbox=sandbox, cache_dir=cache,
+                      warm_for=warm_for) for g in gpus for _ in range(jobs)]
 
 
 def jobs_from_args(args: argparse.Namespace) -> int:
@@ -329,7 +331,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
           f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
-    made = evaluator_from_args(args)
+    made = evaluator_from_args(args, warm_for=tasks[0] if tasks else None)
     evaluators = made if isinstance(made, list) else [made]
     code = _probe(team, evaluators[0])
     if code is not None:

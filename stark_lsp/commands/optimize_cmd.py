@@ -71,7 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # the two expensive parts, separate so tests can swap them ---------------------
-def evaluator_from_args(args: argparse.Namespace) -> Any:
+def evaluator_from_args(args: argparse.Namespace, warm_for: Any = None) -> Any:
+    """The search's evaluator. ``warm_for``: the task it will judge, so each judge starts its sandbox
+    for it as it starts (alongside its CUDA start), not at the first evaluation (a local evaluator only)."""
     if getattr(args, "cluster", None):
         if getattr(args, "cache_dir", None):
             raise refusal.Refusal("--cache-dir is this machine's evaluator's cache; with --cluster every actor "
@@ -83,7 +85,8 @@ def evaluator_from_args(args: argparse.Namespace) -> Any:
     from stark_lsp.evaluate.evaluator import Evaluator
 
     cache = Path(args.cache_dir) if getattr(args, "cache_dir", None) else None
-    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args), cache_dir=cache)
+    return Evaluator(workers=args.workers, device=args.device, sandbox=sandbox_policy(args), cache_dir=cache,
+                     warm_for=warm_for)
 
 
 def sandbox_policy(args: argparse.Namespace) -> str:
@@ -155,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     except (ImportError, AgentError, ValueError) as e:
         raise refusal.Refusal(f"no agent team: {e}") from None
     try:
-        evaluator = evaluator_from_args(args)
+        evaluator = evaluator_from_args(args, warm_for=task)
     except ImportError as e:
         raise refusal.Refusal(str(e)) from None
     except EvaluatorUnavailable as e:
