@@ -173,6 +173,52 @@ def test_ctrl_c_stops_cleanly_and_writes_no_best_it_did_not_re_time(tmp_path):
     assert not task.path.with_name("k.best.py").exists() and "run the same command again to re-time it" in out
 
 
+def test_a_task_deleted_mid_search_stops_the_command_with_one_line_and_writes_nothing(tmp_path):
+    """The CLI as a user runs it: the kernel file goes while the search runs; exit 2, one line saying so,
+    no best file, no traceback (issue 24, item 8)."""
+    task = make_fake_task(tmp_path)
+    store_dir = tmp_path / "st"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
+         "--budget", "30", "--concurrency", "1", "--store", str(store_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        nodes = []
+        if (store_dir / "tree.sqlite").exists():
+            try:
+                nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
+            except Exception:
+                pass
+        if sum(1 for n in nodes if n.parent_id and n.completed) >= 1:
+            break
+        time.sleep(0.05)
+    task.path.unlink()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert "is gone (deleted or moved during the search)" in err and "Traceback" not in err
+    assert not task.path.with_name("k.best.py").exists()
+
+
+def test_optimize_into_a_closed_pipe_runs_to_its_own_end(tmp_path):
+    """``stark optimize ... | head -1``: the reader goes after a line; the command still finishes its
+    search and exits with its own code, and nothing is recorded as a BrokenPipeError."""
+    task = make_fake_task(tmp_path)
+    store_dir = tmp_path / "st"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
+         "--budget", "4", "--concurrency", "1", "--store", str(store_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # head -1 is done
+    err = proc.stderr.read()
+    code = proc.wait(timeout=60)
+    assert first.strip() and code in (0, 3), err
+    assert "BrokenPipe" not in err and "Traceback" not in err
+    nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
+    assert sum(1 for n in nodes if n.parent_id) == 4 and not any("BrokenPipe" in (n.error or "") for n in nodes)
+
+
 def test_optimize_without_a_usable_team(ws, capsys, monkeypatch):
     root, task = ws
     from stark_lsp.agents.base import AgentError
