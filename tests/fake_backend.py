@@ -10,7 +10,9 @@ remote parts are fake:
   verdict), sleeping ``STARK_FAKE_DELAY`` seconds
   (default 0.2) to look busy; a source with a ``STARK_BROKEN`` line fails to
   compile there; one containing ``STARK_FAKE_EVALUATOR_CRASH`` makes the
-  evaluator itself raise (a crashed evaluator); with ``STARK_FAKE_GPU=0``
+  evaluator itself raise (a crashed evaluator); a harness line with
+  ``STARK_FAKE_TASK_BROKEN`` makes the reference "raise" there (a broken task,
+  named by its harness line as the real judge names it); with ``STARK_FAKE_GPU=0``
   the machine has no GPU: a CUDA source is only compile-checked (``not_run``)
   and Triton timings are CPU timings;
 * the team's planner wraps the first kernel's last line in a marker, the
@@ -78,6 +80,11 @@ class FakeEvaluator:
         for f in (task.path, task.harness):
             if f is not None and not Path(f).exists():  # as the real one fails when it loads the harness
                 return EvalResult(Status.RUNTIME_ERROR, f"FileNotFoundError: {f}")
+        harness = Path(task.harness) if task.harness is not None else None
+        for i, line in enumerate(harness.read_text().split("\n") if harness else [], start=1):
+            if "STARK_FAKE_TASK_BROKEN" in line:
+                return EvalResult(Status.TASK_ERROR, f"task error: the reference raised TypeError: fake breakage "
+                                                     f"({harness.name}, line {i}: {line.strip()[:80]})")
         gpu = fake_gpu()
         if task.kind == "cuda" and not gpu:
             return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=CompileReport(ok=True))

@@ -303,3 +303,29 @@ async def test_a_helper_module_is_a_hint_naming_its_user_not_a_broken_task(clien
     line = line_of(path.read_text(), "def chunk_sum_of_squares")
     (action,) = await code_actions(client, uri, line)
     assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason
+
+
+async def test_a_broken_task_stops_the_search_with_an_error_on_the_harness_line(client: LanguageClient):
+    """The harness's reference raises on the task's inputs: the search stops at once ("the task is broken"),
+    the kernel says so, and the harness gets an error on the line the judge named; fixed and saved, it goes."""
+    harness = client.root / "add_relu.harness.py"
+    broken = TRITON_HARNESS.replace("    return torch.relu(x + y)\n",
+                                    "    return torch.relu(x + y)  # STARK_FAKE_TASK_BROKEN\n")
+    harness.write_text(broken)
+    (client.root / "add_relu.py").write_text(TRITON_KERNEL)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    huri = from_fs_path(str(harness))
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    (opt,) = await code_actions(client, uri, kline)
+    assert (await run_action(client, opt))["started"] is True
+    (h,) = await wait_until(lambda: diags_with(client, huri, "task-broken"), "the error on the harness line")
+    assert h.range.start.line == line_of(broken, "STARK_FAKE_TASK_BROKEN")
+    assert h.severity == types.DiagnosticSeverity.Error and "the reference raised TypeError" in h.message
+    (k,) = await wait_until(lambda: diags_with(client, uri, "search-failed"), "the broken task on the kernel")
+    assert "the task is broken" in k.message and k.range.start.line == kline
+    await wait_until(lambda: any("the task is broken" in m for m in messages(client)), "the message saying why")
+
+    hdoc = open_document(client, harness, "python")
+    client.texts[hdoc] = [client.texts[hdoc][0], TRITON_HARNESS]
+    save_document(client, hdoc)
+    await wait_until(lambda: not diags_with(client, huri, "task-broken"), "the harness error to clear")

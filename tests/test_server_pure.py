@@ -538,3 +538,16 @@ def test_a_server_on_this_machine_needs_no_api_key_in_the_editor_either(monkeypa
     assert team is not None
     with pytest.raises(BackendUnavailable, match="STARK: Set API key"):
         Backend().make_team(Settings(llm="openai", base_url="https://api.example.com/v1", model="m"), Secret())
+
+
+def test_the_place_a_broken_task_names_is_its_last_file_and_line():
+    from stark_lsp.server.diagnostics import broken_task_diagnostic, task_error_place
+
+    msg = ("task error: the reference raised TypeError: bad (k.harness.py, line 12: return ref(x, y)) "
+           "(fix the task, then run again)")
+    assert task_error_place(msg) == ("k.harness.py", 12)
+    assert task_error_place("task error: get_inputs() must return a list") is None
+    assert task_error_place("the reference raised X (a.py, line 3: def f) (b.harness.py, line 9)") == ("b.harness.py", 9)
+    d = broken_task_diagnostic(12, "the reference raised TypeError: bad")
+    assert d.range.start.line == 11 and d.code == "task-broken" and d.severity == types.DiagnosticSeverity.Error
+    assert broken_task_diagnostic(0, "x").range.start.line == 0

@@ -9,7 +9,9 @@
   the text that was evaluated; an edit makes the error stale, so it goes
   (the next "Optimize kernel" checks the new text first).
 * The file's problem (no harness, an unfilled ``reference()``, not a task, no
-  GPU for a CUDA kernel, a harness that fails) on every kernel's name.
+  GPU for a CUDA kernel, a harness that fails) on every kernel's name; where a
+  search stopped because the task itself is broken, also an error on the
+  harness's line the judge named (``task_error_place``, published by the server).
 * At most ``MAX_DIAGNOSTICS``; past that, the last one says how many more.
 
 ``build_diagnostics`` is pure: document text, kernels, cached tree in; LSP
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -41,6 +44,7 @@ CODE_APPLIED = "applied"
 CODE_ROOT_FAILS = "kernel-fails"
 CODE_MORE = "more"
 CODE_HELPER = "helper"  # a Triton module another kernel's file imports: not a task of its own
+CODE_TASK_BROKEN = "task-broken"  # on the harness line where the task's own code failed
 MAX_DIAGNOSTICS = 50
 
 _SEVERITY = {
@@ -70,6 +74,29 @@ class TaskProblem:
     def blocks_search(self) -> bool:
         """No search can start until the file (or its harness) changes."""
         return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK, CODE_HELPER)
+
+
+_PLACE = re.compile(r"\(([^(),\n]+), line (\d+)[:)]")
+
+
+def task_error_place(message: str) -> tuple[str, int] | None:
+    """Where a broken task's message says the task's own code failed (the judge names it
+    ``(foo.harness.py, line 12: ...)``): (file name, 1-based line), the last place named; None if none."""
+    found = _PLACE.findall(message)
+    if not found:
+        return None
+    name, line = found[-1]
+    return name.strip(), int(line)
+
+
+def broken_task_diagnostic(line1: int, message: str) -> types.Diagnostic:
+    """The error on the task's own line (a harness's ``reference`` that raised, or that the task's
+    inputs cannot call): the search stopped there, and nothing is judged until it is fixed."""
+    return types.Diagnostic(
+        range=types.Range(start=types.Position(line=max(line1 - 1, 0), character=0),
+                          end=types.Position(line=max(line1 - 1, 0), character=10_000)),
+        message=f"{message}: fix it here, save, and optimize again", severity=types.DiagnosticSeverity.Error,
+        source=SOURCE, code=CODE_TASK_BROKEN)
 
 
 def name_range(lines: list[str], k: Kernel) -> types.Range:

@@ -46,7 +46,8 @@ from stark_lsp.server.apply_candidate import apply_candidate
 from stark_lsp.server.backend import Backend, load_backend
 from stark_lsp.server.code_actions import ActionContext, build_code_actions
 from stark_lsp.server.create_harness import create_harness, show_harness
-from stark_lsp.server.diagnostics import SOURCE, build_diagnostics, other_file_failures, same_text
+from stark_lsp.server.diagnostics import (CODE_RUN_FAILED, SOURCE, broken_task_diagnostic, build_diagnostics,
+                                          other_file_failures, same_text, task_error_place)
 from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_language, line_before_edits, line_edit,
                                         resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
@@ -408,6 +409,12 @@ class StarkServer(LanguageServer):
         root = state.checked_root or (tree.root if tree is not None else None)
         by_file = other_file_failures(text, root, state.path.name if state.path else "the kernel")
         shown = {from_fs_path(f): d for f, d in by_file.items()}
+        broken = state.run_error if state.run_error is not None and state.run_error.code == CODE_RUN_FAILED else None
+        place = task_error_place(broken.message) if broken is not None else None
+        harness = state.task.harness if state.task is not None else None
+        if place is not None and harness is not None and Path(harness).name == place[0]:
+            huri = from_fs_path(str(harness))
+            shown[huri] = [*shown.get(huri, []), broken_task_diagnostic(place[1], broken.message)]
         owned = self._other_file_diags
         for old, owner in list(owned.items()):
             if owner == state.uri and old not in shown:
