@@ -130,6 +130,28 @@ def test_export_a_node_and_the_best(ws, capsys, tmp_path):
     assert "NODE_ID 'x'" in capsys.readouterr().err
 
 
+def optimize_in_a_process(task, store_dir: Path, *args: str) -> subprocess.Popen:
+    """``stark optimize TASK`` as a user runs it, with the fake evaluator and team (``SCRIPT``)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
+         *args, "--store", str(store_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_attempts(store_dir: Path, task, n: int, timeout: float = 30.0) -> None:
+    """Until ``n`` attempts of the process's search are complete in its store (or ``timeout`` passed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        nodes = []
+        if (store_dir / "tree.sqlite").exists():
+            try:
+                nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
+            except Exception:
+                pass
+        if sum(1 for n in nodes if n.parent_id and n.completed) >= n:
+            return
+        time.sleep(0.05)
+
+
 SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
@@ -146,21 +168,8 @@ sys.exit(cli.main(sys.argv[1:]))
 def test_ctrl_c_stops_cleanly_and_writes_no_best_it_did_not_re_time(tmp_path):
     task = make_fake_task(tmp_path)
     store_dir = tmp_path / "st"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
-         "--budget", "30", "--concurrency", "2", "--store", str(store_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        nodes = []
-        if (store_dir / "tree.sqlite").exists():
-            try:
-                nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
-            except Exception:
-                pass
-        if sum(1 for n in nodes if n.parent_id and n.completed) >= 2:
-            break
-        time.sleep(0.05)
+    proc = optimize_in_a_process(task, store_dir, "--budget", "30", "--concurrency", "2")
+    wait_for_attempts(store_dir, task, 2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -178,21 +187,8 @@ def test_a_task_deleted_mid_search_stops_the_command_with_one_line_and_writes_no
     no best file, no traceback (issue 24, item 8)."""
     task = make_fake_task(tmp_path)
     store_dir = tmp_path / "st"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
-         "--budget", "30", "--concurrency", "1", "--store", str(store_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        nodes = []
-        if (store_dir / "tree.sqlite").exists():
-            try:
-                nodes = TreeStore.open(store_dir / "tree.sqlite", readonly=True).nodes(task.task_id())
-            except Exception:
-                pass
-        if sum(1 for n in nodes if n.parent_id and n.completed) >= 1:
-            break
-        time.sleep(0.05)
+    proc = optimize_in_a_process(task, store_dir, "--budget", "30", "--concurrency", "1")
+    wait_for_attempts(store_dir, task, 1)
     task.path.unlink()
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
@@ -205,10 +201,7 @@ def test_optimize_into_a_closed_pipe_runs_to_its_own_end(tmp_path):
     search and exits with its own code, and nothing is recorded as a BrokenPipeError."""
     task = make_fake_task(tmp_path)
     store_dir = tmp_path / "st"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.format(tests=str(Path(__file__).parent)), "optimize", str(task.path),
-         "--budget", "4", "--concurrency", "1", "--store", str(store_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = optimize_in_a_process(task, store_dir, "--budget", "4", "--concurrency", "1")
     first = proc.stdout.readline()
     proc.stdout.close()  # head -1 is done
     err = proc.stderr.read()

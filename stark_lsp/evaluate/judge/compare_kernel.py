@@ -67,7 +67,7 @@ def compare_kernel(r_ptr, c_ptr, n, tol_ptr, out_ptr, BLOCK: tl.constexpr):
         worst_abs = tl.maximum(worst_abs, diff)
         worst_rel = tl.maximum(worst_rel, tl.where(finite, rel, 0.0))
         bad += ((diff > atol + rtol * ar) & finite).to(tl.float64)
-    row = out_ptr + pid * 9
+    row = out_ptr + pid * 9  # COLUMNS figures a program
     tl.store(row, tl.sum(nan_x, axis=0))
     tl.store(row + 1, tl.sum(nan_m, axis=0))
     tl.store(row + 2, tl.sum(pinf_x, axis=0))

@@ -56,6 +56,13 @@ def _fm(h):
 
 
 @triton.jit
+def _signed(x, offs, k):
+    # each element with its sign: negated where bit 31 of fmix(index * 0x9E3779B1 + key) is set (signed_sum.py)
+    h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
+    return tl.where((h >> 31) != 0, -x, x)
+
+
+@triton.jit
 def _step(a, b, w):
     # one word of the previous digest into the 64-bit key (a, b): Davies-Meyer over a 4-round Feistel
     # keyed by the word, so a key cannot be worked back to the state before it (each step would need
@@ -103,9 +110,7 @@ def digest_kernel(x_ptr, n, k, out_ptr, BLOCK: tl.constexpr):
         pinf = x == float("inf")
         ninf = x == float("-inf")
         finite = mask & ~nan & ~pinf & ~ninf
-        h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
-        v = tl.where(finite, x, 0.0)
-        acc += tl.where((h >> 31) != 0, -v, v)
+        acc += _signed(tl.where(finite, x, 0.0), offs, k)
         c_nan += (mask & nan).to(tl.int32)
         c_pinf += (mask & pinf).to(tl.int32)
         c_ninf += (mask & ninf).to(tl.int32)
@@ -128,8 +133,7 @@ def sum_kernel(x_ptr, out_ptr, n, k, BLOCK: tl.constexpr):
         offs = b * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
-        h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
-        acc += tl.where((h >> 31) != 0, -x, x)
+        acc += _signed(x, offs, k)
     tl.atomic_add(out_ptr, tl.sum(acc, axis=0))
 
 
@@ -144,8 +148,7 @@ def check_kernel(x_ptr, n, k, tol_ptr, out_ptr, BLOCK: tl.constexpr):
         offs = b * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float64)
-        h = _fm(offs.to(tl.uint32) * 0x9E3779B1 + k.to(tl.uint32))
-        acc += tl.where((h >> 31) != 0, -x, x)
+        acc += _signed(x, offs, k)
         a = tl.abs(x)
         finite = mask & (a < float("inf"))  # NaN compares false too
         a = tl.where(finite, a, 0.0)

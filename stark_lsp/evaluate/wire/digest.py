@@ -163,8 +163,8 @@ _tols: dict[tuple[float, float, str], torch.Tensor] = {}  # [atol, rtol] in floa
 def check_parts(flat: torch.Tensor, seed: int, k: int, atol: float, rtol: float,
                 any_device: bool = False) -> torch.Tensor | None:
     """[signed sum, magnitude, variance, scale] of output ``k`` (as ``signed_sum`` and ``_bound_parts``
-    give them for a floating-point or complex output, the scale 1) from one Triton pass over it, without a synchronization; None where that
-    cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs and
+    give them for a floating-point or complex output, the scale 1) from one Triton pass over it, without
+    a synchronization; None where that cannot run (the CPU, unless ``any_device``: Triton's interpreter, for tests; float64 outputs and
     tolerances that are not finite or beyond ``_TOL_MAX``, whose squares could overflow; no Triton):
     the caller takes the torch path. The torch path also adds ``atol**2`` for each element that is
     not finite; here they add nothing (an honest output's errors are at its finite elements)."""

@@ -6,8 +6,8 @@ seed (``key``): bit 31 of MurmurHash3's 32-bit finaliser of
 an output's size is drawn, written or read again: on a GPU one Triton kernel
 reads the output once, grid-stride, and adds its programs' float64 sums into
 one number (``_triton_sum``; the kernel is ``device_chain_kernels.sum_kernel``,
-which the zygote compiles for every candidate process), about one pass over memory; anywhere else (the CPU, or a
-GPU without Triton) the same hash in torch gives the same signs
+which the zygote compiles for every candidate process), about one pass over
+memory; anywhere else (the CPU, or a GPU without Triton) the same hash in torch gives the same signs
 (``_torch_sum``). Both sides of the wire get the same signs for a seed
 whichever path they take, and the sums agree to float64 rounding.
 
