@@ -102,3 +102,22 @@ def test_a_file_others_can_write_or_an_old_one_is_not_taken(tmp_path, task):
     old = time.time() - BC.MAX_AGE_S - 60
     os.utime(f, (old, old))
     assert "baseline cache" not in session(cache, task).runtime.note
+
+
+def test_what_inductor_wrote_is_kept_with_the_figures_and_checked_when_read(tmp_path, monkeypatch):
+    from stark_lsp.evaluate.judge import timing as TM
+    from stark_lsp.evaluate.judge.timed_calls import Timed
+
+    monkeypatch.setenv("STARK_EVAL_BASELINE_CACHE", str(tmp_path / "b"))
+    fig = TM.Figure(median_ms=1.0, bound_ms=0.01, noise=0.01, batches=5, calls=100, samples_ms=(1.0,) * 5)
+    t = Timed(fig, slow=False, protocol_ms=0.1, fixed_ms=0.01, chain="host")
+    code = {"code": "def call(args):\n    return (args[0],)\n", "inputs": ["input 0"],
+            "configs": {"triton_poi_0": {"kwargs": {"XBLOCK": 1024}, "num_warps": 4, "num_stages": 1}},
+            "torch": "2.11", "triton": "3.6"}
+    BC.store("k1", t, t, "", {"x": 1}, code)
+    got = BC.load("k1")
+    assert got is not None and got[4] == code
+    BC.store("k2", t, t, "", {"x": 1}, {**code, "configs": {"k": {"kwargs": {"XBLOCK": "big"}}}})
+    assert BC.load("k2") is None  # a malformed entry is timed afresh, never read in part
+    BC.store("k3", t, None, "", {"x": 1})
+    assert BC.load("k3")[4] is None

@@ -31,6 +31,9 @@ class EvalOptions:
     baseline_noise_target: float | None = None
     cpu_reps: int = 5  # timed calls on the CPU (Triton interpreter), one per batch
     compile_baseline: bool = False  # also time torch.compile of the reference
+    # with the torch.compile baseline of a KernelBench model: the result carries what Inductor wrote for it
+    # (``EvalResult.compiled_code``), the built-in team's starting point; a search asks it of its root only
+    compiled_code: bool = False
     profile_launches: bool = True  # check that a custom kernel really launched
     compile_timeout_s: float = 300.0  # load_inline can take minutes
     load_timeout_s: float = 60.0  # importing the candidate and its first call (Triton JIT, autotuning)

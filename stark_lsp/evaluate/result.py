@@ -189,6 +189,9 @@ class EvalResult:
     # the caller stopped it (Ctrl-C, Cancel, the run's wall time): no verdict on the candidate, which a
     # search redoes when it goes on (search/engine.py stores it as abandoned, never as failed)
     stopped: bool = False
+    # what torch.compile's Inductor wrote for a KernelBench model (``EvalOptions.compiled_code``; see
+    # ``judge/replies.compiled_code``): a proposal for the built-in team, never part of a verdict
+    compiled_code: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

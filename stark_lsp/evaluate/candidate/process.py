@@ -22,6 +22,9 @@ answers the judge's requests one at a time on its private channel
                buffer, for the judge to compare element by element
     launches   which kernels ran (Triton launch counter; the profiler on a GPU)
     resources  registers / shared memory / spills of its own Triton kernels
+    compiled_code  (the torch.compile baseline only) what Inductor wrote for the
+               model (``compiled_capture.py``): a proposal the built-in team
+               may start from, judged later like any candidate
 
 Everything it sends is a claim: the judge checks every digest against the
 reference's on the same inputs, compares fetched outputs in full, times
@@ -43,6 +46,7 @@ from typing import Any, Callable
 
 import torch
 
+from stark_lsp.evaluate.candidate.compiled_capture import CompiledCapture
 from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_diagnostics
 from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
 from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
@@ -123,6 +127,7 @@ class CandidateProcess:
             log_signatures(self.launcher_signatures)
         self.ref = None
         self.fn: Callable[..., Any] | None = None
+        self.capture: CompiledCapture | None = None
         self.cand_file: Path | None = None
         self.source = ""
         self.calls = 0
@@ -216,10 +221,24 @@ class CandidateProcess:
                 return error_reply("compile_error", first_line(str(e)), diags, log=str(e))
         elif role in ("reference", "compiled"):
             fn = self.ref.reference_fn(seed)
-            self.fn = torch.compile(fn) if role == "compiled" else fn
+            self.fn = fn
+            if role == "compiled" and isinstance(fn, torch.nn.Module):  # Inductor's code kept (compiled_capture.py)
+                self.capture = CompiledCapture(fn, on_compiled=self._compiled)
+                self.fn = self.capture.first
+            elif role == "compiled":
+                self.fn = torch.compile(fn)
         else:
             return error_reply("runtime_error", f"unknown role {role!r}")
         return {"loaded": True}
+
+    def _compiled(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn  # after its first call: torch.compile's callable alone on the timed path
+
+    def op_compiled_code(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """What Inductor wrote for the reference (role ``compiled``, after its first call)."""
+        if self.capture is None:
+            return {"compiled_code": {"error": "the reference is not a model compiled in this process"}}
+        return {"compiled_code": self.capture.export()}
 
     def _write_candidate(self, msg: dict[str, Any]) -> tuple[Path, str | None]:
         """The candidate's files, as the judge sent them, in this process's own folder: the

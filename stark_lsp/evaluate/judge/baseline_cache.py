@@ -43,10 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp.evaluate.judge import timing as TM
+from stark_lsp.evaluate.judge.replies import compiled_code
+from stark_lsp.evaluate.wire.channel import ChannelError
 from stark_lsp.evaluate.judge.timed_calls import Timed
 from stark_lsp.evaluate.judge.user_owned import owned
 
-FORMAT = 1
+FORMAT = 2
 MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a machine's state drifts)
 # environment that changes what the reference or torch.compile runs (TF32, inductor's choices, cuBLAS)
 _ENV_PREFIXES = ("TORCH", "NVIDIA_TF32", "CUBLAS", "CUDNN", "STARK_SMALL", "PYTORCH")
@@ -118,8 +120,8 @@ def _timed(d: Any) -> Timed:
                  fixed_ms=_num(d.get("fixed_ms"), optional=True), chain=chain if chain in ("host", "device") else "host")
 
 
-def load(k: str) -> tuple[Timed, Timed | None, str, str] | None:
-    """(reference, compiled, note, when measured) stored under ``k``, or None."""
+def load(k: str) -> tuple[Timed, Timed | None, str, str, dict[str, Any] | None] | None:
+    """(reference, compiled, note, when measured, what Inductor wrote) stored under ``k``, or None."""
     d = directory()
     if d is None:
         return None
@@ -135,19 +137,23 @@ def load(k: str) -> tuple[Timed, Timed | None, str, str] | None:
         note, when = doc.get("note", ""), doc.get("measured_at", "")
         if not isinstance(note, str) or not isinstance(when, str):
             return None
-        return ref, comp, note[:500], when[:40]
-    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        code = doc.get("compiled_code")
+        if code is not None:  # written by a judge of this machine, and only ever a proposal: checked as a reply is
+            code = compiled_code({"compiled_code": code})
+        return ref, comp, note[:500], when[:40], code
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, ChannelError):
         return None
 
 
-def store(k: str, reference: Timed, compiled: Timed | None, note: str, parts: dict[str, Any]) -> None:
+def store(k: str, reference: Timed, compiled: Timed | None, note: str, parts: dict[str, Any],
+          compiled_code: dict[str, Any] | None = None) -> None:
     """Write the figures under ``k`` (atomically: a reader never sees half a file). A cache that cannot
     be written only costs the next session the timing."""
     d = directory()
     if d is None:
         return
     doc = {"format": FORMAT, "key": k, "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "parts": parts, "note": note,
-           "reference": _timed_doc(reference), "compiled": _timed_doc(compiled) if compiled else None}
+           "reference": _timed_doc(reference), "compiled": _timed_doc(compiled) if compiled else None, "compiled_code": compiled_code}
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=f".{k}.", dir=d)

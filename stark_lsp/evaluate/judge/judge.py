@@ -92,9 +92,12 @@ def _value_info(v: Any) -> ValueInfo:
 class _Baselines:
     """The reference's timing (and torch.compile's) for one task and its settings."""
 
-    def __init__(self, reference: Timed, compiled: Timed | None, note: str, measured_at: str = ""):
+    def __init__(self, reference: Timed, compiled: Timed | None, note: str, measured_at: str = "",
+                 compiled_code: dict[str, Any] | None = None):
         self.reference, self.compiled, self.note = reference, compiled, note
         self.measured_at = measured_at  # set when they came from the baseline cache (``baseline_cache.py``)
+        # what Inductor wrote for a KernelBench model (``replies.compiled_code``), for the built-in team
+        self.compiled_code = compiled_code
 
 
 class Judge:
@@ -551,9 +554,13 @@ class Judge:
             state.flags.append(f"speedup {speedup_text(speedup, 'eager')} is over {ratio_text(opts.review_speedup)}: "
                                "review before trusting it")
         if state.cheats:
-            return state.result(Status.CHEAT, state.cheats[0].message, runtime=runtime, cheats=state.cheats,
-                                output=output)
-        return state.result(Status.OK, "", runtime=runtime, output=output)
+            res = state.result(Status.CHEAT, state.cheats[0].message, runtime=runtime, cheats=state.cheats,
+                               output=output)
+        else:
+            res = state.result(Status.OK, "", runtime=runtime, output=output)
+        if opts.compiled_code and base.compiled_code is not None:  # asked for the root: the built-in team's seed
+            res.compiled_code = base.compiled_code
+        return res
 
     # ------------------------------------------------------------------
     def _launch_check(self, conv: Conversation, source: str, spec: TaskSpec, opts: EvalOptions, seeds: Seeds,
@@ -616,10 +623,11 @@ class Judge:
         if disk is not None:
             got = BC.load(BC.key(disk))
             if got is not None:
-                self._baselines[key] = _Baselines(*got)
+                self._baselines[key] = _Baselines(*got[:4], compiled_code=got[4])
                 return self._baselines[key]
         timed: dict[str, Timed] = {}
         note = ""
+        compiled_code: dict[str, Any] | None = None
         roles = ("reference", "compiled") if opts.compile_baseline and self.is_gpu else ("reference",)
         for role in roles:
             link = self._take(out_bytes + (1 << 20), profiler=False)
@@ -641,6 +649,8 @@ class Judge:
                     timed[role] = time_calls(conv, seeds, ov, opts,
                                              is_gpu=self.is_gpu, ref_ms=None, keep_calls=keep,
                                              checks=None, shapes=output_shapes(out), role=role)
+                if role == "compiled" and spec.kind == "kernelbench":
+                    compiled_code = self._compiled_code(conv)
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR
@@ -654,12 +664,20 @@ class Judge:
                         self.zygote.prepare_next(self._profiler_next and role == roles[-1])  # a baseline next: no profiler
                 except (SandboxError, OSError):  # the next take starts a new zygote
                     self.close()
-        b = _Baselines(timed["reference"], timed.get("compiled"), note)
+        b = _Baselines(timed["reference"], timed.get("compiled"), note, compiled_code=compiled_code)
         if disk is not None and not note:  # a torch.compile that failed is tried again next session
-            BC.store(BC.key(disk), b.reference, b.compiled, note, disk)
+            BC.store(BC.key(disk), b.reference, b.compiled, note, disk, compiled_code)
         if not ran_out_of_memory(note):  # out of memory beside other judges: tried again next evaluation
             self._baselines[key] = b
         return b
+
+    def _compiled_code(self, conv: Conversation) -> dict[str, Any]:
+        """What Inductor wrote for the model, from the torch.compile baseline's process once it is timed
+        (``replies.compiled_code``); a process that cannot say costs the baseline nothing."""
+        try:
+            return conv.ask({"op": "compiled_code"}, 30.0, "reading torch.compile's code", R.compiled_code)
+        except Verdict as v:
+            return {"error": f"torch.compile's code could not be read: {v.result.message}"[:500]}
 
     def _baseline_parts(self, spec: TaskSpec, opts: EvalOptions, inputs: list[Any], out: list[Any]
                         ) -> dict[str, Any] | None:

@@ -149,3 +149,39 @@ def inputs_changed(reply: dict[str, Any]) -> int | None:
 
 def finite(v: Any) -> float | None:
     return float(v) if finite_number(v) and math.isfinite(float(v)) else None
+
+
+MAX_COMPILED_CODE = 2_000_000  # characters of Inductor's output module (compiled_capture.MAX_CODE_CHARS)
+
+
+def compiled_code(reply: dict[str, Any]) -> dict[str, Any]:
+    """What the torch.compile baseline's process says Inductor wrote (``candidate/compiled_capture.py``):
+    ``{"code", "inputs", "configs", "torch", "triton"}`` or ``{"error"}``, every field checked. It is
+    only ever a proposal (the built-in team's starting point), judged later like any candidate."""
+    raw = reply.get("compiled_code")
+    if not isinstance(raw, dict):
+        raise ChannelError("a compiled_code reply needs its compiled_code")
+    if "error" in raw:
+        return {"error": clean_text(str(raw.get("error")))[:500]}
+    code, inputs, configs = raw.get("code"), raw.get("inputs"), raw.get("configs")
+    if not isinstance(code, str) or not 0 < len(code) <= MAX_COMPILED_CODE:
+        raise ChannelError("compiled_code: the code is not text of a sensible size")
+    if not isinstance(inputs, list) or len(inputs) > 10000 or not all(isinstance(s, str) and len(s) <= 300
+                                                                        for s in inputs):
+        raise ChannelError("compiled_code: the graph's inputs are not a list of names")
+    if not isinstance(configs, dict) or len(configs) > 10000:
+        raise ChannelError("compiled_code: the kernels' configurations are not a mapping")
+    out_cfg: dict[str, dict[str, Any]] = {}
+    for name, c in configs.items():
+        if not isinstance(name, str) or len(name) > 300 or not isinstance(c, dict):
+            raise ChannelError("compiled_code: a kernel's configuration is malformed")
+        kw = c.get("kwargs")
+        nums = [c.get("num_warps"), c.get("num_stages")]
+        if not isinstance(kw, dict) or len(kw) > 16 or not all(
+                isinstance(k, str) and len(k) <= 64 and small_int(v) is not None for k, v in kw.items()) \
+                or any(small_int(v) is None for v in nums):
+            raise ChannelError(f"compiled_code: the configuration of {name[:60]!r} is malformed")
+        out_cfg[name] = {"kwargs": {k: int(v) for k, v in kw.items()}, "num_warps": int(nums[0]),
+                         "num_stages": int(nums[1])}
+    versions = {k: clean_text(str(raw.get(k, "")))[:40] for k in ("torch", "triton")}
+    return {"code": code, "inputs": list(inputs), "configs": out_cfg, **versions}
