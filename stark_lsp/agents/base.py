@@ -101,6 +101,9 @@ class AgentContext:
     in_flight: tuple[str, ...] = ()  # Plan: the other attempts in flight, one line each
     plan_summary: str = ""  # Code: what the plan does
     cancel: Any = None  # with is_set(): the search stopped; an agent waiting for an answer gives up at once
+    # what torch.compile's Inductor wrote for this KernelBench model (the root's ``EvalResult.compiled_code``):
+    # the built-in team's first starting point (``builtin/inductor_seed.py``); None when there is none
+    compiled_code: dict[str, Any] | None = None
     on_wait: Any = None  # called with a line ("waiting for the plan agent (41 s, 310 tokens)") as an answer streams
 
 

@@ -26,7 +26,7 @@ class BuiltinCoder:
         if not markers:
             raise AgentError("the marked source has no markers to implement")
         return CodeResult(replacements={
-            m.id: implement_lowering(marked_source, m.instruction) if is_lowering(m.instruction)
+            m.id: implement_lowering(marked_source, m.instruction, ctx.compiled_code) if is_lowering(m.instruction)
             else self.implement(m, ctx.task.language)
             for m in markers})
 

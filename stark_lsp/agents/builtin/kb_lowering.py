@@ -4,6 +4,9 @@ A KernelBench root is the reference wrapped as ``class ModelNew(Model): pass``:
 there is nothing to tune. The Plan agent marks the ``ModelNew`` block with
 ``rewrite ModelNew in Triton: <what>`` and the Code agent replaces it with:
 
+* first of all, when the root's evaluation brought back what torch.compile (Inductor) wrote for
+  the model, that code written out as plain Triton (``inductor_seed``): as fast as compile by
+  construction, and tuned from there like any Triton source;
 * the template of ``kb_triton`` when ``forward`` is one reduction, softmax,
   LayerNorm or matrix product of its inputs (``kb_forward``);
 * otherwise the fused kernels of ``fusion``: library operations kept as
@@ -22,13 +25,16 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
 from stark_lsp.agents.builtin import fusion
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
 from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
+from stark_lsp.agents.builtin.inductor_seed import DESCRIPTION as SEED_DESCRIPTION
+from stark_lsp.agents.builtin.inductor_seed import describe as describe_seed
+from stark_lsp.agents.builtin.inductor_seed import write_seed
 from stark_lsp.agents.builtin.kb_triton import render
 from stark_lsp.agents.builtin.tunables import set_value
 from stark_lsp.agents.builtin.tunables_triton import find_triton_tunables
@@ -128,15 +134,36 @@ def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
     return "fused", fused.describe(), starts
 
 
+def _instructions(ctx: AgentContext) -> list[str]:
+    """Every starting point for this model, first to try first: torch.compile's code written out
+    (when the root's evaluation brought it back and it can be written out), then the built-in
+    templates or fused kernels at their defaults, then their other starts in an order drawn from
+    the seed. NotRecognized from both: AgentError saying why."""
+    seed: list[str] = []
+    why_not_seed = ""
+    if ctx.compiled_code is not None:
+        try:
+            write_seed(ctx.compiled_code, ctx.node_source)
+            seed = [f"{PREFIX}: {describe_seed(ctx.compiled_code)}"]
+        except NotRecognized as e:
+            why_not_seed = f" (torch.compile's code could not be written out: {e})"
+    try:
+        _, what, starts = _lowering(ctx.node_source)
+    except AgentError as e:
+        if seed:
+            return seed
+        raise AgentError(f"{e}{why_not_seed}") from None
+    order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
+    return seed + [instruction_for(what, starts[i]) for i in order]
+
+
 def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -> PlanResult:
-    """The first starting point (the defaults, then the others in an order drawn from the seed)
-    whose source is not in ``ctx.seen``; ``implemented(marked)`` is what the Code agent makes of it."""
+    """The first starting point (``_instructions``) whose source is not in ``ctx.seen``;
+    ``implemented(marked)`` is what the Code agent makes of it."""
     span = modelnew_stub(ctx.node_source)
     assert span is not None
-    _, what, starts = _lowering(ctx.node_source)
-    order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
-    for i in order:
-        instruction = instruction_for(what, starts[i])
+    instructions = _instructions(ctx)
+    for instruction in instructions:
         marked = insert_marker(ctx.node_source, span[0], span[1], MARKER_ID, instruction, "python")
         if not ctx.seen:
             return PlanResult(marked_source=marked, summary=instruction)
@@ -144,13 +171,26 @@ def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -
         if source is not None and source_digest(source) not in ctx.seen:
             return PlanResult(marked_source=marked, summary=instruction)
     raise AgentError(f"{NOTHING_NEW}: every Triton starting point the built-in team knows for this model "
-                     f"({len(starts)}) is already in the tree")
+                     f"({len(instructions)}) is already in the tree")
 
 
-def implement_lowering(marked_source: str, instruction: str = "") -> str:
+def is_compiled_seed(instruction: str) -> bool:
+    """The instruction starts from torch.compile's code (``inductor_seed``)."""
+    return instruction.strip().startswith(f"{PREFIX}: {SEED_DESCRIPTION}")
+
+
+def implement_lowering(marked_source: str, instruction: str = "", compiled: dict[str, Any] | None = None) -> str:
     """The replacement text of the ModelNew marker: the Triton code, at the starting point the
-    instruction names."""
+    instruction names (torch.compile's code written out, from ``compiled``, for that start)."""
     source = strip_markers(marked_source)
+    if is_compiled_seed(instruction):
+        if compiled is None:
+            raise AgentError("this plan starts from torch.compile's code, which this search does not have "
+                             "(the root was evaluated without the torch.compile baseline)")
+        try:
+            return write_seed(compiled, source)
+        except NotRecognized as e:
+            raise AgentError(f"cannot write torch.compile's code out: {e}") from e
     start = parse_start(instruction)
     op: Op | None = recognize(source)
     if op is not None:

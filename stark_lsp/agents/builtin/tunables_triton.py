@@ -8,7 +8,8 @@ assignment ``BLOCK_SIZE = 64``, a launch keyword ``BLOCK_SIZE=64``, a
 ``BLOCK: tl.constexpr = 64``; they take powers of two (``tl.arange`` needs
 them). A launch keyword whose number also appears elsewhere on its line or in
 its function (typically a grid written with the same literal) is left alone:
-the grid would not follow.
+the grid would not follow. A line whose comment says ``stark: fixed`` is never
+tuned (a persistent reduction's whole-row block, say).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ _KWARG = re.compile(rf"(?<![\w.'\"])(?P<name>{_BLOCKISH})\s*=\s*(?P<val>\d+)(?![
 _DICT = re.compile(rf"['\"](?P<name>{_BLOCKISH})['\"]\s*:\s*(?P<val>\d+)(?![\w.])")
 _CONSTEXPR = re.compile(rf"\b(?P<name>{_BLOCKISH})\s*:\s*tl\.constexpr\s*=\s*(?P<val>\d+)(?![\w.])")
 _DEF = re.compile(r"^(?P<indent>\s*)def\s")
+_FIXED = re.compile(r"#.*\bstark:\s*fixed\b")  # a line its author marked as not a knob
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5, 6)
@@ -74,7 +76,7 @@ def find_triton_tunables(source: str, fragment: bool = False) -> list[Tunable]:
     found: list[Tunable] = []
     for no, text in enumerate(lines, start=1):
         code = text.split("#", 1)[0] if not text.lstrip().startswith("#") else ""
-        if not code.strip():
+        if not code.strip() or _FIXED.search(text[len(code):]):
             continue
         for m in _WARPS.finditer(code):
             v = int(m.group("val"))
