@@ -80,6 +80,10 @@ def summarize_runs(records: list[RunRecord]) -> dict[str, Any]:
         "with_speedup": sum(1 for r in records if r.success and r.best_speedup is not None),
         "with_compiled": sum(1 for r in records if r.success and r.best_speedup_vs_compiled is not None),
         "median_best_attempt": median(r.best_attempt for r in records if r.success),
+        # the runs that started from torch.compile's code: that start against compile, and the search on top of it
+        "seeded": sum(1 for r in records if r.seed_node is not None),
+        "geomean_seed_vs_compiled": geomean(r.seed_speedup_vs_compiled for r in records if r.seed_node is not None),
+        "geomean_gain_over_seed": geomean(r.gain_over_seed for r in records if r.seed_node is not None),
         "candidates_per_min": 60.0 * evaluated / wall if wall > 0 else None,
         "wall_s": wall,
         "prompt_tokens": sum(r.prompt_tokens for r in records),

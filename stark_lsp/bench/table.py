@@ -41,7 +41,17 @@ def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
             fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
         ])
-    return text_table(rows, header, right=set(range(1, len(header)))) + cpu_note(cpu)
+    return text_table(rows, header, right=set(range(1, len(header)))) + seed_lines(summary) + cpu_note(cpu)
+
+
+def seed_lines(summary: dict[str, dict[str, Any]]) -> str:
+    """Per policy, the runs whose team started from torch.compile's code: that start against
+    torch.compile, and what the search added on top of it (its best against that start)."""
+    lines = [f"\n{policy}: {s['seeded']} of {s['runs']} runs started from torch.compile's code, which ran "
+             f"{ratio_text(s.get('geomean_seed_vs_compiled'))} torch.compile (geomean); the search's best is "
+             f"{ratio_text(s.get('geomean_gain_over_seed'))} that start"
+             for policy, s in summary.items() if s.get("seeded")]
+    return "".join(lines)
 
 
 def task_table(tasks: dict[str, dict[str, dict[str, Any]]], cpu: bool = False) -> str:

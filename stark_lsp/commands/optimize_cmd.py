@@ -66,6 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
     add_screen_argument(p)
+    p.add_argument("--no-compile-baseline", action="store_true",
+                   help="a KernelBench model on a GPU: do not time torch.compile of it, nor start the built-in team "
+                        "from the code torch.compile writes for it (default: both; see docs/AGENTS.md)")
     add_llm_arguments(p)
     add_sandbox_argument(p)
 
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
             wall_time_s=args.wall_time, seed=args.seed, profile_top=max(0, getattr(args, "profile_top", 0) or 0),
             context_tokens=getattr(args, "context_tokens", None) or 12000,
             screen=not getattr(args, "no_screen", False),
+            compiled_seed=not getattr(args, "no_compile_baseline", False),
         )
     except ValueError as e:
         raise refusal.Refusal(str(e)) from None

@@ -15,7 +15,7 @@ most recent first, while they fit. Pure: no store, no threads.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from stark_lsp.agents.base import AgentContext, ContextItem
 from stark_lsp.evaluate.result import EvalResult
@@ -300,6 +300,7 @@ def build_context(
         in_flight=in_flight_lines(nodes, attempt_node_id) if agent == "plan" else (),
         plan_summary=plan[1] if plan else "",
         cancel=cancel,
+        compiled_code=_compiled_code(live_root),
     )
 
 
@@ -327,3 +328,9 @@ def _instructions(marked: str) -> str:
         return " ".join(m.instruction for m in parse_markers(marked))
     except MarkerError:
         return ""
+
+
+def _compiled_code(root: Node) -> dict[str, Any] | None:
+    """What Inductor wrote for the task's model, as the root's evaluation brought it back (or None)."""
+    code = getattr(root.result, "compiled_code", None) if root.result is not None else None
+    return code if isinstance(code, dict) and isinstance(code.get("code"), str) else None

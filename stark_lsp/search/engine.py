@@ -68,6 +68,10 @@ class SearchConfig:
     # the task's files vanish mid-search: stop it at once (the CLI); the editor watches them itself, waiting a
     # moment for the editor's own report of a rename, which carries the search to the new name
     stop_when_files_go: bool = True
+    # a KernelBench model on a GPU: torch.compile of it is timed as a baseline for every candidate, and the
+    # root's evaluation brings back what Inductor wrote for it, which the built-in team starts from
+    # (``agents/builtin/inductor_seed.py``)
+    compiled_seed: bool = True
 
 
 @dataclass
@@ -198,6 +202,9 @@ class Search:
         self.evaluator = evaluator
         self.team = team
         self.config = config or SearchConfig()
+        if self.config.compiled_seed and task.kind == "kernelbench" and not self.config.eval_options.compile_baseline:
+            # one baseline setting for the whole search (the root's, every candidate's, the re-timing's)
+            self.config = replace(self.config, eval_options=replace(self.config.eval_options, compile_baseline=True))
         self.on_progress = on_progress
         self.on_node = on_node  # called from worker threads too
         self.markers = markers or _default_markers()
@@ -701,6 +708,8 @@ class Search:
         kernel" divides by."""
         cfg = self.config
         opts = cfg.eval_options.pinned_baselines()
+        if node.parent_id is None and cfg.compiled_seed and self.task.kind == "kernelbench":
+            opts = replace(opts, compiled_code=True)  # what Inductor wrote, kept with the root (the team's seed)
         if cfg.screen and node.parent_id is not None and cfg.retime_top > 0 and cfg.retime_rounds > 0:
             opts = screen_options(opts)
         if not cfg.race:
