@@ -146,6 +146,30 @@ def test_record_reads_the_compile_baseline_and_the_floor():
     assert r.is_gpu and r.reference_ms == 2.0
 
 
+def test_record_says_what_the_search_added_on_top_of_torch_compiles_code():
+    from stark_lsp.agents.builtin.inductor_seed import DESCRIPTION
+    from stark_lsp.bench.table import policy_table
+
+    nodes = [node(1, 0, cand_ms=2.0, compiled_ms=1.0), node(2, 1, cand_ms=1.25, compiled_ms=1.0),
+             node(3, 2, cand_ms=1.0, compiled_ms=1.0, parent=2)]
+    nodes[1].summary = f"rewrite ModelNew in Triton: {DESCRIPTION} (Inductor, torch 2.11: 2 Triton kernels)"
+    r = build_record(nodes, task="a", task_key="t", kind="kernelbench", policy="stark", repeat=0, seed=0, budget=2,
+                     wall_s=1.0)
+    assert r.seed_node == 2 and r.seed_speedup_vs_compiled == pytest.approx(0.8)
+    assert r.gain_over_seed == pytest.approx(1.25) and r.best_node == 3
+    nodes[2].status, nodes[2].speedup = "incorrect", None  # the seed stays the best: nothing added
+    r2 = build_record(nodes, task="a", task_key="t", kind="kernelbench", policy="stark", repeat=0, seed=0, budget=2,
+                      wall_s=1.0)
+    assert r2.best_node == 2 and r2.gain_over_seed == 1.0
+    plain = build_record([node(1, 0, cand_ms=2.0), node(2, 1, cand_ms=1.0)], task="b", task_key="u", kind="triton",
+                         policy="stark", repeat=0, seed=0, budget=1, wall_s=1.0)
+    assert plain.seed_node is None and plain.gain_over_seed is None
+    s = metrics.summarize_runs([r, plain])
+    assert s["seeded"] == 1 and s["geomean_gain_over_seed"] == pytest.approx(1.25)
+    assert "1 of 2 runs started from torch.compile's code, which ran 0.80× torch.compile" in policy_table({"stark": s})
+    assert "the search's best is 1.25× that start" in policy_table({"stark": s})
+
+
 def test_floor_dict_takes_a_dataclass_or_a_dict_or_nothing():
     class F:  # the evaluator's Floor, duck-typed
         bytes, flops, memory_floor_ms, compute_floor_ms = 10, 20, 0.5, 2.0
