@@ -105,3 +105,38 @@ def test_a_plans_slips_are_mended_backwards_overlapping_and_repeated_spans():
                        {"id": "b", "first": 16, "last": 18, "instruction": "y"},
                        {"id": "b", "first": 30, "last": 31, "instruction": "z"}], "summary": "s"}
     assert S.as_text("plan", json.dumps(doc)) == "MARKER b lines 16-19: y; x\nMARKER b_1 lines 30-31: z\nSUMMARY: s\n"
+
+
+def _objects(schema):
+    if isinstance(schema, dict):
+        if isinstance(schema.get("properties"), dict):
+            yield schema
+        for v in schema.values():
+            yield from _objects(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from _objects(v)
+
+
+def test_openais_api_gets_its_strict_subset_and_local_servers_the_full_schema():
+    from stark_lsp.agents.llm.client import ChatClient
+
+    assert S.wants_strict_subset("https://api.openai.com/v1") and S.wants_strict_subset("https://x.openai.azure.com/v1")
+    for url in ("http://127.0.0.1:8080/v1", "https://api.openai.com.example.org/v1", "http://localhost:11434/v1", ""):
+        assert not S.wants_strict_subset(url)
+    assert ChatClient("https://api.openai.com/v1", api_key=KEY)._strict_subset
+    assert not ChatClient("http://127.0.0.1:8080/v1", api_key=KEY)._strict_subset
+    for role, kw in (("plan", {"lines": 30}), ("code", {"ids": ["a", "b"], "source_chars": 100}),
+                     ("debug", {"source_chars": 100})):
+        full = S.response_format(role, **kw)
+        strict = S.strict_subset(full)
+        assert full != strict and full == S.response_format(role, **kw)  # the full schema is left as it was
+        for obj in _objects(strict["json_schema"]["schema"]):
+            assert sorted(obj["required"]) == sorted(obj["properties"]) and obj["additionalProperties"] is False
+        assert "maxLength" not in json.dumps(strict)
+    plan = S.strict_subset(S.response_format("plan", lines=30))["json_schema"]["schema"]
+    insert = plan["properties"]["markers"]["items"]["properties"]["insert"]
+    assert insert["type"] == ["string", "null"] and insert["enum"] == ["after", "before", None]
+    # the answer such a schema allows: an insert of null is a replaced span, as if the field were absent
+    answer = {"markers": [{"id": "a", "first": 4, "last": 5, "instruction": "x", "insert": None}], "summary": "s"}
+    assert S.as_text("plan", json.dumps(answer)) == "MARKER a lines 4-5: x\nSUMMARY: s\n"

@@ -47,6 +47,7 @@ import openai
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
 from stark_lsp.agents.llm.pricing import Price, price_of
 from stark_lsp.agents.llm.stream import collect
+from stark_lsp.agents.llm.structured import strict_subset, wants_strict_subset
 from stark_lsp.redaction import Redactor, key_from_env, redact, register_secret
 from stark_lsp.safe_text import scrub
 
@@ -141,6 +142,7 @@ class ChatClient:
         self._stream = bool(stream)
         self._stream_usage = True  # stream_options.include_usage, until a server refuses it
         self.structured = bool(structured)  # response_format (a JSON schema per agent), until a server refuses it
+        self._strict_subset = wants_strict_subset(base_url)
         if answer_timeout_s <= 0:
             raise AgentError("timeouts must be positive")
         self.answer_timeout_s = float(answer_timeout_s)
@@ -328,8 +330,8 @@ class ChatClient:
             kwargs["temperature"] = temperature
         if self.max_tokens:
             kwargs[self._tokens_param] = self.max_tokens
-        if response_format:
-            kwargs["response_format"] = response_format
+        if response_format:  # OpenAI's own API takes only its strict subset of JSON Schema
+            kwargs["response_format"] = strict_subset(response_format) if self._strict_subset else response_format
         if self._stream:
             kwargs["stream"] = True
             if self._stream_usage:

@@ -157,3 +157,47 @@ def as_text(role: str, text: str) -> str | None:
         summary = " ".join(str(doc.get("summary") or "").split())
         return (f"SUMMARY: {summary}\n" if summary else "") + f"{fence}\n{source}{fence}\n"
     return None
+
+
+STRICT_HOSTS = ("api.openai.com", ".openai.azure.com")  # servers that enforce OpenAI's strict subset of JSON Schema
+_STRICT_DROPPED = ("maxLength", "minLength")  # length limits: not in that subset (a grammar server keeps them)
+
+
+def wants_strict_subset(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's (or Azure OpenAI's) API, whose strict mode takes only a subset of
+    JSON Schema: every property required, an optional one nullable instead, no length limits. Local
+    servers (llama.cpp, vLLM, Ollama) get the full schema: their grammars use it."""
+    from urllib.parse import urlparse
+
+    host = (urlparse(base_url or "").hostname or "").lower()
+    return any(host == h or (h.startswith(".") and host.endswith(h)) for h in STRICT_HOSTS)
+
+
+def strict_subset(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``fmt`` (a ``response_format``) in OpenAI's strict subset: each object lists all its properties
+    as required, those that were optional may be null (``as_text`` reads a null as absent), and
+    length limits are dropped."""
+    if not fmt or fmt.get("type") != "json_schema":
+        return fmt
+    out = json.loads(json.dumps(fmt))
+
+    def walk(s: Any) -> None:
+        if not isinstance(s, dict):
+            return
+        for k in _STRICT_DROPPED:
+            s.pop(k, None)
+        props = s.get("properties")
+        if isinstance(props, dict):
+            required = set(s.get("required") or [])
+            for name, p in props.items():
+                walk(p)
+                if name not in required and isinstance(p, dict):
+                    t = p.get("type")
+                    p["type"] = [*(t if isinstance(t, list) else [t]), "null"] if t else ["null"]
+                    if isinstance(p.get("enum"), list):
+                        p["enum"] = [*p["enum"], None]
+            s["required"] = list(props)
+        walk(s.get("items"))
+
+    walk(out["json_schema"]["schema"])
+    return out
