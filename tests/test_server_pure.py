@@ -387,6 +387,14 @@ def test_settings_parse_camel_case_and_report_problems():
     assert parse_settings(None) == (Settings(), [])
     assert parse_settings({"profileTop": 3})[0].profile_top == 3
     assert parse_settings({"profileTop": -1})[1] == ["stark.profileTop must be an integer >= 0, not -1"]
+    assert parse_settings({})[0].compile_baseline is True
+    off = parse_settings({"compileBaseline": False})[0]
+    assert off.compile_baseline is False
+    from stark_lsp.server.backend import Backend
+
+    assert Backend().search_config(off).compiled_seed is False  # no torch.compile timed, no start from its code
+    assert Backend().search_config(Settings()).compiled_seed is True
+    assert parse_settings({"compileBaseline": "no"})[1] == ["stark.compileBaseline must be true or false, not 'no'"]
 
 
 def test_api_key_is_a_secret():

@@ -148,6 +148,7 @@ class Backend:
             profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),
             context_tokens=settings.context_tokens,
+            compiled_seed=settings.compile_baseline,
         )
 
     def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,

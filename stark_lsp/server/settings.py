@@ -10,11 +10,14 @@ Keys are camelCase as an editor writes them::
      "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"},
      "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true, "structured": true,
      "retries": 3, "timeoutRetries": 1,
-     "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000}
+     "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000,
+     "compileBaseline": true}
 
 The LLM client keys map to ``make_team`` through ``Settings.team_options()``
 (unset keys keep the client's defaults, ``stark_lsp.agents.llm.client.DEFAULTS``);
-``contextTokens`` is ``SearchConfig.context_tokens``.
+``contextTokens`` is ``SearchConfig.context_tokens``; ``compileBaseline`` is
+``SearchConfig.compiled_seed`` (a KernelBench model on a GPU: torch.compile timed,
+and its code the built-in team's first start).
 
 The API key is not a setting: it is accepted from ``initializationOptions``
 (``apiKey``) or the ``stark.setApiKey`` command only, kept in memory, and never
@@ -85,6 +88,8 @@ class Settings:
     timeout_retries: int | None = None
     temperatures: dict[str, float] = field(default_factory=dict)  # per agent
     context_tokens: int = 12000  # the token budget of one prompt
+    # a KernelBench model on a GPU: time torch.compile of it, and start the built-in team from its code
+    compile_baseline: bool = True
 
     def model_for(self, agent: str) -> str | None:
         return self.models.get(agent) or self.model
@@ -146,10 +151,10 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
             else:
                 s = replace(s, **{attr: value})
-    for key in ("stream", "structured"):
+    for key, attr in (("stream", "stream"), ("structured", "structured"), ("compileBaseline", "compile_baseline")):
         if key in options and options[key] is not None:
             if isinstance(options[key], bool):
-                s = replace(s, **{key: options[key]})
+                s = replace(s, **{attr: options[key]})
             else:
                 problems.append(f"stark.{key} must be true or false, not {options[key]!r}")
     for key, attr in (("connectTimeout", "connect_timeout_s"), ("readTimeout", "read_timeout_s"),
