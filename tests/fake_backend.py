@@ -159,7 +159,7 @@ class FakeBackend(Backend):
     def gpu_available(self, settings: Settings) -> bool:
         return fake_gpu() and settings.device != "cpu"
 
-    def make_evaluator(self, settings: Settings) -> Any:
+    def make_evaluator(self, settings: Settings, warm_for: Any = None) -> Any:
         return FakeEvaluator()
 
     def make_team(self, settings: Settings, api_key: Secret) -> Any:

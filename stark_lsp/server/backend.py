@@ -68,7 +68,8 @@ class Backend:
 
         return gpu_present()  # "auto", and "cuda:N" too: asking for a GPU does not make one
 
-    def make_evaluator(self, settings: Settings) -> Any:
+    def make_evaluator(self, settings: Settings, warm_for: TaskSpec | None = None) -> Any:
+        """``warm_for``: the task the first evaluations will be of (each judge starts its sandbox for it)."""
         if settings.cluster:
             from stark_lsp.cluster import make_evaluator as cluster_evaluator
 
@@ -85,15 +86,17 @@ class Backend:
             raise BackendUnavailable(f"the evaluator cannot be imported: {e}") from e
         from stark_lsp.evaluate.sandbox.policy import policy
 
-        return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm))
+        return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm),
+                         warm_for=warm_for)
 
-    def evaluator(self, settings: Settings) -> Any:
-        """One evaluator per (device, workers, cluster), kept warm between searches."""
+    def evaluator(self, settings: Settings, warm_for: TaskSpec | None = None) -> Any:
+        """One evaluator per (device, workers, cluster), kept warm between searches; the first is started
+        for ``warm_for``, the task it is first needed for (later tasks widen its sandbox as they come)."""
         key = (settings.device, settings.workers, settings.cluster, settings.llm == "builtin")
         with self._lock:
             ev = self._evaluators.get(key)
             if ev is None:
-                ev = self._evaluators[key] = self.make_evaluator(settings)
+                ev = self._evaluators[key] = self.make_evaluator(settings, warm_for=warm_for)
             return ev
 
     def drop_evaluator(self, settings: Settings) -> None:
@@ -166,7 +169,7 @@ class Backend:
     def check_root(self, task: TaskSpec, settings: Settings) -> Any:
         """Evaluate the user's kernel once, outside any tree (on a machine
         without a GPU a CUDA kernel is compiled and not run): an EvalResult."""
-        return self.evaluator(settings).evaluate(task, task.root_source(), self.eval_options(settings))
+        return self.evaluator(settings, warm_for=task).evaluate(task, task.root_source(), self.eval_options(settings))
 
     def eval_options(self, settings: Settings) -> Any:
         from stark_lsp.evaluate.options import EvalOptions

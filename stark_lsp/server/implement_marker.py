@@ -73,7 +73,7 @@ def _run_marker(ls: Host, state: Any, text: str, marker_id: str) -> tuple[Any, A
     marked_one, marker = only_marker(text, marker_id)
     task = state.task
     team = ls.backend.make_team(ls.settings, ls.api_key)
-    evaluator = ls.backend.evaluator(ls.settings)
+    evaluator = ls.backend.evaluator(ls.settings, warm_for=task)
     store = ls.backend.open_store(state.store_path)
     task_id = store.create_tree(task)
     options = ls.backend.eval_options(ls.settings)

@@ -245,7 +245,7 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
 
     def blocking() -> Any:
         store = backend.open_store(store_path)
-        evaluator = backend.evaluator(settings)
+        evaluator = backend.evaluator(settings, warm_for=job.task)
         try:
             evaluator.hardware()  # starts the worker (a no-op once it runs)
         except Exception as e:  # the search reports an evaluator that cannot start
