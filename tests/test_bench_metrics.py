@@ -161,7 +161,9 @@ def test_record_says_what_the_search_added_on_top_of_torch_compiles_code():
     r2 = build_record(nodes, task="a", task_key="t", kind="kernelbench", policy="stark", repeat=0, seed=0, budget=2,
                       wall_s=1.0)
     assert r2.best_node == 2 and r2.gain_over_seed == 1.0
-    plain = build_record([node(1, 0, cand_ms=2.0), node(2, 1, cand_ms=1.0)], task="b", task_key="u", kind="triton",
+    plain_nodes = [node(1, 0, cand_ms=2.0), node(2, 1, cand_ms=1.0), node(3, 2, cand_ms=1.5, parent=2)]
+    plain_nodes[2].summary = f"an LLM's plan that mentions {DESCRIPTION}"  # not a start from it: not the seed
+    plain = build_record(plain_nodes, task="b", task_key="u", kind="triton",
                          policy="stark", repeat=0, seed=0, budget=1, wall_s=1.0)
     assert plain.seed_node is None and plain.gain_over_seed is None
     s = metrics.summarize_runs([r, plain])

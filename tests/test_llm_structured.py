@@ -118,11 +118,17 @@ def _objects(schema):
             yield from _objects(v)
 
 
-def test_openais_api_gets_its_strict_subset_and_local_servers_the_full_schema():
+def test_openais_api_gets_its_strict_subset_and_local_servers_the_full_schema(monkeypatch):
     from stark_lsp.agents.llm.client import ChatClient
 
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert S.wants_strict_subset(None)  # no --base-url: the openai client's default, OpenAI's API
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert not S.wants_strict_subset(None)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+
     assert S.wants_strict_subset("https://api.openai.com/v1") and S.wants_strict_subset("https://x.openai.azure.com/v1")
-    for url in ("http://127.0.0.1:8080/v1", "https://api.openai.com.example.org/v1", "http://localhost:11434/v1", ""):
+    for url in ("http://127.0.0.1:8080/v1", "https://api.openai.com.example.org/v1", "http://localhost:11434/v1"):
         assert not S.wants_strict_subset(url)
     assert ChatClient("https://api.openai.com/v1", api_key=KEY)._strict_subset
     assert not ChatClient("http://127.0.0.1:8080/v1", api_key=KEY)._strict_subset

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from stark_lsp.agents.builtin.inductor_seed import DESCRIPTION as SEED_DESCRIPTION
+from stark_lsp.agents.builtin.kb_lowering import is_compiled_seed
 from stark_lsp.search.node import ABANDONED, ROOT, Node
 
 DONE = "done"  # the search ran to its budget (or wall time)
@@ -75,7 +75,8 @@ class RunRecord:
     floor_gap: float | None = None  # best_ms / floor_ms: 1.0 is at the hardware limit
     curve: list[float | None] = field(default_factory=list)
     # the candidate written from torch.compile's code (agents/builtin/inductor_seed.py), when the team made one:
-    # its own figure against torch.compile, and how many times faster the search's best is than it
+    # its own figure against torch.compile, and how many times faster the search's best is than it (both figures
+    # from their evaluations in the search, screened alike; not the re-timing)
     seed_node: int | None = None
     seed_speedup_vs_compiled: float | None = None
     gain_over_seed: float | None = None
@@ -186,11 +187,14 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
         if rec.floor and rec.floor["floor_ms"] > 0 and rec.best_ms:
             rec.floor_gap = rec.best_ms / rec.floor["floor_ms"]
     rec.curve = best_curve(live, budget)
-    seed = next((n for n in own if SEED_DESCRIPTION in (n.summary or "")), None)
+    seed = next((n for n in own if n.parent_id == (root.id if root else None) and is_compiled_seed(n.summary or "")),
+                None)
     if seed is not None:
         rec.seed_node = seed.id
         srt = _runtime(seed)
         rec.seed_speedup_vs_compiled = srt.speedup_vs_compiled if srt is not None else None
-        if rec.best_ms and seed.runtime_ms:
-            rec.gain_over_seed = seed.runtime_ms / rec.best_ms if best is not seed else 1.0
+        if best is seed:
+            rec.gain_over_seed = 1.0
+        elif best is not None and best.runtime_ms and seed.runtime_ms:  # both from their evaluations in the search
+            rec.gain_over_seed = seed.runtime_ms / best.runtime_ms
     return rec

@@ -151,7 +151,8 @@ class Backend:
             profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),
             context_tokens=settings.context_tokens,
-            compiled_seed=settings.compile_baseline,
+            # an explicit compile_baseline: false in stark.evaluation's options is honoured as well
+            compiled_seed=settings.compile_baseline and settings.eval_options.get("compile_baseline") is not False,
         )
 
     def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,

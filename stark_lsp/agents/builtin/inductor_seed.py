@@ -27,6 +27,8 @@ verifies and times it like any candidate.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +38,9 @@ from stark_lsp.agents.builtin.kb_ast import NotRecognized, model_methods
 DESCRIPTION = "torch.compile's code"  # in the plan's instruction and the node's summary
 KINDS = ("pointwise", "reduction", "persistent_reduction")
 GRIDS = ("Grid1D", "Grid2D", "Grid2DWithYZOverflow")
-_KERNEL = re.compile(r"^(?P<var>\w+) = async_compile\.triton\('(?P<name>\w+)', '''(?P<src>.*?)''', "
-                     r"device_str='cuda'\)\s*$", re.M | re.S)
+_KERNEL_START = re.compile(r"^(?P<var>\w+) = async_compile\.triton\('(?P<name>\w+)', '''", re.M)
+_KERNEL_END = "''', device_str='cuda')"
+MAX_KERNELS = 500
 _DECORATOR = re.compile(r"^@triton_heuristics\.(?P<kind>\w+)\(", re.M)
 _GRID_TYPE = re.compile(r"'grid_type':\s*'(?P<grid>\w+)'")
 _SIGNATURE = re.compile(r"'signature':\s*\{(?P<body>[^{}]*)\}")
@@ -61,15 +64,62 @@ class _Kernel:
     unmasked: set[str]  # dimensions whose masks Inductor left out ("x", "y", "r0_")
 
 
+def _found_kernels(code: str) -> list[tuple[str, str, str, int, int]]:
+    """(variable, name, source, start, end) of each ``async_compile.triton`` in ``code``, in one pass:
+    each kernel's end is looked for once, from its start (an unterminated one ends the reading)."""
+    out, pos = [], 0
+    while True:
+        m = _KERNEL_START.search(code, pos)
+        if m is None:
+            return out
+        end = code.find(_KERNEL_END, m.end())
+        if end < 0:
+            raise NotRecognized(f"the kernel {m.group('name')} has no end")
+        out.append((m.group("var"), m.group("name"), code[m.end():end], m.start(), end + len(_KERNEL_END)))
+        if len(out) > MAX_KERNELS:
+            raise NotRecognized(f"more than {MAX_KERNELS} kernels")
+        pos = end + len(_KERNEL_END)
+
+
+_WRITTEN: dict[str, str | NotRecognized] = {}  # the last few write_seed results (a plan asks several times)
+
+
 def write_seed(compiled: dict[str, Any], source: str) -> str:
-    """The text that replaces the ``ModelNew`` stub of ``source``, or NotRecognized saying why."""
+    """The text that replaces the ``ModelNew`` stub of ``source``, or NotRecognized saying why
+    (whatever is wrong with ``compiled``: it is the baseline process's word, checked but not trusted)."""
+    try:
+        key = hashlib.sha256(json.dumps([compiled, source], sort_keys=True, default=str).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError) as e:
+        raise NotRecognized(f"torch.compile's code is malformed: {type(e).__name__}") from None
+    got = _WRITTEN.get(key)
+    if got is None:
+        try:
+            got = _write_seed(compiled, source)
+        except NotRecognized as e:
+            got = e
+        except Exception as e:  # noqa: BLE001 - malformed input of any kind is a refusal, never a crash
+            got = NotRecognized(f"torch.compile's code could not be read: {type(e).__name__}: {str(e)[:200]}")
+        if len(_WRITTEN) >= 16:
+            _WRITTEN.pop(next(iter(_WRITTEN)))
+        _WRITTEN[key] = got
+    if isinstance(got, NotRecognized):
+        raise NotRecognized(str(got))
+    return got
+
+
+def _write_seed(compiled: dict[str, Any], source: str) -> str:
     code = compiled.get("code")
     if not isinstance(code, str) or not code:
         raise NotRecognized(str(compiled.get("error") or "torch.compile's code is not available"))
-    params = _forward_params(source)
+    params, signature = _forward_params(source)
     kernels = {k.name: k for k in _kernels(code)}
+    if not kernels:
+        raise NotRecognized("torch.compile wrote no Triton kernel for this model (only library calls): "
+                            "nothing of its own to tune")
     call_lines, outputs = _call_body(code)
     configs = compiled.get("configs") or {}
+    if not isinstance(configs, dict):
+        raise NotRecognized("the kernels' configurations are not a mapping")
     blocks: list[str] = []
     body: list[str] = []
     order = {name: i for i, name in enumerate(kernels)}
@@ -94,7 +144,7 @@ def write_seed(compiled: dict[str, Any], source: str) -> str:
     inputs = [_input_expr(s, params) for s in compiled.get("inputs") or []]
     used = "\n".join(line.split("#", 1)[0] for line in [*(k.body for k in kernels.values()), *body])
     header = _header(code, used)
-    text = _render(compiled, header, list(kernels.values()), blocks, body, inputs, params, outputs, source)
+    text = _render(compiled, header, list(kernels.values()), blocks, body, inputs, signature, outputs, source)
     try:
         ast.parse(text)
     except SyntaxError as e:
@@ -104,8 +154,8 @@ def write_seed(compiled: dict[str, Any], source: str) -> str:
 
 def describe(compiled: dict[str, Any]) -> str:
     """One phrase for the plan: how many Triton kernels and library calls Inductor's code has."""
-    code = compiled.get("code") or ""
-    kernels = len(_KERNEL.findall(code))
+    code = str(compiled.get("code") or "")
+    kernels = len(_KERNEL_START.findall(code))
     library = len(re.findall(r"\bextern_kernels\.\w+\(", code))
     parts = [f"{kernels} Triton kernel{'s' if kernels != 1 else ''}"]
     if library:
@@ -114,12 +164,17 @@ def describe(compiled: dict[str, Any]) -> str:
 
 
 # -- reading Inductor's module -------------------------------------------------------------------
-def _forward_params(source: str) -> list[str]:
+def _forward_params(source: str) -> tuple[list[str], str]:
+    """Model.forward's parameters after ``self``, and its signature as written (defaults kept)."""
     fwd = model_methods(source)["forward"]
     a = fwd.args
-    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or not a.args:
         raise NotRecognized("Model.forward takes *args, **kwargs or keyword-only arguments")
-    return [x.arg for x in a.args[1:]]
+    rest = ast.arguments(posonlyargs=[], args=a.args[1:], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                         defaults=list(a.defaults))
+    for x in rest.args:
+        x.annotation = None
+    return [x.arg for x in rest.args], ast.unparse(rest)
 
 
 def _kernels(code: str) -> list[_Kernel]:
@@ -127,10 +182,10 @@ def _kernels(code: str) -> list[_Kernel]:
     if others:
         raise NotRecognized(f"Inductor's code compiles kernels this cannot write out ({others[0]}...)")
     out = []
-    for m in _KERNEL.finditer(code):
-        if m.group("var") != m.group("name"):
-            raise NotRecognized(f"a kernel bound to another name ({m.group('var')})")
-        out.append(_kernel(m.group("name"), m.group("src")))
+    for var, name, src, _, _ in _found_kernels(code):
+        if var != name:
+            raise NotRecognized(f"a kernel bound to another name ({var})")
+        out.append(_kernel(name, src))
     if not out and ".run(" in code:
         raise NotRecognized("Inductor's kernels are not in a form this reads")
     return out
@@ -289,7 +344,7 @@ def _overflow(y_blocks: str) -> list[str]:
 
 def _header(code: str, used_text: str) -> list[str]:
     """Inductor's module-level imports and aliases that the kept code uses."""
-    first = _KERNEL.search(code)
+    first = _KERNEL_START.search(code)
     pre = code[:first.start()] if first else code[:code.find("class Runner")] if "class Runner" in code else ""
     keep = []
     for line in pre.splitlines():
@@ -321,7 +376,12 @@ def _input_expr(what: str, params: list[str]) -> str:
     if kind in ("param", "buffer"):
         expr = "self"
         for part in name.split("."):
-            expr += f"[{part}]" if part.isdigit() else f".{part}"
+            if part.isdigit():
+                expr += f"[{part}]"
+            elif part.isidentifier():
+                expr += f".{part}"
+            else:
+                raise NotRecognized(f"an input of the compiled graph this cannot name ({what[:80]})")
         return expr
     if kind == "input" and name.isdigit() and int(name) < len(params):
         return params[int(name)]
@@ -337,7 +397,7 @@ _FIT = '''def _fit(block, n):
 
 
 def _render(compiled: dict[str, Any], header: list[str], kernels: list[_Kernel], blocks: list[str],
-            body: list[str], inputs: list[str], params: list[str], outputs: int, source: str) -> str:
+            body: list[str], inputs: list[str], signature: str, outputs: int, source: str) -> str:
     single = _returns_single(source)
     if single and outputs != 1:
         raise NotRecognized(f"Inductor's call returns {outputs} values for a forward that returns one")
@@ -358,7 +418,7 @@ def _render(compiled: dict[str, Any], header: list[str], kernels: list[_Kernel],
     out += ["class ModelNew(Model):",
             '    """Model.forward as torch.compile (Inductor) wrote it, as plain Triton kernels and library calls."""',
             "",
-            f"    def forward(self, {', '.join(params)}):",
+            f"    def forward(self, {signature}):",
             f"        out = _inductor_call([{', '.join(inputs)}])",
             f"        return {ret}", ""]
     return "\n".join(out)

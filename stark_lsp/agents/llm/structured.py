@@ -167,9 +167,12 @@ def wants_strict_subset(base_url: str | None) -> bool:
     """Whether ``base_url`` is OpenAI's (or Azure OpenAI's) API, whose strict mode takes only a subset of
     JSON Schema: every property required, an optional one nullable instead, no length limits. Local
     servers (llama.cpp, vLLM, Ollama) get the full schema: their grammars use it."""
+    import os
     from urllib.parse import urlparse
 
-    host = (urlparse(base_url or "").hostname or "").lower()
+    # no --base-url: the openai client's own default (OPENAI_BASE_URL, else OpenAI's API)
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    host = (urlparse(url).hostname or "").lower()
     return any(host == h or (h.startswith(".") and host.endswith(h)) for h in STRICT_HOSTS)
 
 

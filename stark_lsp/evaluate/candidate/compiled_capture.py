@@ -100,11 +100,11 @@ def _chosen_configs(code: str) -> dict[str, dict[str, Any]]:
             continue
         for name, obj in vars(mod).items():
             launchers = getattr(obj, "launchers", None)
-            if not name.startswith("triton_") or not launchers or name not in code:
+            if not name.startswith("triton_") or not launchers or f"{name} = async_compile" not in code:
                 continue
             cfg = getattr(launchers[0], "config", None)
             if cfg is None:
                 continue
-            out[name] = {"kwargs": {k: v for k, v in dict(cfg.kwargs).items() if isinstance(v, int)},
+            out[name] = {"kwargs": {k: v for k, v in dict(cfg.kwargs).items() if type(v) is int},
                          "num_warps": int(cfg.num_warps), "num_stages": int(cfg.num_stages)}
     return out

@@ -53,7 +53,8 @@ MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a mac
 # environment that changes what the reference or torch.compile runs (TF32, inductor's choices, cuBLAS)
 _ENV_PREFIXES = ("TORCH", "NVIDIA_TF32", "CUBLAS", "CUDNN", "STARK_SMALL", "PYTORCH")
 _CODE = ("timing.py", "timed_calls.py", "batches.py", "judge.py", "../harness.py", "../wire/device_chain.py",
-         "../wire/device_chain_kernels.py", "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py")
+         "../wire/device_chain_kernels.py", "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py",
+         "../candidate/compiled_capture.py", "replies.py")
 
 
 def directory() -> Path | None:

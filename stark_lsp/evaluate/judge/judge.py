@@ -89,6 +89,9 @@ def _value_info(v: Any) -> ValueInfo:
     return ValueInfo(value=repr(v)[:200])
 
 
+COMPILED_CODE_UNREAD = "torch.compile's code could not be read"
+
+
 class _Baselines:
     """The reference's timing (and torch.compile's) for one task and its settings."""
 
@@ -665,7 +668,8 @@ class Judge:
                 except (SandboxError, OSError):  # the next take starts a new zygote
                     self.close()
         b = _Baselines(timed["reference"], timed.get("compiled"), note, compiled_code=compiled_code)
-        if disk is not None and not note:  # a torch.compile that failed is tried again next session
+        unread = bool(compiled_code and str(compiled_code.get("error", "")).startswith(COMPILED_CODE_UNREAD))
+        if disk is not None and not note and not unread:  # a torch.compile that failed is tried again next session
             BC.store(BC.key(disk), b.reference, b.compiled, note, disk, compiled_code)
         if not ran_out_of_memory(note):  # out of memory beside other judges: tried again next evaluation
             self._baselines[key] = b
@@ -677,7 +681,7 @@ class Judge:
         try:
             return conv.ask({"op": "compiled_code"}, 30.0, "reading torch.compile's code", R.compiled_code)
         except Verdict as v:
-            return {"error": f"torch.compile's code could not be read: {v.result.message}"[:500]}
+            return {"error": f"{COMPILED_CODE_UNREAD}: {v.result.message}"[:500]}  # not kept on disk: tried again
 
     def _baseline_parts(self, spec: TaskSpec, opts: EvalOptions, inputs: list[Any], out: list[Any]
                         ) -> dict[str, Any] | None:
