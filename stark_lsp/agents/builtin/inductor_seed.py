@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from stark_lsp.agents.builtin.inductor_imports import Imports, without_inductor
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, model_methods
 
 DESCRIPTION = "torch.compile's code"  # in the plan's instruction and the node's summary
@@ -143,8 +144,8 @@ def _write_seed(compiled: dict[str, Any], source: str) -> str:
         body.append(m.group("indent") + launch)
     inputs = [_input_expr(s, params) for s in compiled.get("inputs") or []]
     used = "\n".join(line.split("#", 1)[0] for line in [*(k.body for k in kernels.values()), *body])
-    header = _header(code, used)
-    text = _render(compiled, header, list(kernels.values()), blocks, body, inputs, signature, outputs, source)
+    imports = without_inductor(compiled, [k.body for k in kernels.values()], body, _header(code, used))
+    text = _render(compiled, imports, blocks, body, inputs, signature, outputs, source)
     try:
         ast.parse(text)
     except SyntaxError as e:
@@ -396,20 +397,20 @@ _FIT = '''def _fit(block, n):
     return block'''
 
 
-def _render(compiled: dict[str, Any], header: list[str], kernels: list[_Kernel], blocks: list[str],
+def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
             body: list[str], inputs: list[str], signature: str, outputs: int, source: str) -> str:
     single = _returns_single(source)
     if single and outputs != 1:
         raise NotRecognized(f"Inductor's call returns {outputs} values for a forward that returns one")
     imports = ["import torch", "import triton", "import triton.language as tl"]
-    helpers = [h for h in header if h not in imports]
-    kernel_imports = ["from torch._inductor.runtime import triton_helpers",
-                      "from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math"]
+    helpers = [h for h in imported.header if h not in imports]
     out = [f"# {describe(compiled)}, written out as plain Triton by the built-in team.",
            "# Inductor's kernels and launches at the configuration its autotuner chose; the search tunes it from here.",
-           *imports, *kernel_imports, *helpers, "", ""]
-    for k in kernels:
-        out += [k.body, "", ""]
+           *imports, *imported.kernel_imports, *helpers, "", ""]
+    for d in imported.definitions:  # in place of Inductor's imports (inductor_imports.py)
+        out += [d, "", ""]
+    for k in imported.kernels:
+        out += [k, "", ""]
     if any("_fit(" in line for line in body):
         out += [_FIT, "", ""]
     out += ["# launch configuration (Inductor's choice): block sizes per kernel", *blocks, "", ""]
