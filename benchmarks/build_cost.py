@@ -6,8 +6,6 @@ Each step builds ``--n`` fresh variants of one source (a comment changes, so not
 seconds a build (median, min-max):
 
 * ``nvcc``: the builder's own one-unit command (``CudaBuilder.command``), run as it is;
-* ``nvcc, device link``: the same command without ``-nodlink`` (``cuda_build.link_flags``), as
-  nvcc links by default: what skipping the device-link step saves;
 * ``nvcc, sandboxed``: the same command in the sandbox the builder uses (``Sandbox.wrap``);
 * ``builder``: ``CudaBuilder.build`` (the sandboxed nvcc, the depfile's headers hashed, the entry
   adopted into the cache and loaded back);
@@ -63,13 +61,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as cache:
         builder = CudaBuilder(Path(cache), sandbox=sb if sb.available else None)
 
-        def one(wrapped: bool, extra: list[str] = (), dlink: bool = False) -> float:
+        def one(wrapped: bool, extra: list[str] = ()) -> float:
             tmp = Path(tempfile.mkdtemp(dir=build_root()))
             (tmp / "kernel.cu").write_text(variant(src) + SHIM)
             cmd = [*builder.command(nvcc, Path("kernel.cu"), Path("lib.so"), ["-O3", "-std=c++17"], "kernel.d"),
                    *extra]
-            if dlink:
-                cmd = [c for c in cmd if c != "-nodlink"]
             if wrapped and sb.available:
                 layout = sb.effective(make_layout(writable=[str(tmp)], cwd=tmp, gpu=False))
                 for_the_sandbox(tmp, layout.drop_to)
@@ -90,8 +86,7 @@ def main() -> int:
             return dt
 
         one(False)  # the page cache warm for every step
-        steps = {"nvcc": lambda: one(False), "nvcc, device link": lambda: one(False, dlink=True),
-                 "nvcc, sandboxed": lambda: one(True)}
+        steps = {"nvcc": lambda: one(False), "nvcc, sandboxed": lambda: one(True)}
 
         def built() -> float:
             t0 = time.perf_counter()

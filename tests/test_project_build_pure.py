@@ -246,16 +246,3 @@ def test_nvcc_runs_a_units_steps_in_parallel_where_it_can(monkeypatch):
     assert cuda_build.parallel_flags("nvcc") == []  # before 11.3: no --threads
     monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "unknown")
     assert cuda_build.parallel_flags("nvcc") == []
-
-
-def test_nvcc_skips_the_device_link_unless_the_code_is_relocatable(monkeypatch, tmp_path):
-    from stark_lsp.evaluate import cuda_build
-
-    monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "Build cuda_13.0.r13.0/compiler.36424714_0")
-    assert cuda_build.link_flags("nvcc", ["-O3"]) == ["-nodlink"]
-    for rdc in (["-rdc=true"], ["-rdc", "true"], ["--relocatable-device-code=true"], ["-dc"], ["--device-c"]):
-        assert cuda_build.link_flags("nvcc", ["-O3", *rdc]) == [], rdc  # separable code needs its device link
-    cmd = cuda_build.CudaBuilder(tmp_path).command("nvcc", tmp_path / "k.cu", tmp_path / "lib.so", ["-O3"])
-    assert "-nodlink" in cmd and cmd.index("-nodlink") > cmd.index("-shared")
-    monkeypatch.setattr(cuda_build, "nvcc_version", lambda nvcc: "Build cuda_10.1.r10.1/compiler.1")
-    assert cuda_build.link_flags("nvcc", ["-O3"]) == []  # before 10.2: no such flag

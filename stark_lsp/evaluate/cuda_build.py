@@ -175,21 +175,6 @@ def parallel_flags(nvcc: str, flags: list[str] | None = None) -> list[str]:
     return ["--threads", "0"] if m and (int(m.group(1)), int(m.group(2))) >= (11, 3) else []
 
 
-_RDC_FLAG = re.compile(r"^(-rdc(=|$)|--relocatable-device-code|-dc$|--device-c$|-dlink$|--device-link$)")
-
-
-def link_flags(nvcc: str, flags: list[str] | None = None) -> list[str]:
-    """``-nodlink`` where nothing needs nvcc's device-link step: without relocatable device code
-    each object registers its own kernels, as CMake links CUDA code that is not separable, and
-    the step (nvlink, a second fatbinary and a host compile of its stub) only costs time. nvcc
-    has the flag from CUDA 10.2; a project built with ``-rdc`` keeps the step. It changes how the
-    library is put together, not its kernels, so no cache key holds it."""
-    if any(_RDC_FLAG.match(f) for f in flags or []):
-        return []
-    m = re.search(r"cuda_(\d+)\.(\d+)", nvcc_version(nvcc))
-    return ["-nodlink"] if m and (int(m.group(1)), int(m.group(2))) >= (10, 2) else []
-
-
 def host_compiler_version() -> str:
     """The host compiler nvcc calls (``gcc``/``g++`` on the PATH), by its version line."""
     cc = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or "g++"
@@ -240,8 +225,8 @@ class CudaBuilder:
     def command(self, nvcc: str, src: Path, out: Path, flags: list[str], depfile: str | None = None) -> list[str]:
         """The one-unit build: compile and link in one nvcc call."""
         dep = ["-MD", "-MF", depfile] if depfile else []
-        return [nvcc, *flags, *parallel_flags(nvcc, flags), self.gencode(), "-shared", *link_flags(nvcc, flags),
-                "-Xcompiler", "-fPIC", "-Xptxas", "-v", *dep, "-o", str(out), str(src)]
+        return [nvcc, *flags, *parallel_flags(nvcc, flags), self.gencode(), "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
+                *dep, "-o", str(out), str(src)]
 
     def settings_for(self, task: Any) -> BuildSettings:
         """The merged build settings of a task (cached while its files stay unchanged)."""
@@ -473,7 +458,7 @@ class CudaBuilder:
         if not ok:
             return False, _ninja_log(log, nvcc), f"ninja -C {objdir}", []
         cand = NinjaBuild([nvcc, *flags, *parallel_flags(nvcc, flags), self.gencode(), "-Xcompiler", "-fPIC", "-Xptxas", "-v"],
-                          link_argv=[nvcc, self.gencode(), "-shared", *link_flags(nvcc, flags)],
+                          link_argv=[nvcc, self.gencode(), "-shared"],
                           objects=[("kernel.o", SOURCE_NAME)],
                           link=("lib.so", ["kernel.o", *(o for o, _ in objs)]))
         (tmp / "build.ninja").write_text(cand.text())
