@@ -72,9 +72,9 @@ def fit_window(agent: str, entries: list[WindowEntry], budget_tokens: int) -> st
         note.append("code of " + _ids(shortened))
     if dropped:
         note.append(_ids(dropped))
-    tail = f"(Left out to fit the context budget of {budget_tokens} tokens: {'; '.join(note)}.)" if note else \
-        f"(Everything in this window fits its budget of {budget_tokens} tokens.)"
-    return ("\n\n".join(parts) + "\n\n" if parts else "") + tail + "\n"
+    # what was left out, without the budget's bookkeeping (a number the agent can do nothing with)
+    tail = f"(Left out for room: {'; '.join(note)}.)\n" if note else ""
+    return ("\n\n".join(parts) + "\n\n" if parts else "") + tail
 
 
 def _ids(entries: list[WindowEntry]) -> str:

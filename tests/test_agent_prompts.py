@@ -56,8 +56,8 @@ def test_prompt_has_both_cards_a_budget_and_one_copy_of_the_source(kind, agent):
     for piece in ("## Hardware card", "GPU: NVIDIA H200 (compute capability 9.0), 132 SMs, L2 60 MiB, 140 GiB memory",
                   "copy bandwidth 4.27 TB/s", "matmul peak 494 TFLOP/s", "Compilers: nvcc 13.0 (V13.0.88), triton 3.5.0, torch 2.9.0"):
         assert piece in user
-    # the budget, and the prompt within it
-    assert "budget of" in user
+    # the prompt within its budget, and no bookkeeping of it in the prompt
+    assert "budget of" not in user
     assert estimate_tokens(system) + estimate_tokens(user) <= 12000
     # one copy of the source (numbered for the Plan agent)
     assert user.count(UNIQUE[kind]) == 1
@@ -113,7 +113,7 @@ def test_a_small_budget_leaves_out_history_and_says_what(agent):
     budget = fixed + estimate_tokens(window) // 2
     _, _, _, small = render("cuda", agent, budget=budget)
     user = small[1]["content"]
-    assert "Left out to fit the context budget" in user
+    assert "Left out for room: " in user
     assert estimate_tokens(small[0]["content"]) + estimate_tokens(user) <= budget
     assert len(user) < len(full[1]["content"])
 
@@ -124,7 +124,7 @@ def test_plan_window_shows_leaders_in_full_settings_children_and_failures():
     assert "### Leaderboard" in user and "- #4 debug: ok" in user and "--- #2\n+++ #4" in user  # vs the selected node
     assert "### Already tried from the selected node" in user and "- #5 plan_code: incorrect" in user
     assert "### Recent failures elsewhere in the tree" in user and "- #3 plan_code: compile_error" in user
-    assert "Everything in this window fits" in user
+    assert "Left out" not in user and "budget" not in user  # all of it, and no bookkeeping
 
 
 def test_concurrent_plan_prompts_differ():

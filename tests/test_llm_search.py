@@ -105,7 +105,9 @@ def test_cli_llm_options_reach_the_client(tmp_path, monkeypatch, replay):
     bodies = [r["body"] for r in replay.requests]
     assert {b["max_tokens"] for b in bodies} == {777}
     assert sorted({b["temperature"] for b in bodies}) == [0.2, 0.9]
-    assert "budget of" in bodies[0]["messages"][1]["content"]
+    from stark_lsp.context_budget import estimate_tokens
+
+    assert all(sum(estimate_tokens(m["content"]) for m in b["messages"]) <= 5000 for b in bodies)  # --context-tokens
     with pytest.raises(SystemExit) as e:  # argparse: a one-line usage error, exit 2
         cli.main(["optimize", str(task.path), "--temperature", "hot"])
     assert e.value.code == 2

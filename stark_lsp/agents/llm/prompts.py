@@ -129,7 +129,7 @@ def _assemble(agent: str, system: str, ctx: AgentContext, head: str, tail: str) 
     if window:
         middle = f"\n## Search so far\n{window}"
     else:
-        middle = f"\n## Search so far\nNothing else in the tree is relevant yet (context budget of {budget} tokens).\n"
+        middle = "\n## Search so far\nNothing else in the tree is relevant yet.\n"
     if room == 0 and ctx.window_entries:
         middle = "\n## Search so far\n(Left out: the task card and the source alone fill the context budget.)\n"
     user = head + middle + tail
