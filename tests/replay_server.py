@@ -14,8 +14,9 @@ A request with ``"stream": true`` gets its completion entry as server-sent event
 ``piece`` (default: a few hundred events in all), ``chunk_delay_s``, ``loop``; usage when ``stream_options.include_usage`` asks for it,
 unless the entry's ``usage`` is None); ``refuse_stream`` answers such requests with a 400.
 
-``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error); its
-paths are recorded in ``gets``, apart from the chat requests.
+``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error), and
+``GET /props`` answers ``props`` as llama.cpp's does (404 when None); their paths are recorded in ``gets``,
+apart from the chat requests.
 An empty script asks ``responder(request_body)`` for the entry when one is set, else answers 500. Every request is recorded (path, lower-cased headers, JSON
 body) so tests can check models, temperatures and that no key leaked; ``peak`` is the
 most requests handled at once.
@@ -51,6 +52,7 @@ class ReplayServer:
         self.responder = responder
         self.models: list[str] | None = None  # what GET /v1/models lists (None: the route is missing)
         self.models_status: int | None = None  # an HTTP error GET /v1/models answers instead
+        self.props: dict[str, Any] | None = None  # what GET /props answers, as llama.cpp's (None: 404)
         self.requests: list[dict[str, Any]] = []  # the chat requests (POST)
         self.gets: list[str] = []  # the paths of GET requests (the probe's /v1/models)
         self._lock = threading.Lock()
@@ -72,6 +74,10 @@ class ReplayServer:
             def do_GET(self) -> None:  # noqa: N802  GET /v1/models: ``models`` (None: 404, as servers without it)
                 with server._lock:
                     server.gets.append(self.path)
+                if self.path.rstrip("/") == "/props":
+                    if server.props is None:
+                        return _send(self, 404, {"error": {"message": "not found", "type": "not_found"}})
+                    return _send(self, 200, server.props)
                 if server.models_status is not None:
                     return _send(self, server.models_status, {"error": {"message": "refused", "type": "auth"}})
                 if server.models is None or not self.path.rstrip("/").endswith("/models"):

@@ -52,6 +52,18 @@ def test_the_server_lists_its_model_and_streams(server):
     assert listed["data"], listed
 
 
+def test_the_probe_reads_the_servers_context_and_slots(server):
+    """llama.cpp's own /props, read as a user's run would before its first request."""
+    from stark_lsp.agents.llm.client import ChatClient
+
+    client = ChatClient(base_url=server, max_tokens=N_CTX, max_concurrency=2, stream=False)
+    notices = client.probe(["gemma-3-270m"])
+    assert client.limits.context_tokens == N_CTX and client.limits.slots == 1
+    assert client.max_tokens == N_CTX // 2  # half the context is left to the prompt
+    assert any("1 request at a time" in n for n in notices), notices
+    assert not any("ChatML" in n for n in notices), notices  # the server was given Gemma's template
+
+
 @pytest.mark.timeout(900)
 def test_a_small_model_reaches_plan_code_and_debug_through_structured_answers_and_is_judged(server, tmp_path):
     from stark_lsp.evaluate.evaluator import Evaluator

@@ -47,6 +47,13 @@ class _LLMAgent:
     temperature: float
     role: str = ""
 
+    def _fitted(self, ctx: AgentContext) -> AgentContext:
+        """``ctx`` with its prompt budget cut to what the server's context leaves beside an answer
+        (``ChatClient.prompt_budget``; unchanged where the server did not say)."""
+        budget = ctx.context_tokens or prompts.DEFAULT_CONTEXT_TOKENS
+        fitted = self.client.prompt_budget(budget)
+        return ctx if fitted == budget else replace(ctx, context_tokens=fitted)
+
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
              earlier: list[Exchange], fmt: dict | None = None) -> tuple[ChatReply, Exchange]:
         told = ctx.on_wait
@@ -110,6 +117,7 @@ class LLMPlanner(_LLMAgent):
         super().__init__(client, model, temperature, "plan")
 
     def plan(self, ctx: AgentContext) -> PlanResult:
+        ctx = self._fitted(ctx)
         exchanges: list[Exchange] = []
         (marked, summary), _, _ = self._ask_until_usable(
             prompts.plan_messages(ctx), ctx,
@@ -123,6 +131,7 @@ class LLMCoder(_LLMAgent):
         super().__init__(client, model, temperature, "code")
 
     def code(self, ctx: AgentContext, marked_source: str) -> CodeResult:
+        ctx = self._fitted(ctx)
         messages = prompts.code_messages(ctx, marked_source)
         exchanges: list[Exchange] = []
 
@@ -152,6 +161,7 @@ class LLMDebugger(_LLMAgent):
         super().__init__(client, model, temperature, "debug")
 
     def debug(self, ctx: AgentContext) -> DebugResult:
+        ctx = self._fitted(ctx)
         messages = prompts.debug_messages(ctx)
         exchanges: list[Exchange] = []
         for turn in range(SEEN_RETRIES + 1):

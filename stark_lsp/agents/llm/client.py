@@ -45,6 +45,7 @@ from typing import Any, Callable
 import openai
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
+from stark_lsp.agents.llm import server_limits as SL
 from stark_lsp.agents.llm.pricing import Price, price_of
 from stark_lsp.agents.llm.stream import collect
 from stark_lsp.agents.llm.structured import strict_subset, wants_strict_subset
@@ -130,7 +131,9 @@ class ChatClient:
         self.max_backoff_s = max_backoff_s
         self.prices = prices
         self._sleep = sleep
-        self._slots = threading.BoundedSemaphore(max(1, max_concurrency))
+        self._concurrency = max(1, int(max_concurrency))
+        self._slots = threading.BoundedSemaphore(self._concurrency)
+        self.limits = SL.ServerLimits()  # what the server said of its context and slots (``probe``)
         self._timeout = openai.Timeout(read, connect=self.connect_timeout_s)
         self._rng = random.Random(0)
         self._lock = threading.Lock()
@@ -246,8 +249,9 @@ class ChatClient:
         client = openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
                                timeout=openai.Timeout(min(self.read_timeout_s, PROBE_READ_S),
                                                       connect=self.connect_timeout_s))
+        objs: list[Any] = []
         try:
-            listed = [getattr(m, "id", "") for m in client.models.list()]
+            objs = list(client.models.list())
         except openai.APIConnectionError as e:
             if isinstance(e, openai.APITimeoutError):
                 return []
@@ -255,18 +259,49 @@ class ChatClient:
         except openai.APIStatusError as e:
             if e.status_code in (401, 403):
                 raise self._unavailable(e, models[0] if models else "", 0) from None
-            return []  # no such route here (404, 405): the first call says more
+            # no such route here (404, 405): the first call says more
         except Exception:  # noqa: BLE001  an odd body: the first call says more
-            return []
+            pass
         finally:
             client.close()
+        listed = [getattr(m, "id", "") for m in objs]
         missing = [m for m in models if listed and m not in listed]
-        if not missing:
-            return []
         shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
-        return [self.redact(scrub(f"the endpoint {self._where()} lists {shown}; --model {m} is not among them (a "
-                                  f"server of one model may serve it under any name; others answer 404)"))
-                for m in missing]
+        notices = [f"the endpoint {self._where()} lists {shown}; --model {m} is not among them (a server of one "
+                   f"model may serve it under any name; others answer 404)" for m in missing]
+        notices += self._fit_to_server(objs, models[0] if models else "")
+        return [self.redact(scrub(n)) for n in notices]
+
+    def _fit_to_server(self, listed: list[Any], model: str) -> list[str]:
+        """The server's own limits (``server_limits.py``: llama.cpp's ``/props``, vLLM's ``max_model_len``),
+        before the first request: answers capped at half its context, requests taking turns here when it
+        serves fewer at once, and a word on a fallback chat template. A hosted API says none of it."""
+        if self._strict_subset:
+            return []
+        props = SL.read_props(self.base_url, self._key, min(self.read_timeout_s, PROBE_READ_S))
+        limits = SL.with_model_length(SL.from_props(props), listed, model)
+        self.limits = limits
+        out: list[str] = []
+        n_ctx = limits.context_tokens
+        fitted = SL.fit_max_tokens(self.max_tokens, n_ctx)
+        if n_ctx and fitted != self.max_tokens:
+            asked = f"--max-tokens {self.max_tokens}" if self.max_tokens else "no --max-tokens"
+            out.append(f"the server's context is {n_ctx} tokens a request: answers are capped at {fitted} tokens "
+                       f"({asked}), the rest is the prompt's")
+            self.max_tokens = fitted
+        if limits.slots and limits.slots < self._concurrency:
+            out.append(f"the server answers {limits.slots} request{'s' if limits.slots != 1 else ''} at a time: the "
+                       f"agents' requests take turns here, so none waits inside the server while its read timeout runs")
+            self._concurrency = limits.slots
+            self._slots = threading.BoundedSemaphore(limits.slots)
+        notice = SL.template_notice(limits, model)
+        if notice:
+            out.append(notice)
+        return out
+
+    def prompt_budget(self, budget: int) -> int:
+        """A prompt's tokens: ``budget``, at most what the server's context leaves beside an answer."""
+        return SL.prompt_budget(budget, self.limits.context_tokens, self.max_tokens)
 
     def _adapt(self, e: Exception, adapted: set[str]) -> bool:
         """A 400 naming a parameter this endpoint does not take: change how it
