@@ -284,3 +284,36 @@ def test_show_transcript_needs_a_node_and_a_known_one(tmp_path, monkeypatch, cap
     assert cli.main(["show", str(task.path), "--node", "2", "--transcript", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [e["agent"] for e in d["exchanges"]] == ["plan", "code"]
+
+
+def test_attempts_in_flight_follow_the_servers_slots_unless_given(tmp_path, monkeypatch, replay):
+    """llama.cpp's /props names its slots: without --concurrency a search keeps one more attempt in flight
+    than the server serves at once, and says so; --concurrency still decides."""
+    from stark_lsp.search import engine
+
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STARK_API_KEY", KEY)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    seen: list[int] = []
+    real_init = engine.Search.__init__
+
+    def spy(self, task, store, evaluator, team, config=None, *a, **kw):
+        seen.append(config.concurrency)
+        real_init(self, task, store, evaluator, team, config, *a, **kw)
+
+    monkeypatch.setattr(engine.Search, "__init__", spy)
+    replay.responder = responder()
+    replay.models, replay.props = ["m"], {"default_generation_settings": {"n_ctx": 32768}, "total_slots": 3,
+                                          "chat_template": "gemma"}
+    task = make_fake_task(tmp_path)
+    base = ["optimize", str(task.path), "--llm", "openai", "--model", "m", "--base-url", replay.base_url, "--budget", "2"]
+    import io
+    from contextlib import redirect_stderr
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert cli.main(base) == 0
+    assert seen == [4] and "4 attempts in flight, as the server answers 3 requests at a time" in err.getvalue()
+    assert cli.main([*base, "--fresh", "--concurrency", "1"]) == 0
+    assert seen == [4, 1]

@@ -148,3 +148,5 @@ class Team:
     # before a search evaluates anything: raises AgentsUnavailable for an endpoint that cannot serve the team,
     # returns notices worth a line (an LLM team's ``ChatClient.probe``; None: nothing to check)
     probe: Callable[[], list[str]] | None = None
+    # requests the endpoint serves at once, as its probe read it (llama.cpp's slots; None: not said)
+    slots: Callable[[], int | None] | None = None

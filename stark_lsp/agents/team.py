@@ -69,4 +69,5 @@ def make_team(
         coder=LLMCoder(client, per_model["code"], temps["code"]),
         debugger=LLMDebugger(client, per_model["debug"], temps["debug"]),
         probe=lambda: client.probe(sorted(set(per_model.values()))),
+        slots=lambda: client.limits.slots,
     )

@@ -16,6 +16,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.llm_args import in_flight_for_server
 
 NAME = "bench"
 HELP = "benchmark the search policies on a set of tasks (samples, a KernelBench folder): success, fast_p, speedups"
@@ -42,7 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="cpu: the Triton interpreter and eager CPU (CI); auto: the GPU when there is one")
     p.add_argument("--shapes", default="auto", choices=["auto", "small", "full"],
                    help="small sets STARK_SMALL=1 for the harnesses; auto: small without a GPU (default)")
-    p.add_argument("--concurrency", type=positive_int, default=2, help="attempts in flight per run (default 2)")
+    p.add_argument("--concurrency", type=positive_int,
+                   help="attempts in flight per run (default 2; with a server that says its slots, such as "
+                        "llama.cpp's, one more than those)")
     p.add_argument("--cache-dir", help="where builds and candidates are cached (default: $STARK_CACHE_DIR, else "
                                        "~/.cache/stark-lsp)")
     p.add_argument("--workers", type=positive_int, default=1,
@@ -256,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
     small = use_small_shapes(args.shapes, args.device)
     config = BenchConfig(policies=policies, budget=args.budget, repeat=args.repeat, seed=args.seed, llm=args.llm,
                          model=args.model, base_url=args.base_url, device=args.device, small=small,
-                         concurrency=args.concurrency, workers=args.workers, jobs=jobs_from_args(args),
+                         concurrency=args.concurrency or 2, workers=args.workers, jobs=jobs_from_args(args),
                          wall_time_s=args.wall_time,
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
                          retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
@@ -336,6 +339,10 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     code = _probe(team, evaluators[0])
     if code is not None:
         return code
+    fitted = in_flight_for_server(team)
+    if fitted and args.concurrency is None:
+        config.concurrency = fitted[0]
+        print(f"stark bench: {fitted[1]}", file=sys.stderr)
     header: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "config": config.to_dict(), "planned_runs": planned,
         "tasks": [{"name": n, "key": t.task_id(), **t.to_dict()} for n, t in zip(names, tasks)],

@@ -66,6 +66,18 @@ def team_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in got.items() if v is not None}
 
 
+def in_flight_for_server(team: Any) -> tuple[int, str] | None:
+    """Attempts in flight when ``--concurrency`` was not given and the server said, at its probe, how many
+    requests it serves at once: one more than that (each slot writing, one attempt being judged), with a
+    line that says so; None where the server did not say (the default stands)."""
+    slots = team.slots() if getattr(team, "slots", None) else None
+    if not slots:
+        return None
+    n = int(slots) + 1
+    return n, (f"{n} attempts in flight, as the server answers {slots} request{'s' if slots != 1 else ''} at a "
+               f"time (one more is being judged); --concurrency N to choose")
+
+
 def parse_temperatures(text: str) -> dict[str, float]:
     """``0.5`` (every agent) or ``plan=0.9,code=0.2``."""
     text = text.strip()

@@ -19,7 +19,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
-from stark_lsp.commands.llm_args import add_llm_arguments
+from stark_lsp.commands.llm_args import add_llm_arguments, in_flight_for_server
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluate on a Ray cluster, one actor per GPU (auto: RAY_ADDRESS, else a local one; "
                         "needs pip install -e '.[ray]')")
     p.add_argument("--concurrency", type=positive_int,
-                   help="attempts in flight at once (default 2; with --cluster, one more than the actors)")
+                   help="attempts in flight at once (default 2; with --cluster, one more than the actors; with a "
+                        "server that says its slots, such as llama.cpp's, one more than those)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wall-time", type=positive_float, help="stop starting attempts after this many seconds")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
@@ -223,6 +224,10 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
                     raise EvaluatorUnavailable(refused)
                 for notice in team.probe():
                     print(f"stark optimize: {for_terminal(notice)}", file=sys.stderr)
+                fitted = in_flight_for_server(team)
+                if fitted and args.concurrency is None and getattr(evaluator, "placement", None) is None:
+                    config.concurrency = fitted[0]
+                    print(f"stark optimize: {fitted[1]}", file=sys.stderr)
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except TaskBroken as e:
             print(f"stark optimize: the task is broken: {e}", file=sys.stderr)
