@@ -18,7 +18,10 @@ remote parts are fake:
 * the team's planner wraps the first kernel's last line in a marker, the
   coder appends a comment line naming the attempt's seed there, the debugger
   deletes ``STARK_BROKEN`` lines; a task file containing
-  ``STARK_FAKE_AGENT_DOWN`` makes every agent fail like a dead endpoint.
+  ``STARK_FAKE_AGENT_DOWN`` makes every agent fail like a dead endpoint;
+* the team's probe (before the search evaluates anything) goes by ``stark.baseUrl``: one
+  containing ``probe-down`` is refused as a dead endpoint is, one containing ``probe-notice`` answers
+  with a notice as a server with limits does.
 
 Never used unless asked for by name.
 """
@@ -163,4 +166,16 @@ class FakeBackend(Backend):
         return FakeEvaluator()
 
     def make_team(self, settings: Settings, api_key: Secret) -> Any:
-        return fake_team()
+        team = fake_team()
+        url = settings.base_url or ""
+        if "probe-down" in url or "probe-notice" in url:
+            team.probe = lambda: _probe(url)
+        return team
+
+
+def _probe(url: str) -> list[str]:
+    from stark_lsp.agents.base import AgentsUnavailable
+
+    if "probe-down" in url:
+        raise AgentsUnavailable(f"cannot connect to the LLM endpoint {url} (fake: connection refused)")
+    return ["the server answers 1 request at a time (fake)"]

@@ -329,3 +329,36 @@ async def test_a_broken_task_stops_the_search_with_an_error_on_the_harness_line(
     client.texts[hdoc] = [client.texts[hdoc][0], TRITON_HARNESS]
     save_document(client, hdoc)
     await wait_until(lambda: not diags_with(client, huri, "task-broken"), "the harness error to clear")
+
+
+@pytest_lsp.fixture(config=config())
+async def probe_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    for name in ("down", "notice"):
+        (root / f"{name}.py").write_text(TRITON_KERNEL)
+        (root / f"{name}.harness.py").write_text(TRITON_HARNESS)
+    lsp_client.root = root
+    await start(lsp_client, root, {"llm": "openai", "baseUrl": "http://127.0.0.1:9/probe-down/v1"})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_llm_endpoint_is_probed_before_the_kernel_is_timed(probe_client: LanguageClient):
+    """As in the CLI (issue 23): a dead endpoint stops the editor's search before its root is judged, with
+    one clear message; a server's notices are shown to the user."""
+    client = probe_client
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    uri = open_document(client, client.root / "down.py", "python")
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    (end,) = await wait_until(lambda: ended_progress(client), "the refused search to end")
+    assert end.message.startswith("stopped: the LLM agents are unavailable: cannot connect"), end.message
+    assert not any("AgentsUnavailable" in m for m in messages(client))
+    tree = await get_tree(client, uri, "add_relu_kernel")
+    assert tree is None or not tree["nodes"] or tree["nodes"][0]["status"] != "ok"  # nothing was timed
+
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://127.0.0.1:9/probe-notice/v1"}}))
+    uri = open_document(client, client.root / "notice.py", "python")
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    await wait_until(lambda: ended_progress(client, 2), "the second search to end")
+    assert "STARK: the server answers 1 request at a time (fake)" in messages(client)

@@ -252,6 +252,9 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
             log.info("evaluator hardware: %s", e)
         loop.call_soon_threadsafe(_phase, host, job, PHASE_ROOT)
         team = backend.make_team(settings, api_key)
+        if getattr(team, "probe", None):  # a dead endpoint: found before the kernel is timed, as in the CLI
+            for notice in team.probe():
+                loop.call_soon_threadsafe(host.say, f"STARK: {notice}", types.MessageType.Info)
         search = backend.make_search(job.task, store, evaluator, team, settings, inbox.progress, inbox.node,
                                      budget=job.budget)
         return search.run(job.cancel)
@@ -305,6 +308,10 @@ def _void_after_move(backend: Any, store_path: Path, job: Job) -> None:
 
 
 def _failure(host: Host, job: Job, e: Exception) -> tuple[str, types.MessageType]:
+    from stark_lsp.agents.base import AgentsUnavailable
+
+    if isinstance(e, AgentsUnavailable):  # the LLM endpoint cannot serve the team: nothing was spent
+        return f"stopped: the LLM agents are unavailable: {str(e).splitlines()[0]}", types.MessageType.Error
     name = type(e).__name__
     if name == "TaskBroken":
         for state in _states(host, job):
