@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 
 def estimate_tokens(text: str) -> int:
+    """Characters / 4: a model's tokenizer counts more (llama.cpp's Gemma: about 1.3 times as many). The LLM
+    client calibrates it to its server (``ChatClient.token_ratio``, ``prompt_budget``); this stays the unit
+    the prompt is fitted in."""
     return (len(text) + 3) // 4
 
 

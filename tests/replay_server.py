@@ -11,8 +11,12 @@
   close the connection: a hung endpoint. ``hanging`` counts the requests held right now.
 
 A request with ``"stream": true`` gets its completion entry as server-sent events (``_stream``:
-``piece`` (default: a few hundred events in all), ``chunk_delay_s``, ``loop``; usage when ``stream_options.include_usage`` asks for it,
-unless the entry's ``usage`` is None); ``refuse_stream`` answers such requests with a 400.
+``piece`` (default: a few hundred events in all), ``chunk_delay_s``, ``head_delay_s`` (a wait after the
+first event, the role, before any text: a server still reading the prompt), ``loop``; usage when
+``stream_options.include_usage`` asks for it, unless the entry's ``usage`` is None); ``refuse_stream``
+answers such requests with a 400.
+A context overflow is an HTTP error entry with the server's own body: ``overflow_400(kind)`` gives
+llama.cpp's, vLLM's and OpenAI's.
 
 ``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error), and
 ``GET /props`` answers ``props`` as llama.cpp's does (404 when None); their paths are recorded in ``gets``,
@@ -44,6 +48,32 @@ def completion(content: str, finish_reason: str = "stop", model: str = "replay-m
                prompt_tokens: int = 100, completion_tokens: int = 50) -> dict[str, Any]:
     return {"content": content, "finish_reason": finish_reason, "model": model,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+
+
+def overflow_400(kind: str, prompt: int = 2100, context: int = 2048, answer: int = 1024) -> dict[str, Any]:
+    """The HTTP 400 a server answers to a request over its context, as each says it."""
+    if kind == "llama.cpp":  # llama.cpp's server (tools/server): its error type and figures
+        error = {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                 "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": context}
+        return {"status": 400, "body": {"error": error}}
+    if kind == "vllm":  # vLLM's OpenAI server: the figures in words, the error at the top level
+        return {"status": 400, "body": {
+            "object": "error", "type": "BadRequestError", "param": None, "code": 400,
+            "message": f"This model's maximum context length is {context} tokens. However, you requested "
+                       f"{prompt + answer} tokens ({prompt} in the messages, {answer} in the completion). Please "
+                       f"reduce the length of the messages or completion."}}
+    if kind == "vllm-max-tokens":  # newer vLLM: names max_tokens and max_completion_tokens (not a parameter to rename)
+        return {"status": 400, "body": {
+            "object": "error", "type": "BadRequestError", "param": None, "code": 400,
+            "message": f"'max_tokens' or 'max_completion_tokens' is too large: {answer}. This model's maximum "
+                       f"context length is {context} tokens and your request has {prompt} input tokens "
+                       f"({answer} > {context} - {prompt})."}}
+    if kind == "openai":
+        return {"status": 400, "body": {"error": {
+            "message": f"This model's maximum context length is {context} tokens. However, your messages resulted "
+                       f"in {prompt} tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}
+    raise ValueError(kind)
 
 
 class ReplayServer:
@@ -218,6 +248,8 @@ class ReplayServer:
         delay = float(entry.get("chunk_delay_s", 0.0))
         try:
             event({"role": "assistant", "content": ""})
+            if entry.get("head_delay_s"):
+                self.release.wait(float(entry["head_delay_s"]))
             if entry.get("loop"):
                 while not self.release.is_set():
                     event({"content": entry["loop"]})

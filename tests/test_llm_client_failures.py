@@ -4,9 +4,11 @@ Endpoint unusable (stop the search): connection refused, 401, 404 unknown
 model, nothing answering the first calls, three failures in a row. Cancel:
 a hung request gives up when the search stops (the connection is closed by
 us, long before any timeout). Odd text: lone surrogates and terminal escapes
-in answers. Parameters an endpoint refuses (max_tokens, temperature).
+in answers. Parameters an endpoint refuses (max_tokens, temperature). Read timeouts:
+asked again only when not one token came, and the error says which happened.
 """
 
+import re
 import socket
 import threading
 
@@ -169,9 +171,61 @@ def test_max_tokens_is_sent_and_renamed_for_an_endpoint_that_refuses_it(replay):
 
 def test_a_plain_bad_request_is_the_attempts_failure(replay):
     client = ChatClient(replay.base_url, KEY, max_retries=3, sleep=lambda s: None)
-    replay.push(completion("ok"), {"status": 400, "body": {"error": {"message": "context length exceeded"}}})
+    replay.push(completion("ok"), {"status": 400, "body": {"error": {"message": "'messages' must not be empty"}}})
     client.chat("m", MSG, 0.1)
     with pytest.raises(AgentError) as e:
         client.chat("m", MSG, 0.1)
     assert "HTTP 400" in str(e.value) and not isinstance(e.value, AgentsUnavailable)
+    assert "over the server's context" not in str(e.value)  # (tests/test_llm_context_fit.py: those that are)
     assert len(replay.requests) == 2  # not retried
+
+
+# a read timeout is not asked again blindly --------------------------------------------------------------------
+def _warm(replay, client):
+    replay.push(completion("ok"))
+    client.chat("m", MSG, 0.1)
+    replay.requests.clear()
+
+
+def test_an_answer_that_stalls_after_its_first_tokens_is_not_asked_again(replay):
+    client = ChatClient(replay.base_url, KEY, read_timeout_s=0.3, timeout_retries=3, max_retries=3,
+                        sleep=lambda s: None)
+    _warm(replay, client)
+    replay.push(dict(completion("MARKER s1 lines 1-2: a plan " * 4), piece=5, chunk_delay_s=3.0),
+                completion("never asked"))
+    with pytest.raises(AgentError) as e:
+        client.chat("m", MSG, 0.1)
+    text = str(e.value)
+    assert re.search(r"the answer stopped after 1 token \(\d+ s\): nothing more came within the read timeout "
+                     r"\(0.3 s\)", text), text
+    assert "not asked again (the model would write it again from the start)" in text and "--read-timeout" in text
+    assert len(replay.requests) == 1 and not isinstance(e.value, AgentsUnavailable)
+
+
+def test_a_stall_before_the_first_token_is_asked_again_up_to_timeout_retries(replay):
+    client = ChatClient(replay.base_url, KEY, read_timeout_s=0.3, timeout_retries=1, max_retries=3,
+                        sleep=lambda s: None)
+    _warm(replay, client)
+    still = dict(completion("late"), head_delay_s=3.0)  # the headers and the role came, then nothing
+    replay.push(still, completion("second time lucky"))
+    assert client.chat("m", MSG, 0.1).text == "second time lucky"
+    assert len(replay.requests) == 2
+    replay.requests.clear()
+    replay.push(still, still, completion("never asked"))
+    with pytest.raises(AgentError) as e:
+        client.chat("m", MSG, 0.1)
+    assert "no answer within the read timeout (0.3 s): not one token came, 2 times (asked again up to " \
+           "--timeout-retries 1)" in str(e.value)
+    assert len(replay.requests) == 2
+
+
+def test_with_no_timeout_retries_a_hung_request_says_it_was_not_asked_again(replay):
+    client = ChatClient(replay.base_url, KEY, read_timeout_s=0.3, timeout_retries=0, max_retries=3,
+                        sleep=lambda s: None)
+    _warm(replay, client)
+    replay.push({"hang": True}, completion("never asked"))
+    with pytest.raises(AgentError) as e:
+        client.chat("m", MSG, 0.1)
+    assert "no answer within the read timeout (0.3 s): nothing came (not asked again: --timeout-retries 0)" \
+        in str(e.value)
+    assert len(replay.requests) == 1

@@ -52,6 +52,24 @@ def test_exit_4_for_unusable_answers_quotes_this_runs_errors_only(tmp_path, monk
     assert "401" not in line[0] and "invalid key" not in line[0] and "--base-url" not in line[0]
 
 
+def test_exit_4_for_requests_over_the_servers_context_names_the_context_not_the_endpoint(tmp_path, monkeypatch,
+                                                                                        capsys, replay):
+    from replay_server import overflow_400
+
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    replay.responder = lambda body: overflow_400("llama.cpp")
+    assert _cli(tmp_path, monkeypatch, replay.base_url) == AGENTS_UNAVAILABLE
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if "made no candidate" in x]
+    assert len(line) == 1, err
+    assert "no request fit the server's context (3 attempts)" in line[0], line[0]
+    assert "prompt 2100 tokens + answer up to" in line[0] and "--ctx-size" in line[0]
+    assert "--base-url" not in line[0] and "agents unavailable" not in err
+    assert len(replay.requests) == 3  # one per attempt, none retried
+
+
 def test_an_http_error_names_its_status_once_and_a_timeout_its_seconds_and_flags():
     httpx = pytest.importorskip("httpx2", reason="the openai client's HTTP library")
     import openai

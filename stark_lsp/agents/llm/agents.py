@@ -13,6 +13,15 @@ the stored result instead of evaluating it again).
 
 Raw answers are kept up to ``MAX_STORED_ANSWER`` bytes each (with a note of
 what was cut); prompts and answers pass the client's key redactor.
+
+The prompt's budget (``--context-tokens``, at most what the server's context
+leaves beside an answer) is in the server's tokens: ``_fitted`` turns it into
+estimated tokens for the prompt's fitter (``ChatClient.prompt_budget``: the
+calibrated ratio), less what a structured request adds. The task card and the
+source are never cut: a prompt over the budget all the same is said to the
+user once per run and agent (``ctx.on_wait``, the progress line of the CLI and
+the editor; ``ChatClient.notices``), and one that leaves no room for an answer
+in the server's context is refused by the client before it is sent.
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ from typing import Callable, TypeVar
 from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, DebugResult, Exchange, PlanResult, Usage
 from stark_lsp.agents.llm import prompts, structured
 from stark_lsp.agents.llm.client import ChatClient, ChatReply
+from stark_lsp.agents.llm.failures import larger_context
 from stark_lsp.agents.llm.parse import parse_code, parse_debug, parse_plan
+from stark_lsp.context_budget import estimate_tokens
 from stark_lsp.markers.syntax import MarkerError, apply_replacements, parse_markers
 from stark_lsp.safe_text import cap
 from stark_lsp.source_digest import source_digest
@@ -47,12 +58,42 @@ class _LLMAgent:
     temperature: float
     role: str = ""
 
+    def _notes(self) -> str:
+        """What ``_ask`` adds to the last message of a structured request ('' for a free-text one)."""
+        return structured.NOTES[self.role] if self.client.structured and self.role in structured.SCHEMAS else ""
+
     def _fitted(self, ctx: AgentContext) -> AgentContext:
-        """``ctx`` with its prompt budget cut to what the server's context leaves beside an answer
-        (``ChatClient.prompt_budget``; unchanged where the server did not say)."""
+        """``ctx`` with its prompt budget in estimated tokens (what the prompt's fitter counts): cut to what
+        the server's context leaves beside an answer, scaled by the server's calibrated count
+        (``ChatClient.prompt_budget``), less the structured request's note; unchanged where none applies."""
         budget = ctx.context_tokens or prompts.DEFAULT_CONTEXT_TOKENS
-        fitted = self.client.prompt_budget(budget)
+        notes = self._notes()
+        fitted = max(1, self.client.prompt_budget(budget) - (estimate_tokens("\n\n" + notes) if notes else 0))
         return ctx if fitted == budget else replace(ctx, context_tokens=fitted)
+
+    def _say_if_over(self, messages: list[dict[str, str]], ctx: AgentContext) -> None:
+        """The user hears once per run and agent when the prompt, whose task card and source cannot be cut, is
+        over its budget (``ctx``: before ``_fitted``): ``--context-tokens``, or the server's context."""
+        budget = ctx.context_tokens or prompts.DEFAULT_CONTEXT_TOKENS
+        room = self.client.prompt_room(budget)
+        notes = self._notes()
+        asked = [*messages[:-1], dict(messages[-1], content=messages[-1]["content"] + "\n\n" + notes)] \
+            if notes else messages
+        tokens = self.client.tokens_of(asked)
+        if tokens <= room:
+            return
+        head = f"the prompt for the {self.role} agent is ~{tokens} tokens"
+        n_ctx, answer = self.client.limits.context_tokens, self.client.max_tokens
+        if room < budget and n_ctx:  # the server's context is the tighter cap
+            need = larger_context(tokens + (answer or 0))
+            line = (f"{head}, over the {room} that the server's context ({n_ctx} tokens) leaves beside an answer of "
+                    f"up to {answer}: the task card and the source cannot be cut; start the server with a larger "
+                    f"context (llama.cpp: llama-server --ctx-size {need}) or lower --max-tokens")
+        else:
+            line = (f"{head}, over --context-tokens {budget}: the task card and the source cannot be cut; raise "
+                    f"--context-tokens")
+        if self.client.notice_once(("over budget", self.role), line) and ctx.on_wait is not None:
+            ctx.on_wait(line)
 
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
              earlier: list[Exchange], fmt: dict | None = None) -> tuple[ChatReply, Exchange]:
@@ -117,10 +158,12 @@ class LLMPlanner(_LLMAgent):
         super().__init__(client, model, temperature, "plan")
 
     def plan(self, ctx: AgentContext) -> PlanResult:
-        ctx = self._fitted(ctx)
+        asked, ctx = ctx, self._fitted(ctx)
+        messages = prompts.plan_messages(ctx)
+        self._say_if_over(messages, asked)
         exchanges: list[Exchange] = []
         (marked, summary), _, _ = self._ask_until_usable(
-            prompts.plan_messages(ctx), ctx,
+            messages, ctx,
             lambda r: parse_plan(r.text, r.finish_reason, ctx.node_source, ctx.task.language), exchanges,
             structured.response_format("plan", lines=len(ctx.node_source.splitlines())))
         return PlanResult(marked_source=marked, summary=summary, exchanges=exchanges)
@@ -131,8 +174,9 @@ class LLMCoder(_LLMAgent):
         super().__init__(client, model, temperature, "code")
 
     def code(self, ctx: AgentContext, marked_source: str) -> CodeResult:
-        ctx = self._fitted(ctx)
+        asked, ctx = ctx, self._fitted(ctx)
         messages = prompts.code_messages(ctx, marked_source)
+        self._say_if_over(messages, asked)
         exchanges: list[Exchange] = []
 
         def parse(r: ChatReply) -> dict[str, str]:
@@ -161,8 +205,9 @@ class LLMDebugger(_LLMAgent):
         super().__init__(client, model, temperature, "debug")
 
     def debug(self, ctx: AgentContext) -> DebugResult:
-        ctx = self._fitted(ctx)
+        asked, ctx = ctx, self._fitted(ctx)
         messages = prompts.debug_messages(ctx)
+        self._say_if_over(messages, asked)
         exchanges: list[Exchange] = []
         for turn in range(SEEN_RETRIES + 1):
             (source, summary), reply, messages = self._ask_until_usable(

@@ -11,7 +11,22 @@
 * Retries with exponential backoff and jitter on 408, 409, 429, 5xx and
   dropped connections (up to ``max_retries``), and on timeouts (up to
   ``timeout_retries``: a hung endpoint costs at most that many read timeouts),
-  honouring ``Retry-After`` (capped at 120 s).
+  honouring ``Retry-After`` (capped at 120 s). A streamed answer that stalls
+  after its first tokens is not asked again (the model would write it again
+  from the start, and stall again): only a request of which not one token came
+  is; the error says which happened.
+* A request over the server's context (llama.cpp's HTTP 400
+  ``exceed_context_size_error``, vLLM's and OpenAI's "maximum context length
+  is N tokens", ``context_length_exceeded``) is the attempt's failure, not the
+  endpoint's: not retried, with prompt + answer against the context and the fix
+  (``failures.over_context``). Where the server said its context (``probe``),
+  a prompt that leaves no room for an answer is refused here, before it is sent.
+* The token estimate (``context_budget.estimate_tokens``, characters / 4) is
+  calibrated to the server: each reply's ``usage.prompt_tokens`` against the
+  estimate of what was sent teaches a tokens-per-estimated-token ratio
+  (``token_ratio``: clamped to ``RATIO_RANGE``, the mean of the first replies,
+  then a moving average), and ``prompt_budget`` divides the budget by it, so a
+  prompt fitted by the estimate fits the server's own count.
 * An endpoint that cannot serve the team raises ``AgentsUnavailable``, and
   the search stops at once: connection refused / unknown host and timeouts
   before any call succeeded, 401 and 403 (the key), 404 (unknown model or a
@@ -45,10 +60,12 @@ from typing import Any, Callable
 import openai
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Usage
+from stark_lsp.agents.llm import failures as F
 from stark_lsp.agents.llm import server_limits as SL
 from stark_lsp.agents.llm.pricing import Price, price_of
 from stark_lsp.agents.llm.stream import collect
 from stark_lsp.agents.llm.structured import strict_subset, wants_strict_subset
+from stark_lsp.context_budget import estimate_tokens
 from stark_lsp.redaction import Redactor, key_from_env, redact, register_secret
 from stark_lsp.safe_text import scrub
 
@@ -149,6 +166,10 @@ class ChatClient:
         if answer_timeout_s <= 0:
             raise AgentError("timeouts must be positive")
         self.answer_timeout_s = float(answer_timeout_s)
+        self._ratio = 1.0  # the server's prompt tokens per estimated token (``token_ratio``)
+        self._ratio_n = 0  # replies it was learnt from
+        self.notices: list[str] = []  # what was told the user during the run (``notice_once``)
+        self._told: set[Any] = set()
 
     def __repr__(self) -> str:
         return (f"ChatClient(base_url={self.base_url!r}, max_retries={self.max_retries}, "
@@ -164,6 +185,10 @@ class ChatClient:
              response_format: dict[str, Any] | None = None) -> ChatReply:
         attempt = timeouts = 0
         adapted: set[str] = set()
+        estimate = self._estimate(messages)
+        refused = self._refused_here(estimate)
+        if refused is not None:
+            raise refused
         while True:
             try:
                 self._check(cancel)
@@ -176,17 +201,19 @@ class ChatClient:
                                      usage=Usage(calls=attempt + 1)) from None
             except (openai.APIConnectionError, openai.APIStatusError) as e:  # APITimeoutError is a connection error
                 status = e.status_code if isinstance(e, openai.APIStatusError) else None
+                if status in OVERFLOW_STATUSES and _overflows(e):  # before _adapt: vLLM's names max_tokens too
+                    raise self._over_context(e, estimate, attempt) from None
                 if status == 400 and self._adapt(e, adapted):
                     continue
                 timed_out = isinstance(e, openai.APITimeoutError)
                 timeouts += timed_out
                 retryable = status is None or status in RETRY_STATUSES or status >= 500
-                if timed_out:
-                    retryable = timeouts <= self.timeout_retries
+                if timed_out:  # asked again only when not one token came (a stall before the answer began)
+                    retryable = not _tokens_before(e) and timeouts <= self.timeout_retries
                 if status in FATAL_STATUSES or (_refused(e) and not self._succeeded):
                     raise self._unavailable(e, model, attempt) from None
                 if not retryable or attempt >= self.max_retries:
-                    raise self._failed(e, attempt) from None
+                    raise self._failed(e, attempt, timeouts) from None
                 try:
                     self._pause(self._delay(e, attempt), cancel)
                 except _Stopped:
@@ -203,13 +230,73 @@ class ChatClient:
             with self._lock:
                 self._succeeded = True
                 self._streak = 0
+            self._learn(estimate, reply.usage.prompt_tokens)
             return reply
 
+    # -- the token estimate, calibrated to the server -------------------------------------------
+    @property
+    def token_ratio(self) -> float:
+        """The server's prompt tokens per estimated token (1.0 until a reply said its ``prompt_tokens``)."""
+        with self._lock:
+            return self._ratio
+
+    def _estimate(self, messages: list[dict[str, str]]) -> int:
+        """What ``context_budget.estimate_tokens`` makes of the messages (uncalibrated)."""
+        return sum(estimate_tokens(m.get("content") or "") for m in messages)
+
+    def tokens_of(self, messages: list[dict[str, str]]) -> int:
+        """The messages' tokens as this server counts them, as far as the calibrated estimate knows."""
+        return round(self._estimate(messages) * self.token_ratio)
+
+    def _learn(self, estimate: int, prompt_tokens: int) -> None:
+        if prompt_tokens <= 0 or estimate < CALIBRATE_MIN_TOKENS:  # a tiny prompt is mostly the chat template's
+            return
+        lo, hi = RATIO_RANGE
+        seen = min(hi, max(lo, prompt_tokens / estimate))
+        with self._lock:
+            self._ratio_n += 1
+            self._ratio += (seen - self._ratio) / min(self._ratio_n, RATIO_SMOOTHING)
+
+    def notice_once(self, key: Any, text: str) -> bool:
+        """Keep ``text`` among the run's notices unless one was kept under ``key``; whether it is new."""
+        with self._lock:
+            if key in self._told:
+                return False
+            self._told.add(key)
+            self.notices.append(text)
+            return True
+
+    # -- a full context ------------------------------------------------------------------------
+    def _refused_here(self, estimate: int) -> AgentError | None:
+        """A request whose prompt leaves no room for an answer in the server's context (where it said it):
+        the over-context error now, instead of a wasted request."""
+        n_ctx = self.limits.context_tokens
+        if not n_ctx:
+            return None
+        prompt = round(estimate * self.token_ratio)
+        if prompt + min(self.max_tokens or SL.MIN_ANSWER_TOKENS, SL.MIN_ANSWER_TOKENS) <= n_ctx:
+            return None
+        return AgentError(self.redact(F.over_context(prompt, self.max_tokens, n_ctx, sent=False)), usage=Usage())
+
+    def _over_context(self, e: Exception, estimate: int, attempt: int) -> AgentError:
+        """The server refused the request for its size: it works (not a failure of the endpoint), and the
+        same request would be refused again (not retried)."""
+        with self._lock:
+            self._succeeded = True
+            self._streak = 0
+        prompt, answer, n_ctx = _overflow_figures(e)
+        estimated = prompt is None
+        if prompt is None:
+            prompt = round(estimate * self.token_ratio)
+        line = F.over_context(prompt, answer or self.max_tokens, n_ctx or self.limits.context_tokens,
+                              _server_words(e), estimated=estimated)
+        return AgentError(self.redact(line), usage=Usage(calls=attempt + 1))
+
     # -- failures --------------------------------------------------------------------------
-    def _failed(self, e: Exception, attempt: int) -> AgentError:
+    def _failed(self, e: Exception, attempt: int, timeouts: int = 0) -> AgentError:
         tries = f" after {attempt + 1} attempts" if attempt else ""
-        err = AgentError(self.redact(f"the endpoint failed{tries}: {_describe(e, self.read_timeout_s)}"),
-                         usage=Usage(calls=attempt + 1))
+        what = _describe(e, self.read_timeout_s, timeouts, self.timeout_retries)
+        err = AgentError(self.redact(f"the endpoint failed{tries}: {what}"), usage=Usage(calls=attempt + 1))
         return self._count_failure(err)
 
     def _count_failure(self, err: AgentError) -> AgentError:
@@ -299,9 +386,15 @@ class ChatClient:
             out.append(notice)
         return out
 
-    def prompt_budget(self, budget: int) -> int:
-        """A prompt's tokens: ``budget``, at most what the server's context leaves beside an answer."""
+    def prompt_room(self, budget: int) -> int:
+        """A prompt's tokens, as the server counts them: ``budget``, at most what the server's context leaves
+        beside an answer."""
         return SL.prompt_budget(budget, self.limits.context_tokens, self.max_tokens)
+
+    def prompt_budget(self, budget: int) -> int:
+        """``prompt_room(budget)`` in estimated tokens (``context_budget.estimate_tokens``, what the prompt is
+        fitted with): divided by ``token_ratio``, so that the fitted prompt fits the server's own count."""
+        return max(1, int(self.prompt_room(budget) / self.token_ratio))
 
     def _adapt(self, e: Exception, adapted: set[str]) -> bool:
         """A 400 naming a parameter this endpoint does not take: change how it
@@ -494,16 +587,88 @@ def _refused(e: Exception) -> bool:
 CONTEXT_FULL = "context_full"  # a finish_reason of ours: 'length' well below max_tokens
 CONTEXT_FULL_SHARE = 0.95
 PROBE_READ_S = 15.0  # the probe's read timeout at most: listing models is quick or it is not there
+CALIBRATE_MIN_TOKENS = 200  # estimated prompt tokens below which a reply teaches no ratio (the template's own weigh)
+RATIO_RANGE = (0.5, 3.0)  # what a server's count may be of the estimate's; beyond it, a count is not believed
+RATIO_SMOOTHING = 4  # the ratio: the mean of the first replies, then a quarter of the way to each new one
+OVERFLOW_STATUSES = {400, 413, 422}
+_OVERFLOW_CODES = ("exceed_context_size_error", "context_length_exceeded")  # llama.cpp's error type, OpenAI's code
+_OVERFLOW_WHERE = re.compile(r"context[ _-]?(length|size|window)|max(imum)?[ _]model[ _]len")
+_OVERFLOW_WHAT = re.compile(r"exceed|maximum|too (long|many|large)|overflow|reduce the length")
 
 
-def _describe(e: Exception, read_timeout_s: float | None = None) -> str:
+def _overflows(e: Exception) -> bool:
+    """Whether an HTTP error says the request does not fit the model's context (llama.cpp, vLLM, OpenAI,
+    and servers that say it in words)."""
+    body = getattr(e, "body", None)
+    fields = [str(getattr(e, "message", "") or e), str(getattr(e, "code", "") or ""), str(getattr(e, "type", "") or "")]
+    if isinstance(body, dict):
+        fields += [str(body.get(k) or "") for k in ("type", "code", "message")]
+    text = " ".join(fields).lower()
+    if any(c in text for c in _OVERFLOW_CODES):
+        return True
+    return bool(_OVERFLOW_WHERE.search(text) and _OVERFLOW_WHAT.search(text))
+
+
+def _overflow_figures(e: Exception) -> tuple[int | None, int | None, int | None]:
+    """(prompt tokens, answer tokens, context tokens), as far as the server's error says them: llama.cpp's
+    ``n_prompt_tokens`` and ``n_ctx`` fields; vLLM's "maximum context length is N tokens. However, you
+    requested M tokens (P in the messages, A in the completion)" (or "your request has P input tokens");
+    OpenAI's "your messages resulted in P tokens"."""
+    body = getattr(e, "body", None)
+    prompt = answer = n_ctx = None
+    if isinstance(body, dict):
+        prompt = SL._positive(body.get("n_prompt_tokens"))
+        n_ctx = SL._positive(body.get("n_ctx"))
+    text = str(getattr(e, "message", "") or e)
+
+    def first(*patterns: str) -> int | None:
+        for pat in patterns:
+            m = re.search(pat, text, re.I)
+            if m:
+                return int(m.group(1))
+        return None
+
+    n_ctx = n_ctx or first(r"maximum context length is (\d+)", r"context (?:length|size|window) (?:is|of) (\d+)")
+    prompt = prompt or first(r"(\d+) in the messages", r"has (\d+) input tokens", r"resulted in (\d+) tokens",
+                             r"(\d+) (?:input|prompt) tokens")
+    answer = first(r"(\d+) in the completion", r"'max(?:_completion)?_tokens'[^:]*is too large: (\d+)")
+    return prompt, answer, n_ctx
+
+
+def _server_words(e: Exception) -> str:
+    """An HTTP error as the server worded it: the status and its message (not the whole body)."""
+    body = getattr(e, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(message, str) and message.strip() and isinstance(e, openai.APIStatusError):
+        return scrub(f"HTTP {e.status_code}: {message.strip()}")[:400]
+    return _describe(e)
+
+
+def _tokens_before(e: Exception) -> int:
+    """The tokens a streamed answer had given when it failed (``stream.collect`` notes them); 0 when none came."""
+    partial = getattr(e, "stark_partial", None)
+    return int(partial[1]) if partial else 0
+
+
+def _describe(e: Exception, read_timeout_s: float | None = None, timeouts: int = 0, timeout_retries: int = 0) -> str:
     if isinstance(e, openai.APIStatusError):
         message = re.sub(r"^Error code: \d+ - ", "", str(e.message))  # the status once, not twice
         return scrub(f"HTTP {e.status_code}: {message}")[:400]
     if isinstance(e, openai.APITimeoutError):
         within = f" ({read_timeout_s:g} s)" if read_timeout_s else ""
-        return (f"no answer within the read timeout{within}: a slow model needs a larger --read-timeout, or a smaller "
-                f"--max-tokens")
+        fix = "a slow model needs a larger --read-timeout, or a smaller --max-tokens"
+        partial = getattr(e, "stark_partial", None)
+        if partial and partial[1]:  # the model stalled mid-answer: asking again would start it over
+            n = int(partial[1])
+            return (f"the answer stopped after {n} token{'s' * (n != 1)} ({partial[0]:.0f} s): nothing more came "
+                    f"within the read timeout{within}; not asked again (the model would write it again from the "
+                    f"start): {fix}")
+        how = "not one token came" if partial else "nothing came"
+        if timeouts > 1:
+            how += f", {timeouts} times (asked again up to --timeout-retries {timeout_retries})"
+        elif timeouts == 1 and not timeout_retries:
+            how += " (not asked again: --timeout-retries 0)"
+        return f"no answer within the read timeout{within}: {how}: {fix}"
     cause = e.__cause__ or e.__context__
     detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
     return scrub(f"{type(e).__name__}: {e}{detail}")[:400]

@@ -1,6 +1,10 @@
 """What a run's failed LLM attempts say, in one line: the endpoint failed, or the model answered and
 nothing it said was usable (and why), with the fix for each. Pure: strings in, a line out.
 
+A request over the server's context (``over_context``: its HTTP 400, or refused here before it was sent)
+is not an endpoint failure: the server works, the prompt and answer do not fit it; it is counted with the
+unusable answers (exit 4), with its own fix.
+
 The attempts' errors are the node errors the search stored (``search/engine.py``: "plan agent: …",
 "code agent: …"), this run's only: an earlier run's abandoned nodes say nothing about this one.
 """
@@ -13,8 +17,11 @@ from dataclasses import dataclass
 ENDPOINT_SIGNS = ("the endpoint failed", "the endpoint gave an unusable answer", "answered without choices",
                   "no answer within", "cannot connect", "HTTP 401", "HTTP 403", "HTTP 404")
 CUT_OFF = "cut off at the token limit"
+OVER_CONTEXT = "over the server's context"  # a request refused for its size (HTTP 400 of the server, or ours)
+FULL_CONTEXT = "context (prompt and answer) is full"  # an answer cut short of --max-tokens
 REASONS = (  # how an unusable answer is counted, first match wins
-    ("context (prompt and answer) is full", "cut off by a full context"),
+    (OVER_CONTEXT, OVER_CONTEXT),
+    (FULL_CONTEXT, "cut off by a full context"),
     (CUT_OFF, "cut off at the token limit"),
     ("cut at the answer deadline", "cut at the answer deadline"),
     ("kept repeating the same text", "repeating itself in a loop"),
@@ -36,7 +43,42 @@ class RunFailure:
 
 
 def is_endpoint_error(error: str) -> bool:
-    return any(s in error for s in ENDPOINT_SIGNS)
+    return OVER_CONTEXT not in error and any(s in error for s in ENDPOINT_SIGNS)
+
+
+def larger_context(tokens: int | None) -> int | None:
+    """A context size to suggest for ``tokens`` (prompt and answer): the next power of two, 1024 at least."""
+    if not tokens or tokens <= 0:
+        return None
+    n = 1024
+    while n < tokens:
+        n *= 2
+    return n
+
+
+def over_context(prompt_tokens: int | None, answer_tokens: int | None, context_tokens: int | None,
+                 detail: str = "", sent: bool = True, estimated: bool = False) -> str:
+    """The line for a request whose prompt and answer do not fit the server's context: the figures that
+    are known, what the server said (``detail``), and the fix. ``sent``: False for one refused here,
+    before it was sent (the server's context known, the prompt estimated: no request wasted);
+    ``estimated``: the prompt's size is ours, the server did not say it."""
+    if not sent and prompt_tokens and context_tokens:
+        left = context_tokens - prompt_tokens
+        room = f"{left} tokens" if left > 0 else "nothing"
+        figures = (f": the prompt (~{prompt_tokens} tokens, estimated) leaves {room} of its {context_tokens} for "
+                   f"the answer" + (f" (up to {answer_tokens} asked)" if answer_tokens else "") + "; not sent")
+    else:
+        parts = ([f"prompt {'~' * estimated}{prompt_tokens} tokens"] if prompt_tokens else []) + \
+                ([f"answer up to {answer_tokens}"] if answer_tokens else [])
+        figures = " + ".join(parts)
+        if context_tokens:
+            figures = f"{figures} > {context_tokens}" if figures else f"its context is {context_tokens} tokens"
+        figures = f": {figures}" if figures else ""
+    why = f" ({detail})" if detail else ""
+    need = larger_context((prompt_tokens or 0) + (answer_tokens or 0)) if prompt_tokens else None
+    size = f" {need}" if need else " N"
+    return (f"the request is {OVER_CONTEXT}{figures}{why}: lower --context-tokens or --max-tokens, or start the "
+            f"server with a larger context (llama.cpp: llama-server --ctx-size{size}; vLLM: --max-model-len{size})")
 
 
 def reason(error: str) -> str:
@@ -47,7 +89,9 @@ def reason(error: str) -> str:
 
 
 def summarize(errors: list[str]) -> RunFailure:
-    """One line for a run in which no attempt reached the evaluator (``errors``: this run's, in order)."""
+    """One line for a run in which no attempt reached the evaluator (``errors``: this run's, in order).
+    A request over the server's context is counted with the unusable answers (the server works; the
+    prompt and answer do not fit it), though no answer came."""
     endpoint = [e for e in errors if is_endpoint_error(e)]
     answers = [e for e in errors if not is_endpoint_error(e)]
     if not answers:
@@ -55,8 +99,10 @@ def summarize(errors: list[str]) -> RunFailure:
         return RunFailure("endpoint", f"the LLM endpoint failed on every attempt ({len(endpoint)}): {first} "
                                       f"(check --base-url, --model and STARK_API_KEY/OPENAI_API_KEY)")
     counts = Counter(reason(e) for e in answers)
-    how = ", ".join(f"{n} {why}" for why, n in counts.most_common())
     advice = []
+    if counts.get(OVER_CONTEXT) and "--ctx-size" not in answers[0]:  # (unless the first says it already)
+        advice.append("lower --context-tokens or --max-tokens, or start the server with a larger context "
+                      "(llama.cpp: --ctx-size)")
     if counts.get("cut off by a full context"):
         advice.append("serve the model with a larger context (llama.cpp: --ctx-size), or lower --context-tokens")
     if counts.get("cut at the answer deadline"):
@@ -64,8 +110,17 @@ def summarize(errors: list[str]) -> RunFailure:
     if counts.get("cut off at the token limit") or counts.get("cut off mid-block"):
         advice.append("raise --max-tokens, or serve the model with a larger context")
     if any(why not in ("cut off at the token limit", "cut off mid-block", "cut off by a full context",
-                       "cut at the answer deadline") for why in counts):
+                       "cut at the answer deadline", OVER_CONTEXT) for why in counts):
         advice.append("a model that follows the answer format (docs/AGENTS.md, 'Answers') does better")
+    over = counts.pop(OVER_CONTEXT, 0)
+    answered = len(answers) - over
+    if answered:
+        how = ", ".join(f"{n} {why}" for why, n in counts.most_common())
+        opening = f"the model answered {answered} time{'s' * (answered != 1)} but no answer was usable ({how})"
+        if over:
+            opening += f"; {over} more request{'s were' if over != 1 else ' was'} {OVER_CONTEXT}"
+    else:
+        opening = f"no request fit the server's context ({over} attempt{'s' * (over != 1)})"
     also = f"; {len(endpoint)} more failed at the endpoint" if endpoint else ""
-    return RunFailure("answers", f"the model answered {len(answers)} time{'s' * (len(answers) != 1)} but no answer "
-                                 f"was usable ({how}){also}; the first: {answers[0]}; {'; '.join(advice)}")
+    fix = "".join(f"; {a}" for a in advice)
+    return RunFailure("answers", f"{opening}{also}; the first: {answers[0]}{fix}")

@@ -9,7 +9,9 @@ itself (``looping``: a small model's failure mode), and reports its progress
 (seconds, tokens) to ``on_tokens`` at most every ``PROGRESS_S``. What it
 returns looks like a non-streamed completion (``choices[0].message.content``,
 ``finish_reason``, ``usage``, ``model``), so the client reads both alike.
-Its own finish reasons: ``"deadline"`` and ``"loop"``.
+Its own finish reasons: ``"deadline"`` and ``"loop"``. An exception while reading (a read timeout
+between pieces) carries ``stark_partial``: (seconds, pieces with text) received before it, so the
+client can tell a stall mid-answer (not asked again) from one before the answer began.
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float,
                 if looping(tail):
                     finish = "loop"
                     break
+    except Exception as e:  # a read timeout, a dropped connection: what had come is noted for the client
+        try:
+            e.stark_partial = (time.monotonic() - t0, chunks)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001  an exception that takes no attributes
+            pass
+        raise
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
