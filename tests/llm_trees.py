@@ -26,6 +26,9 @@ SAMPLES = {
 HARDWARE = {
     "device": "NVIDIA H200", "is_gpu": True, "capability": "9.0", "sms": 132, "l2_bytes": 60 * 2**20,
     "memory_bytes": 140 * 2**30, "torch": "2.9.0", "triton": "3.5.0", "nvcc": "13.0 (V13.0.88)",
+    "limits": {"smem_per_sm": 233472, "regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+               "smem_per_block": 49152, "smem_per_block_optin": 232448, "regs_per_block": 65536,
+               "max_threads_per_block": 1024, "warp_size": 32},  # evaluate.gpu_limits on an H200
 }
 CPU_HARDWARE = {"device": "cpu (triton interpreter)", "is_gpu": False, "torch": "2.9.0", "triton": "3.5.0"}
 

@@ -35,6 +35,7 @@ def test_plan_prompt_cards_on_a_gpu(sample, tmp_path):
     assert f"GPU: {info['device']} (compute capability {info['capability']}), {info['sms']} SMs" in user
     assert "Measured by the evaluator: copy bandwidth" in user and "Hardware floor: " in user
     assert "unknown SMs" not in user and "CPU interpreter" not in user
+    assert "Per SM: " in user and "per block: " in user and "warp size 32" in user  # gpu_limits, from torch's figures
     assert "your kernel (#1, the root): " in user and " ms, " in user and "× eager" in user
     if nodes[0].result.io is not None:  # EvalResult.io, once the evaluator reports it
         assert "Inputs and outputs, as the evaluator saw them:" in user

@@ -231,7 +231,7 @@ def build_context(
     ``hardware_info()`` with compiler versions (``hardware_card.hardware_facts``)."""
     from stark_lsp.tasks.describe import describe_task
 
-    from .hardware_card import hardware_card
+    from .hardware_card import cuda_runs, hardware_card
     from .labels import node_line
     from .task_card import task_card
     from .windows import code_entries, debug_entries, plan_entries, plan_words
@@ -287,8 +287,10 @@ def build_context(
         hardware=hardware,
         seed=seed,
         seen=seen_digests(nodes),
-        task_card=_with_project_files(task_card(task, facts, nodes, shown), task, node.source, budget_chars),
-        hardware_card=hardware_card(hardware_info, view.nodes.values(), profiled, ncu_text(profiled) if profiled else ""),
+        task_card=_with_project_files(task_card(task, facts, nodes, shown, cuda=cuda_runs(hardware_info)), task,
+                                      node.source, budget_chars),
+        hardware_card=hardware_card(hardware_info, view.nodes.values(), profiled, ncu_text(profiled) if profiled else "",
+                                    kind=task.kind),
         node_line=node_line(node, live_root, with_error=agent != "debug"),  # Debug: the error follows, once
         node_profile=profiler(node),
         parent_line=node_line(parent, live_root) if parent is not None else "",

@@ -94,6 +94,13 @@ class Node:
         return self.failed or self.status == AGENT_ERROR
 
     @property
+    def agent_failed(self) -> bool:
+        """An agent failed before anything of the kernel was written: an ``agent_error`` with
+        neither a plan nor a source (the endpoint failed, or no answer could be used). Its
+        message is about the LLM server and the CLI, not the kernel, so no agent is shown it."""
+        return self.status == AGENT_ERROR and not self.plan and not self.source
+
+    @property
     def is_reference_itself(self) -> bool:
         """A KernelBench root that is the reference wrapped as ``ModelNew``: timed
         against itself, so its speedup over eager is 1 by construction, not a result."""

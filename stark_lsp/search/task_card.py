@@ -8,6 +8,9 @@ and how far the search has come.
   (``EvalResult.io``), or, before any evaluation reported them, the harness
   code that makes the inputs, marked "not yet measured";
 * the tolerance and the calling convention;
+* for KernelBench, the ways to write ModelNew: CUDA through ``load_inline``
+  only where CUDA can run (not on the CPU, where the Triton interpreter
+  runs the candidates);
 * your kernel (the root) and the current best, in ms and as labelled speedups;
 * the measured hardware floor and the gap to it.
 
@@ -35,16 +38,27 @@ KIND_WORDS = {
     "kernelbench": "KernelBench: the candidate is a Python file whose class ModelNew replaces Model "
                    "(PyTorch, Triton kernels, or inline CUDA through load_inline)",
 }
+KERNELBENCH_NO_CUDA = ("KernelBench: the candidate is a Python file whose class ModelNew replaces Model "
+                       "(PyTorch or Triton kernels; no GPU here, so no CUDA)")
 
 
-def task_card(task: TaskSpec, facts: TaskFacts, nodes: Iterable[Node], shown_source: str = "") -> str:
+def kind_words(kind: str, cuda: bool = True) -> str:
+    """What a candidate of ``kind`` is; ``cuda`` False where CUDA cannot run (no load_inline then)."""
+    if kind == "kernelbench" and not cuda:
+        return KERNELBENCH_NO_CUDA
+    return KIND_WORDS.get(kind, kind)
+
+
+def task_card(task: TaskSpec, facts: TaskFacts, nodes: Iterable[Node], shown_source: str = "",
+              cuda: bool = True) -> str:
     """The card as prompt text. ``shown_source`` is the source the prompt shows
     in full (the selected node's): a reference it already holds is pointed to,
-    not repeated."""
+    not repeated. ``cuda`` False: the candidates run where CUDA cannot
+    (``hardware_card.cuda_runs``)."""
     nodes = [n for n in nodes if n.status != "abandoned"]
     root = next((n for n in sorted(nodes, key=lambda n: n.id) if n.parent_id is None), None)
     best = best_correct(n for n in nodes if n.duplicate_of is None)
-    parts = [f"## Task card\nTask: {task.name} ({KIND_WORDS.get(task.kind, task.kind)})"]
+    parts = [f"## Task card\nTask: {task.name} ({kind_words(task.kind, cuda)})"]
     parts.append(_reference(facts, shown_source))
     parts.append(_io(facts, nodes, shown_source))
     parts.append(_tolerance(facts, nodes))

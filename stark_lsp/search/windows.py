@@ -13,6 +13,12 @@ dynamic context windows).
 (The node's own source, its error and its parent version are not window
 entries: the prompt shows them once, always.)
 
+No window shows an agent that failed before writing anything
+(``Node.agent_failed``: the endpoint failed, or its answer could not be used):
+its message names the model and the CLI's flags, which say nothing about the
+kernel. A plan whose code was never written shows as that plan, with a
+neutral note instead of the agent's message.
+
 Each entry has a full form (with code) and a one-line form. ``fit_window``
 keeps entries by priority, the full form while it fits, else the line, and
 says what it left out. Tokens are estimated as characters / 4. Pure.
@@ -26,7 +32,7 @@ from typing import Callable
 from stark_lsp.context_budget import WindowEntry
 
 from .excerpts import diagnostics_text, diff, trim
-from .labels import node_line
+from .labels import first_line, node_line
 from .node import AGENT_ERROR, DEBUG, PLAN_CODE, Node
 from .policies.common import TreeView, leaderboard
 
@@ -95,7 +101,23 @@ def _vs(a: Node | None, b: Node, max_chars: int) -> str:
     return trim(diff(a.source, b.source or b.plan, a.id, b.id), max_chars)
 
 
+def visible(n: Node) -> bool:
+    """Whether a window may show ``n``: finished, and more than an agent's failure to answer."""
+    return not n.in_flight and not n.agent_failed
+
+
+def agent_error_words(n: Node) -> str:
+    """An ``agent_error`` that has a plan, in words about that plan: the marker rules it broke,
+    else that no usable candidate was written for it (the agent's own message is about the
+    LLM server and the CLI's flags, nothing the next agent can act on)."""
+    if "marker rules" in (n.error or ""):
+        return first_line(n.error)
+    return "no candidate: the answer written for this plan could not be used"
+
+
 def _error_excerpt(n: Node, lines: int = 3) -> str:
+    if n.status == AGENT_ERROR:
+        return "  Error: " + agent_error_words(n)
     text = diagnostics_text(n).strip()
     if not text:
         return ""
@@ -112,13 +134,13 @@ def plan_entries(view: TreeView, node: Node, root: Node | None, leaderboard_size
     if root is not None and root.id not in shown:
         shown.add(root.id)
         out.append(_entry("root", root, 0, 12, root, _vs(node, root, max_chars), profiler=profiler))
-    kids = [c for c in view.children(node.id) if not c.in_flight and c.id not in shown]
+    kids = [c for c in view.children(node.id) if visible(c) and c.id not in shown]
     for k, c in enumerate(kids):
         shown.add(c.id)
         extra = _error_excerpt(c) if c.unsuccessful else ""
         out.append(_entry("child", c, k, 20 + k, root, _vs(node, c, max_chars) if c.source else None, extra))
     fails = [n for n in view.nodes.values()
-             if n.unsuccessful and n.id not in shown and n.parent_id is not None and not n.in_flight]
+             if n.unsuccessful and n.id not in shown and n.parent_id is not None and visible(n)]
     fails.sort(key=lambda n: -n.id)
     for k, n in enumerate(fails[:RECENT_FAILURES]):
         out.append(_entry("failure", n, k, 40 + k, root, None, _error_excerpt(n, 2)))
@@ -129,7 +151,7 @@ def code_entries(view: TreeView, node: Node, root: Node | None, plan_text: str, 
     """Nodes made by a Code agent whose plans resemble ``plan_text``, most
     similar first; then the node's other children."""
     out: list[WindowEntry] = []
-    done = [n for n in view.nodes.values() if n.kind == PLAN_CODE and not n.in_flight and n.id != node.id
+    done = [n for n in view.nodes.values() if n.kind == PLAN_CODE and visible(n) and n.id != node.id
             and (n.source or n.status == AGENT_ERROR)]
     scored = sorted(((similarity(plan_text, plan_words(n)), n) for n in done), key=lambda sn: (-sn[0], -sn[1].id))
     shown: set[int] = set()
@@ -140,7 +162,7 @@ def code_entries(view: TreeView, node: Node, root: Node | None, plan_text: str, 
         parent = view.nodes.get(n.parent_id) if n.parent_id is not None else None
         extra = _error_excerpt(n, 2) if n.unsuccessful else ""
         out.append(_entry("similar", n, k, 10 + k, root, _vs(parent, n, max_chars) if n.source else None, extra))
-    kids = [c for c in view.children(node.id) if not c.in_flight and c.id not in shown]
+    kids = [c for c in view.children(node.id) if visible(c) and c.id not in shown]
     for k, c in enumerate(kids):
         extra = _error_excerpt(c, 2) if c.unsuccessful else ""
         out.append(_entry("child", c, k, 30 + k, root, _vs(node, c, max_chars) if c.source else None, extra))
@@ -166,7 +188,7 @@ def debug_entries(view: TreeView, node: Node, root: Node | None, max_chars: int)
         out.append(_entry("fixed", f, k, 10 + k, root, _vs(f, fix, max_chars), extra))
     if node.parent_id is not None:
         parent = view.nodes.get(node.parent_id)
-        sibs = [s for s in view.children(node.parent_id) if s.id != node.id and not s.in_flight]
+        sibs = [s for s in view.children(node.parent_id) if s.id != node.id and visible(s)]
         for k, s in enumerate(sibs):
             extra = _error_excerpt(s, 2) if s.unsuccessful else ""
             out.append(_entry("sibling", s, k, 30 + k, root, _vs(parent, s, max_chars) if s.source else None, extra))

@@ -6,13 +6,20 @@ budget), then the agent's own part, in which the selected source appears
 once:
 
 * Plan: this attempt (number, the other attempts in flight, an exploration
-  hint), the selected node, and its source with line numbers. The answer is
+  hint), the selected node, and its source with line numbers (on the
+  KernelBench root, a note that ``ModelNew`` is only the reference's stub:
+  the kernels and their imports come first). The answer is
   ``MARKER <id> <where>: <instruction>`` lines and a SUMMARY line; the
   engine places the markers (``markers.anchors``).
 * Code: the plan, the parent (the selected node) and the marked source. The
   answer is one ``replace <id>`` block per marker.
 * Debug: the failing node, its error (once), the diff from its parent, and
   the failing source. The answer is the repaired file and a SUMMARY line.
+
+The Code agent's system message ends with a short example of a complete
+candidate in the task's backend (``examples.py``); the Plan agent's too,
+where it leaves at least half of the context budget to the rest. The Debug
+agent has none: the failing source it repairs already has the format.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from __future__ import annotations
 from stark_lsp.agents.base import AgentContext
 from stark_lsp.context_budget import estimate_tokens
 from stark_lsp.context_budget import fit_window
+from stark_lsp.tasks.spec import without_kernelbench_stub
+
+from .examples import example_for
 
 DEFAULT_CONTEXT_TOKENS = 12000
 
@@ -87,6 +97,20 @@ FORMATS = {
 }
 
 
+KERNELBENCH_STUB_NOTE = (
+    "This is the KernelBench reference with the stub `class ModelNew(Model): pass` at its end: ModelNew only "
+    "inherits the reference, so no kernel exists yet. Plan the kernels first: mark where to add their imports "
+    "and the kernels themselves (after the imports), then a ModelNew whose forward launches them. ModelNew must "
+    "define its own kernels; it keeps Model's constructor arguments."
+)
+
+
+def with_example(system: str, ctx: AgentContext) -> str:
+    """``system`` followed by the example of the task's backend (``examples.example_for``)."""
+    example = example_for(ctx.task.kind)
+    return f"{system}\n\n{example}" if example else system
+
+
 def fix_request(agent: str, error: str) -> str:
     """The follow-up turn after an answer that could not be used."""
     return (f"Your answer could not be used: {error}\n"
@@ -147,12 +171,18 @@ def plan_messages(ctx: AgentContext) -> list[dict[str, str]]:
         attempt.append(f"Exploration hint for this attempt (follow it only if nothing better fits): {ctx.hint}.")
     node = ctx.node_line or f"#{ctx.node_id}: {ctx.node_summary}"
     prof = f"\nProfile: {ctx.node_profile}" if ctx.node_profile else ""
+    stub = f"\n{KERNELBENCH_STUB_NOTE}" if without_kernelbench_stub(src) is not None else ""
     tail = ("\n".join(attempt) + "\n"
-            + f"\n## Selected node\n{node}{prof}\n"
+            + f"\n## Selected node\n{node}{prof}{stub}\n"
             + f"Source of #{ctx.node_id}, numbered (the numbers are not part of the file):\n"
             + f"{fence}{_lang(ctx)}\n{listing}\n{fence}\n"
             + "\nPropose one optimization: MARKER lines, then SUMMARY.")
-    return _assemble("plan", PLAN_SYSTEM, ctx, _cards(ctx), tail)
+    head = _cards(ctx)
+    system = with_example(PLAN_SYSTEM, ctx)
+    budget = ctx.context_tokens or DEFAULT_CONTEXT_TOKENS
+    if estimate_tokens(system) + estimate_tokens(head) + estimate_tokens(tail) > budget // 2:
+        system = PLAN_SYSTEM  # the example only where it leaves the window room
+    return _assemble("plan", system, ctx, head, tail)
 
 
 def code_messages(ctx: AgentContext, marked_source: str) -> list[dict[str, str]]:
@@ -170,7 +200,7 @@ def code_messages(ctx: AgentContext, marked_source: str) -> list[dict[str, str]]
             + f"Parent of your candidate: {parent}{prof}\n"
             + f"\n## Marked source of #{ctx.node_id}\n{fence}{_lang(ctx)}\n{marked_source.rstrip()}\n{fence}\n"
             + f"\nWrite one `replace <id>` block for each marker: {', '.join(ids) or 'every marker'}.")
-    return _assemble("code", CODE_SYSTEM, ctx, _cards(ctx), tail)
+    return _assemble("code", with_example(CODE_SYSTEM, ctx), ctx, _cards(ctx), tail)
 
 
 def debug_messages(ctx: AgentContext) -> list[dict[str, str]]:

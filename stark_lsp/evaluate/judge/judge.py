@@ -49,6 +49,7 @@ from typing import Any
 
 import torch
 
+from stark_lsp.evaluate.gpu_limits import gpu_limits
 from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
@@ -140,6 +141,7 @@ class Judge:
             "device": p.name, "is_gpu": True, "capability": f"{p.major}.{p.minor}",
             "sms": p.multi_processor_count, "l2_bytes": int(getattr(p, "L2_cache_size", 0) or 0),
             "memory_bytes": int(p.total_memory), "torch": torch.__version__,
+            "limits": gpu_limits(p),  # per SM and per block, for the agents' hardware card
             "sandbox": sb.describe() if sb else "none",
         }
 
