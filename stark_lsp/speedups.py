@@ -8,7 +8,7 @@ number always says what it is measured against:
     >>> speedup_text(2.345, "yours")
     '2.35× your kernel'
     >>> speedup_text(0.000491, "eager", cpu=True)
-    '0.00049× eager (CPU interpreter, not a GPU timing)'
+    '0.00049× eager (CPU interpreter: for checking, not speed)'
 
 Ratios are never printed as ``0.00×`` nor in exponent notation: three
 significant digits up to 1000×, two significant digits below 0.1×, and
@@ -25,7 +25,9 @@ BASELINES = {
     "eager": "eager",  # the task's reference in eager PyTorch
     "compiled": "torch.compile",  # torch.compile of the reference
 }
-CPU_NOTE = "CPU interpreter, not a GPU timing"
+# said wherever a figure comes from the CPU (the Triton interpreter, eager PyTorch on the CPU): the CLI's
+# tables, progress and ``stark eval``, the editor's labels, hover, progress title and notification, the README
+CPU_NOTE = "CPU interpreter: for checking, not speed"
 DEGENERATE_NOTE = "degenerate task: any constant passes"
 SIGN = "×"
 
@@ -56,6 +58,15 @@ def vs_eager(speedup: float | None, retimed_speedup: float | None) -> float | No
     if speedup is not None and isinstance(retimed_speedup, (int, float)) and retimed_speedup > 0:
         return float(retimed_speedup)
     return speedup
+
+
+def shown_ms(single_ms: float | None, retimed: dict | None) -> float | None:
+    """A node's runtime next to its "× your kernel": the re-timed median candidate time where the search
+    re-timed it (the figure :func:`vs_yours` and :func:`vs_eager` prefer), else its one evaluation's."""
+    ms = retimed.get("runtime_ms") if isinstance(retimed, dict) else None
+    if isinstance(ms, (int, float)) and ms > 0:
+        return float(ms)
+    return single_ms
 
 
 def ratio_text(x: float | None, sign: str = SIGN) -> str:

@@ -53,9 +53,12 @@ def test_prompt_has_both_cards_a_budget_and_one_copy_of_the_source(kind, agent):
     assert "× your kernel" in user and "× eager" in user and "0.00x" not in user
     assert "Hardware floor: " in user and "-bound" in user and "the floor" in user
     # the hardware card
+    compilers = ("Compilers: triton 3.5.0, torch 2.9.0" if kind == "triton"  # a Triton task builds nothing with nvcc
+                 else "Compilers: nvcc 13.0 (V13.0.88), triton 3.5.0, torch 2.9.0")
     for piece in ("## Hardware card", "GPU: NVIDIA H200 (compute capability 9.0), 132 SMs, L2 60 MiB, 140 GiB memory",
-                  "copy bandwidth 4.27 TB/s", "matmul peak 494 TFLOP/s", "Compilers: nvcc 13.0 (V13.0.88), triton 3.5.0, torch 2.9.0"):
+                  "copy bandwidth 4.27 TB/s", "matmul peak 494 TFLOP/s", compilers):
         assert piece in user
+    assert ("nvcc" not in user and "load_inline" not in user) if kind == "triton" else "nvcc 13.0" in user
     # the prompt within its budget, and no bookkeeping of it in the prompt
     assert "budget of" not in user
     assert estimate_tokens(system) + estimate_tokens(user) <= 12000
@@ -93,8 +96,9 @@ def test_without_measured_io_the_card_says_so_and_shows_how_inputs_are_made():
 def test_cpu_timings_are_labelled_and_the_hardware_card_says_no_gpu():
     _, _, _, msgs = render("triton", "plan", hw=CPU_HARDWARE, gpu=False)
     user = msgs[1]["content"]
-    assert "(CPU interpreter, not a GPU timing)" in user and "Hardware floor: CPU timings: no GPU floor." in user
-    assert "Device: cpu (triton interpreter): no GPU" in user and "Compilers: nvcc unknown, triton 3.5.0" in user
+    assert "(CPU interpreter: for checking, not speed)" in user and "Hardware floor: CPU timings: no GPU floor." in user
+    assert "Device: cpu (triton interpreter): no GPU" in user and "Compilers: triton 3.5.0, torch 2.9.0" in user
+    assert "nvcc" not in user and "load_inline" not in user  # nothing CUDA runs without a GPU
     assert "0.00×" not in user and "0.00071× eager" in user
 
 

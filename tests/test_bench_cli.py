@@ -340,3 +340,41 @@ def test_candidates_are_screened_unless_no_screen_is_given(fakes, tmp_path, flag
     else:
         assert all(o.time_budget_s == SCREEN_BUDGET_S for o in children)
     assert json.loads((out / "bench.json").read_text())["config"]["screen"] is (not flag)
+
+
+def test_the_bench_line_and_record_give_the_best_and_figures_stark_show_gives(monkeypatch, tmp_path):
+    """`stark bench`'s live line once the re-timing ends, and the run's record (runs.jsonl), name the best that
+    the run's tree gives `stark show` (TreeStore.best) with its re-timed × your kernel, × eager and ms, which
+    disagree with the single runs here (issue 24, item 2)."""
+    import io
+
+    from fakes import RetimedEvaluator
+
+    from stark_lsp.bench import progress as bench_progress
+    from stark_lsp.search import TreeStore
+    from stark_lsp.search.node import speedup_vs_yours
+    from stark_lsp.speedups import ratio_text
+
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", lambda args, warm_for=None: RetimedEvaluator())
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam(factor=2.0))
+    screen = io.StringIO()  # the live line as a terminal gets it: rewritten after every update
+    real_init = bench_progress.BenchProgress.__init__
+    monkeypatch.setattr(bench_progress.BenchProgress, "__init__",
+                        lambda self, names, stream=None, tty=None, **kw: real_init(self, names, screen, True, **kw))
+    monkeypatch.setenv("COLUMNS", "1000")
+    tasks, out = tmp_path / "tasks", tmp_path / "out"
+    tasks.mkdir()
+    fake_task(tasks, "a")
+    assert main(["bench", str(tasks), "--policies", "stark", "--budget", "4", "--out", str(out)]) == 0
+    rec = json.loads((out / "runs.jsonl").read_text().splitlines()[0])
+    with TreeStore.open(next((out / "trees").rglob("tree.sqlite")), readonly=True) as store:
+        tid = store.tasks()[0][0]
+        best, root = store.best(tid), store.root(tid)
+    assert best.retimed and best.eager != best.speedup  # the re-timing disagreed with the single run
+    assert (rec["best_node"], rec["best_speedup"]) == (best.id, best.eager)
+    assert rec["best_ms"] == best.retimed["runtime_ms"] and rec["single_speedup"] == best.speedup
+    assert rec["retimed"] == best.retimed  # the record's keys and meaning as before
+    lines = [ln for ln in screen.getvalue().replace("\x1b[2K", "").split("\r") if "attempt 4/4" in ln]
+    last = lines[-1]  # the line as the run ends, after the re-timing
+    assert (f"best {ratio_text(speedup_vs_yours(best, root))} your kernel, {ratio_text(best.eager)} eager "
+            f"(#{best.id})") in last, last

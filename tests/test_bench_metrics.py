@@ -219,7 +219,7 @@ def test_progress_lines():
     assert line.startswith("[3/8] a / stark / r0") and "attempt 2/5" in line and "best 1.50× eager" in line and "1m05s" in line
     assert "starting" in run_line(0, 1, "a", None, 0.0)
     done = finished_line(0, 1, "a", rec(speed=2.0, attempt=4, attempts=5, outcome="error", error="EvaluatorFailed: x"))
-    assert "best 2.00× eager (CPU interpreter, not a GPU timing) at attempt 4" in done and "error: EvaluatorFailed" in done
+    assert "best 2.00× eager (CPU interpreter: for checking, not speed) at attempt 4" in done and "error: EvaluatorFailed" in done
 
 
 # --- svg, tables, json, html -----------------------------------------------------------

@@ -1,6 +1,6 @@
 """The README's first command on a CPU, then ``show`` and ``export``, as a new
 user runs them: every speedup printed says what it is against, none is 0 or in
-exponent notation, and CPU figures say they are not GPU timings."""
+exponent notation, and CPU figures say they are for checking, not speed."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(600)
 ROOT = Path(__file__).resolve().parents[1]
 RATIO = re.compile(r"([<>]?\d[\d.]*(?:e[-+]?\d+)?)×")
 LABELS = (" your kernel", " yours", " eager", " torch.compile", " the floor")
-CPU_NOTE = "CPU interpreter, not a GPU timing"
+CPU_NOTE = "CPU interpreter: for checking, not speed"
 
 
 def stark(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -69,7 +69,17 @@ def test_the_readme_sample_then_show_and_export(tmp_path):
     # the best line gives the re-timed figures, the same ratio as the re-timed line (not the table's single run)
     yours = re.search(r"([\d.]+)× your kernel \([\d.]+ ms, the median of \d+ rounds timed in turn", best_line)
     assert yours and f"{yours.group(1)}× your kernel" in retimed[0], (best_line, retimed[0])
-    assert "× and ms figures: " + CPU_NOTE in r.stdout  # under the table
+    assert f"× and ms figures ({CPU_NOTE})" in r.stdout  # under the table
+    # the live line as the re-timing ends names the re-timed best with the re-timed figures (issue 24, item 2)
+    line = next(x for x in r.stderr.splitlines() if "| re-timed: best #" in x)
+    live = re.search(r"best ([\d.]+)× your kernel, ([\d.]+)× eager \([^)]*\) \(#(\d+)\)", line)
+    said = re.search(r"re-timed: best #(\d+) ([\d.]+)× eager \([^)]*\), ([\d.]+)× your kernel", line)
+    assert live and said and live.groups() == (said.group(3), said.group(2), said.group(1)), line
+    # the table's row of the best: its ms is the re-timed median that its × yours divides (issue 24, item 10)
+    row = next(x for x in r.stdout.splitlines() if x.lstrip().startswith(f"{said.group(1)}* ")).split()
+    assert row[5] == said.group(3) + "×" and row[6] == said.group(2) + "×", row
+    ms = re.search(r"your kernel \(([\d.]+) ms, the median of", best_line)
+    assert ms and float(row[7]) == pytest.approx(float(ms.group(1)), rel=1e-3), (row, best_line)
     best_file = tmp_path / "swish_add.best.py"
     assert best_file.exists() and "wrote" in r.stdout
 
@@ -105,3 +115,19 @@ def test_the_speedup_check_catches_what_it_should():
     with pytest.raises(AssertionError):
         check_speedups("best 0.0012× eager (#3)")  # a CPU figure without the note
     assert check_speedups(f"best 0.0012× eager ({CPU_NOTE})") == 1
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="checks the CPU labels")
+def test_stark_eval_on_the_cpu_says_its_figures_are_for_checking_not_speed(tmp_path):
+    """`stark eval`'s text on the CPU says what its `--json` runtime note says, in the words every other
+    surface uses (speedups.CPU_NOTE: the CLI's tables and progress, the editor, the README)."""
+    from stark_lsp.speedups import CPU_NOTE as ONE_NOTE
+
+    assert ONE_NOTE == CPU_NOTE and f"`({CPU_NOTE})`" in (ROOT / "README.md").read_text()
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(ROOT / "samples" / "mistuned" / f, tmp_path / f)
+    r = stark("eval", "swish_add.py", cwd=tmp_path)
+    assert r.returncode == exit_codes.OK, r.stdout + r.stderr
+    speedup = next(x for x in r.stdout.splitlines() if x.strip().startswith("speedup:"))
+    assert speedup.endswith(f"× eager ({CPU_NOTE})"), speedup
+    assert check_speedups(r.stdout) >= 1

@@ -85,7 +85,7 @@ def test_the_retimed_line_labels_every_speedup():
     r = Retimed(rounds=3, speedup=2.31, speedup_low=2.25, speedup_high=2.4, runtime_ms=1.0, vs_root=1.8)
     assert r.text() == "2.31× eager (2.25–2.40 over 3 rounds), 1.80× your kernel"
     cpu = dataclasses.replace(r, speedup=0.0064, speedup_low=0.0061, speedup_high=0.0064, vs_root=None, cpu=True)
-    assert cpu.text() == "0.0064× eager (0.0061–0.0064 over 3 rounds) (CPU interpreter, not a GPU timing)"
+    assert cpu.text() == "0.0064× eager (0.0061–0.0064 over 3 rounds) (CPU interpreter: for checking, not speed)"
 
 
 KB_CONV = textwrap.dedent("""\

@@ -1,6 +1,7 @@
 """stark optimize / show / export, with the fake evaluator and team."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -295,6 +296,24 @@ def test_a_changed_task_file_is_said_to_start_a_new_tree(ws, capsys):
     cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
     err = capsys.readouterr().err
     assert "changed since the stored tree began" in err and "starting a new one" in err
+    assert "already spent" not in err and "attempt 2/2" in err  # the new tree is searched, not called spent
+
+
+def test_a_changed_harness_starts_a_new_tree_and_never_says_the_old_one_is_spent(ws, capsys):
+    """A budget no larger than the old tree's attempts, and a harness edited since: the old tree is archived
+    and a new one searched, so no "already spent" notice comes first (issue 24, item 12)."""
+    root, task = ws
+    harness = task.path.with_name("k.harness.py")
+    harness.write_text("# the harness\n")
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    capsys.readouterr()
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])  # nothing changed: spent
+    assert "already spent a budget of 1 (2 attempts)" in capsys.readouterr().err
+    harness.write_text("# the harness, edited\n")
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert "the harness changed since the stored tree began" in err and "starting a new one" in err
+    assert "already spent" not in err and "attempt 1/1" in err
 
 
 def test_one_ratio_through_every_surface_of_a_real_tree(ws, capsys):
@@ -331,3 +350,49 @@ def test_one_ratio_through_every_surface_of_a_real_tree(ws, capsys):
     assert server_labels.eager_text(tree.get(n.id)).startswith("2.10× eager")
     words = timing_words(n, top)
     assert "2.50× your kernel" in words and "2.10× eager" in words, words
+
+
+PROGRESS_BEST = re.compile(r"best ([\d.]+)× your kernel, ([\d.]+)× eager(?: \([^)]*\))? \(#(\d+)\)")
+RETIMED_BEST = re.compile(r"\| re-timed: best #(\d+) ([\d.]+)× eager \([^)]*\), ([\d.]+)× your kernel")
+
+
+def retimed_progress_line(err: str) -> tuple[re.Match, re.Match]:
+    """The progress line printed as the re-timing ends: its best, and what the re-timing said."""
+    line = next(ln for ln in err.splitlines() if "| re-timed: best #" in ln)
+    best, said = PROGRESS_BEST.search(line), RETIMED_BEST.search(line)
+    assert best and said, line
+    return best, said
+
+
+def test_the_progress_line_and_the_table_give_the_re_timed_figures_stark_show_gives(ws, capsys, monkeypatch):
+    """The live line of `stark optimize` once the re-timing ends, the final table (× yours, × eager and ms) and
+    `stark show --node N --json` give the same best and the same figures: the re-timed ones, which disagree
+    with the single runs here (issue 24, items 2 and 10)."""
+    from fakes import RetimedEvaluator
+    from stark_lsp.speedups import ratio_text
+
+    root, task = ws
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: RetimedEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=2.0))
+    cli.main(["optimize", str(task.path), "--budget", "4", "--concurrency", "1"])
+    out, err = capsys.readouterr()
+    best, said = retimed_progress_line(err)
+    assert best.group(3) == said.group(1), (best.group(0), said.group(0))  # one best
+    assert (best.group(1), best.group(2)) == (said.group(3), said.group(2))  # one pair of figures
+    node_id = int(best.group(3))
+
+    assert cli.main(["show", str(task.path), "--node", str(node_id), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["retimed"] and d["speedup_vs_eager"] != d["speedup"]  # the re-timing disagreed with the single run
+    assert ratio_text(d["speedup_vs_yours"]) == best.group(1) + "×"
+    assert ratio_text(d["speedup_vs_eager"]) == best.group(2) + "×"
+    with TreeStore.open(root / ".stark" / "tree.sqlite", readonly=True) as store:
+        assert store.best(task.task_id()).id == node_id
+        first = store.root(task.task_id())
+
+    # the optimize table: the best's row has the same × yours and × eager, and the re-timed ms that they divide
+    row = next(ln for ln in out.splitlines() if ln.lstrip().startswith(f"{node_id}* ")).split()
+    yours, eager, ms = row[5], row[6], row[7]
+    assert (yours, eager) == (best.group(1) + "×", best.group(2) + "×"), row
+    assert ms == f"{d['retimed']['runtime_ms']:.4g}" != f"{d['runtime_ms']:.4g}", row
+    assert ratio_text(first.runtime_ms / d["retimed"]["runtime_ms"]) == yours  # ms and × yours agree

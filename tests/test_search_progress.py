@@ -17,7 +17,7 @@ def test_progress_line_leads_with_the_speedup_against_the_users_kernel():
     p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002)
     assert "your kernel" not in format_progress(p) and "best 0.0060× eager (#3)" in format_progress(p)
     p = Progress("t", 4, 30, 0.006, 3, 1, 3, 2, False, "", root_speedup=0.002, best_vs_yours=2.5, cpu=True)
-    assert "best 2.50× your kernel, 0.0060× eager (CPU interpreter, not a GPU timing) (#3)" in format_progress(p)
+    assert "best 2.50× your kernel, 0.0060× eager (CPU interpreter: for checking, not speed) (#3)" in format_progress(p)
 
 
 def test_progress_line_never_shows_the_kernelbench_reference_as_a_result():
@@ -98,7 +98,7 @@ def test_a_kernelbench_reference_root_is_the_baseline_not_a_result():
     assert root.is_reference_itself and not child.is_reference_itself
     text = table([root, child], best_id=2) + tree([root, child], best_id=2) + root.outcome()
     assert "3.18" not in text and "the reference itself" in text
-    assert "CPU interpreter, not a GPU timing" in table([root, child]).splitlines()[-1]
+    assert "CPU interpreter: for checking, not speed" in table([root, child]).splitlines()[-1]
     # against your kernel, when your kernel is the reference: the candidate's own speedup over eager
     assert table([root, child]).splitlines()[2].split()[5:7] == ["0.0040×", "0.0040×"]
 

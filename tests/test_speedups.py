@@ -25,7 +25,7 @@ def test_labels_say_what_a_speedup_is_against():
     assert speedup_text(2.0, "yours") == "2.00× your kernel"
     assert speedup_text(2.0, "eager") == "2.00× eager"
     assert speedup_text(2.0, "compiled") == "2.00× torch.compile"
-    assert speedup_text(0.002, "eager", cpu=True) == "0.0020× eager (CPU interpreter, not a GPU timing)"
+    assert speedup_text(0.002, "eager", cpu=True) == "0.0020× eager (CPU interpreter: for checking, not speed)"
     assert speedup_text(1.5, "yours", sign="x") == "1.50x your kernel"
     with pytest.raises(ValueError):
         speedup_text(1.0, "reference")

@@ -3,10 +3,12 @@
 Pure: nodes in, a ``RunRecord`` out. Definitions (docs/BENCH.md):
 
 * *best*: the fastest correct node the search made (an attempt, not the root,
-  not a duplicate); ``success`` is that such a node exists. When the search
-  re-timed its leaders (``Node.retimed``), the best is the one with the highest
-  re-timed median, and its figures are the re-timed ones (``single_speedup``
-  keeps the search's own measurement).
+  not a duplicate), by the rule of ``stark show`` (``tree_store.best_node``);
+  ``success`` is that such a node exists. When the search re-timed its leaders
+  (``Node.retimed``), the best is the one with the highest re-timed median, and
+  its figures are the re-timed ones, as ``stark show`` prints them
+  (``Node.eager``, ``speedups.shown_ms``; ``single_speedup`` keeps the search's
+  own measurement).
 * *attempted*: the team made at least one candidate that was evaluated; a run
   the team refused outright (e.g. a model the built-in team cannot write in
   Triton) is not attempted, and ``refused`` says why.
@@ -22,6 +24,8 @@ from typing import Any
 
 from stark_lsp.agents.builtin.kb_lowering import is_compiled_seed
 from stark_lsp.search.node import ABANDONED, ROOT, Node
+from stark_lsp.search.tree_store import best_node
+from stark_lsp.speedups import shown_ms
 
 DONE = "done"  # the search ran to its budget (or wall time)
 ERROR = "error"  # the search stopped on an error (the evaluator failed, ...)
@@ -130,11 +134,7 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     attempts = [n for n in live if n.kind != ROOT]
     finished = [n for n in attempts if n.completed]
     own = [n for n in attempts if n.correct and n.speedup is not None and n.duplicate_of is None]
-    retimed = [n for n in own if n.retimed]
-    if retimed:
-        best = max(retimed, key=lambda n: (float(n.retimed["speedup"]), -n.id))
-    else:
-        best = max(own, key=lambda n: (n.speedup, -n.id)) if own else None
+    best = best_node(own)  # the store's rule (TreeStore.best) over the team's own candidates
     evaluated = [n for n in live if n.evaluated and n.duplicate_of is None]
     rec = RunRecord(task=task, task_key=task_key, kind=kind, policy=policy, repeat=repeat, seed=seed, budget=budget,
                     outcome=outcome, error=error, wall_s=wall_s)
@@ -171,11 +171,11 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
         rt = _runtime(best)
         rec.success = True
         rec.best_node, rec.best_attempt, rec.best_summary = best.id, best.attempt, best.summary
-        rec.best_speedup, rec.best_ms = best.speedup, best.runtime_ms
+        # the figures `stark show` prints for it: re-timed first (speedups.vs_eager / shown_ms)
+        rec.best_speedup, rec.best_ms = best.eager, shown_ms(best.runtime_ms, best.retimed)
         rec.single_speedup = best.speedup
         if best.retimed:
             rec.retimed = dict(best.retimed)
-            rec.best_speedup, rec.best_ms = best.retimed["speedup"], best.retimed["runtime_ms"]
         if best.retimed and best.retimed.get("speedup_vs_compiled"):
             rec.best_speedup_vs_compiled = best.retimed["speedup_vs_compiled"]
         elif best.retimed and rec.compiled_ms and rec.best_ms:

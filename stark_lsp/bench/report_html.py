@@ -68,8 +68,8 @@ def render_html(doc: dict[str, Any]) -> str:
     if not doc.get("complete"):
         out.append(f"<p class='warn'>Incomplete: {len(records)} of {doc.get('planned_runs', '?')} runs so far.</p>")
     if records and not any(r.is_gpu for r in records):
-        out.append(f"<p class='warn'>CPU run (Triton interpreter / eager PyTorch on the CPU): every × figure is "
-                   f"{escape(CPU_NOTE)}.</p>")
+        out.append(f"<p class='warn'>CPU run (Triton interpreter / eager PyTorch on the CPU): every × figure "
+                   f"comes from the {escape(CPU_NOTE)}.</p>")
     out.append("<h2>By policy</h2>")
     out.append(_table(["policy", "runs", "errors", "success", *[f"fast{q:g}" for q in FAST_P], "geomean × eager",
                        "geomean × compile", "best@ (median)", "cand/min", "wall", "prompt tok", "completion tok", "cost"],

@@ -21,7 +21,7 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
 
 def cpu_note(cpu: bool) -> str:
     """The line under a table whose ratios come from CPU timings."""
-    return f"\n× figures: {CPU_NOTE} (Triton interpreter / eager PyTorch on the CPU)" if cpu else ""
+    return f"\n× figures ({CPU_NOTE}; eager PyTorch on the CPU)" if cpu else ""
 
 
 def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:

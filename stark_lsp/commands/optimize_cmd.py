@@ -207,7 +207,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
               f"(stark show {args.task} --archived lists it)", file=sys.stderr)
     print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
           f"team {team.name}, store {path}", file=sys.stderr)
-    if store.has_tree(tid):
+    if store.has_tree(tid) and not store.changed(task):  # a changed task's tree is archived, a new one begun
         spent = sum(1 for n in store.nodes(tid) if n.parent_id is not None and n.spends_budget)
         if spent >= config.budget:
             print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempts): nothing "

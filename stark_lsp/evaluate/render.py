@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stark_lsp.evaluate.result import EvalResult, Timing
-from stark_lsp.speedups import ratio_text, speedup_text
+from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 
 def _t(t: Timing) -> str:
@@ -35,8 +35,8 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         cpu = not rt.is_gpu
         if reference_itself:
             lines.append("  speedup:     1.00× eager (the reference itself, timed against itself: "
-                         "give a candidate to compare)")
-        else:
+                         "give a candidate to compare)" + (f" ({CPU_NOTE})" if cpu else ""))
+        else:  # on the CPU the figure carries CPU_NOTE (speedup_text): the runtime's own note says the same
             lines.append(f"  speedup:     {speedup_text(rt.speedup, 'eager', cpu=cpu, degenerate=bool(r.degenerate))}"
                          + (f"  ({rt.note})" if rt.note and not cpu else ""))
         if rt.floor:

@@ -34,7 +34,7 @@ from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .retime import retime_options, screen_options, summarize
-from .tree_store import TreeStore, harness_digest, source_hash
+from .tree_store import TreeStore, best_node, source_hash
 
 
 RACE_RETRIES = 3  # agents asked again when a concurrent attempt made the same source meanwhile
@@ -79,7 +79,7 @@ class Progress:
     task_id: str
     attempt: int  # finished attempts
     budget: int
-    best_speedup: float | None
+    best_speedup: float | None  # the best against eager (node.eager: re-timed first, speedups.vs_eager)
     best_node_id: int | None
     failures: int  # finished attempts that spent budget and failed (agent errors included)
     correct: int  # finished attempts that are correct
@@ -183,6 +183,13 @@ def attempt_seed(seed: int, attempt: int) -> int:
     return seed * 1_000_003 + attempt
 
 
+def agent_error_text(stage: str, error: BaseException) -> str:
+    """A node's error for an agent that failed at ``stage``: ``plan agent: ...``. An LLM agent
+    names itself already (``plan agent (model): ...``), so its message is kept as it is: not twice."""
+    said = str(error)
+    return said if said.startswith(f"{stage} agent") else f"{stage} agent: {said}"
+
+
 class Search:
     def __init__(
         self,
@@ -277,13 +284,14 @@ class Search:
     def progress(self, done: bool = False, message: str = "") -> Progress:
         attempts = self._attempts()
         snapshot = self._snapshot()
-        best = best_correct(n for n in snapshot if n.duplicate_of is None)
+        # the best and its figures as `stark show` gives them: the store's rule, the re-timed figures first
+        best = best_node(n for n in snapshot if n.duplicate_of is None)
         root = next((n for n in snapshot if n.parent_id is None), None)
         return Progress(
             task_id=self.task_id,
             attempt=sum(1 for n in attempts if n.spends_budget),
             budget=self.config.budget,
-            best_speedup=best.speedup if best else None,
+            best_speedup=best.eager if best else None,
             best_node_id=best.id if best else None,
             failures=sum(1 for n in attempts if n.spends_budget and n.unsuccessful),
             free=sum(1 for n in attempts if n.completed and not n.spends_budget),
@@ -450,20 +458,12 @@ class Search:
         self._prof_pool = None
 
     def _archive_if_changed(self) -> str:
-        """A stored tree whose root is not the task's code any more is archived, and
-        a new tree starts from the file as it is now; returns a note, or ""."""
-        root = self.store.root(self.task_id)
-        if root is None:
-            return ""
-        try:
-            current = self.task.root_source()
-        except OSError:
-            return ""
-        stored, now = self.store.harness_digest(self.task_id), harness_digest(self.task)
-        if root.source == current and (stored is None or stored == now):
+        """A stored tree whose root is not the task's code any more (``TreeStore.changed``) is archived,
+        and a new tree starts from the file as it is now; returns a note, or ""."""
+        what = self.store.changed(self.task)
+        if not what:
             return ""
         kept = self.store.archive_tree(self.task_id)
-        what = "task file" if root.source != current else "harness"
         return f"the {what} changed since the stored tree began: that tree is kept as {kept}; starting a new one"
 
     def _ensure_root(self, note: str) -> Node | None:
@@ -645,7 +645,7 @@ class Search:
         except AgentsUnavailable as e:  # the endpoint cannot serve the search: stop it, redo this on resume
             exchanges.extend(e.exchanges)
             self._abort.set()
-            self._update(node_id, status=ABANDONED, error=f"{box[0]} agent: {e}", exchanges=exchanges)
+            self._update(node_id, status=ABANDONED, error=agent_error_text(box[0], e), exchanges=exchanges)
             raise
         except AgentError as e:
             stage = box[0]
@@ -653,9 +653,7 @@ class Search:
                 exchanges.extend(e.exchanges)
             elif e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
-            said = str(e)  # an LLM agent names itself already ("plan agent (model): ..."): not twice
-            error = said if said.startswith(f"{stage} agent") else f"{stage} agent: {said}"
-            self._update(node_id, status=AGENT_ERROR, error=error, exchanges=exchanges)
+            self._update(node_id, status=AGENT_ERROR, error=agent_error_text(stage, e), exchanges=exchanges)
             return
         except self.markers.MarkerError as e:
             stage = box[0]

@@ -1,7 +1,7 @@
 """One line per node for the agents: status, milliseconds and labelled speedups.
 
     #7 plan_code: ok, 0.37 ms, 6.84× your kernel, 7.10× eager
-    #3 plan_code: ok, 41.2 ms, 0.98× your kernel, 0.00049× eager (CPU interpreter, not a GPU timing)
+    #3 plan_code: ok, 41.2 ms, 0.98× your kernel, 0.00049× eager (CPU interpreter: for checking, not speed)
     #9 debug: compile_error: error: identifier "THREAD" is undefined
 
 Every speedup goes through ``stark_lsp.speedups``: "× your kernel" is the
@@ -11,7 +11,7 @@ reference in PyTorch. Pure.
 
 from __future__ import annotations
 
-from stark_lsp.speedups import speedup_text
+from stark_lsp.speedups import CPU_NOTE, shown_ms, speedup_text
 
 from .node import Node, speedup_vs_yours
 
@@ -34,14 +34,14 @@ def timing_words(node: Node, root: Node | None) -> str:
     """``0.37 ms, 6.84× your kernel, 7.10× eager``; '' without a timing."""
     if not node.correct or node.runtime_ms is None:
         return ""
-    parts = [f"{node.runtime_ms:.4g} ms"]
+    parts = [f"{shown_ms(node.runtime_ms, node.retimed):.4g} ms"]  # re-timed where its ratios are
     yours = vs_yours(node, root)
     if yours is not None:
         parts.append(speedup_text(yours, "yours", degenerate=node.degenerate))
     if node.speedup is not None:
         parts.append(speedup_text(node.eager, "eager", degenerate=node.degenerate))
     text = ", ".join(parts)
-    return f"{text} (CPU interpreter, not a GPU timing)" if cpu_timing(node) else text
+    return f"{text} ({CPU_NOTE})" if cpu_timing(node) else text
 
 
 def first_line(text: str, limit: int = ERROR_CHARS) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from stark_lsp.redaction import redact
 from stark_lsp.safe_text import for_terminal
-from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
+from stark_lsp.speedups import CPU_NOTE, ratio_text, shown_ms, speedup_text
 
 from .node import Node, speedup_vs_yours
 
@@ -28,7 +28,10 @@ def _yours(n: Node, root: Node | None) -> str:
 
 
 def _runtime(n: Node) -> str:
-    return f"{n.runtime_ms:.4g}" if n.runtime_ms is not None else "-"
+    """The ms column: the re-timed median where the search re-timed the node, as its ``× yours`` and
+    ``× eager`` are, else its one evaluation's time (``speedups.shown_ms``)."""
+    ms = shown_ms(n.runtime_ms, n.retimed)
+    return f"{ms:.4g}" if ms is not None else "-"
 
 
 def _note(n: Node, width: int | None) -> str:
@@ -48,7 +51,7 @@ def _note(n: Node, width: int | None) -> str:
 def cpu_footer(nodes: list[Node]) -> str:
     """The line under a table or tree whose figures come from the CPU, else ``""``."""
     if any(n.cpu_timed for n in nodes):
-        return f"× and ms figures: {CPU_NOTE}"
+        return f"× and ms figures ({CPU_NOTE})"
     return ""
 
 

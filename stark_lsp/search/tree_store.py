@@ -27,7 +27,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.redaction import redact
@@ -114,6 +114,26 @@ def harness_digest(task: TaskSpec) -> str | None:
         return source_digest(Path(task.harness).read_text())
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def best_node(nodes: Iterable[Node]) -> Node | None:
+    """The best of a tree's nodes, the one rule behind every "best" the product shows: the correct node
+    with the highest speedup (the earliest on a tie). When the search re-timed its leaders
+    (``Node.retimed``), the one with the highest re-timed median, unless the root timed in the same rounds
+    was faster (median ``vs_root`` below 1): then the root. Pure."""
+    nodes = list(nodes)
+    ok = [n for n in nodes if n.correct]
+    retimed = [n for n in ok if n.speedup is not None and isinstance(n.retimed, dict)
+               and isinstance(n.retimed.get("speedup"), (int, float))]
+    if retimed:
+        top = min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
+        vs_root = top.retimed.get("vs_root")
+        root = next((n for n in nodes if n.parent_id is None), None)
+        if vs_root is not None and vs_root < 1.0 and root is not None and root.correct:
+            return root  # timed in the same rounds, the user's kernel was faster
+        return top
+    scored = [n for n in ok if n.speedup is not None]
+    return min(scored, key=lambda n: (-n.speedup, n.id)) if scored else None
 
 
 def find_workspace(start: Path | None = None) -> Path:
@@ -309,6 +329,23 @@ class TreeStore:
         rows = self._query("SELECT spec_json FROM trees WHERE task_id = ?", (task_id,))
         return json.loads(rows[0][0]).get("harness_digest") if rows else None
 
+    def changed(self, task: TaskSpec) -> str:
+        """What of ``task`` changed since its stored tree began: ``"task file"`` (the root is not the file's
+        code any more), ``"harness"`` (a separate harness's digest differs), or ``""`` (no tree, nothing
+        changed, or the file cannot be read). A search archives a changed tree and starts a new one
+        (``Search._archive_if_changed``), so the commands ask this before saying anything of the stored tree."""
+        root = self.root(task.task_id())
+        if root is None:
+            return ""
+        try:
+            current = task.root_source()
+        except OSError:
+            return ""
+        stored, now = self.harness_digest(task.task_id()), harness_digest(task)
+        if root.source == current and (stored is None or stored == now):
+            return ""
+        return "task file" if root.source != current else "harness"
+
     def move_tree(self, task_id: str, task: TaskSpec) -> str:
         """Give a tree to ``task`` (its files were renamed): same nodes, the new
         task's id and paths. Refused when ``task`` already has a tree."""
@@ -454,25 +491,9 @@ class TreeStore:
         return _node(rows[0]) if rows else None
 
     def best(self, task_id: str) -> Node | None:
-        """The correct node with the highest speedup (the earliest on a tie). When the search
-        re-timed its leaders (``Node.retimed``), the one with the highest re-timed median, unless
-        the root timed in the same rounds was faster (median ``vs_root`` below 1): then the root."""
-        retimed = [_node(r) for r in self._query(
-            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND retimed_json IS NOT NULL",
-            (task_id, Status.OK.value))] if self._has_retimed else []
-        if retimed:
-            top = min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
-            vs_root = top.retimed.get("vs_root")
-            root = self.root(task_id)
-            if vs_root is not None and vs_root < 1.0 and root is not None and root.correct:
-                return root  # timed in the same rounds, the user's kernel was faster
-            return top
-        rows = self._query(
-            f"SELECT {self._cols} FROM nodes WHERE task_id = ? AND status = ? AND speedup IS NOT NULL"
-            " ORDER BY speedup DESC, id ASC LIMIT 1",
-            (task_id, Status.OK.value),
-        )
-        return _node(rows[0]) if rows else None
+        """The tree's best node by the one rule (:func:`best_node`): what ``stark optimize`` writes,
+        ``stark show`` marks, and the progress line and the bench report."""
+        return best_node(self.nodes(task_id))
 
     def find_evaluated(self, task_id: str, source: str) -> Node | None:
         """The earliest evaluated node of this tree with exactly this source."""

@@ -79,7 +79,7 @@ export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
     `${attempts} attempt${attempts === 1 ? '' : 's'}${typeof tree.correct === 'number' ? `, ${tree.correct} correct` : ''}`,
     tree.best_text ?? '',
     running ? `running: ${tree.progress ?? ''}` : '',
-    tree.cpu ? 'CPU interpreter timings, not GPU timings' : '',
+    tree.cpu ? 'CPU interpreter: for checking, not speed' : '',
   ].filter(Boolean);
   const nodes = viewNodes(tree);
   const spent = !running && tree.nodes.length > 0 && typeof tree.budget === 'number' && attempts >= tree.budget;

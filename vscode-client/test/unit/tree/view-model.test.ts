@@ -29,7 +29,7 @@ describe('tree view model', () => {
 
   it('says CPU timings are not GPU timings', () => {
     const m = treeMessage({ ...sampleTree(), cpu: true }, 'k.py');
-    assert.match(m.type === 'tree' ? m.subtitle : '', /CPU interpreter timings, not GPU timings/);
+    assert.match(m.type === 'tree' ? m.subtitle : '', /CPU interpreter: for checking, not speed/);
   });
 
   it('draws "nothing new" attempts as one cluster per parent, not as failed candidates', () => {
