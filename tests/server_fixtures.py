@@ -178,10 +178,14 @@ def config(backend: str | None = FAKE_BACKEND, **env: str) -> ClientServerConfig
                               client_factory=make_client)
 
 
-async def start(client: LanguageClient, root: Path, options: dict | None = None) -> None:
+async def start(client: LanguageClient, root: Path, options: dict | None = None, disabled_support: bool = True) -> None:
+    """initialize, as VS Code would (``disabled_support``: it shows disabled code actions; Neovim 0.7 does not)."""
     await client.initialize_session(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(
+                text_document=types.TextDocumentClientCapabilities(
+                    code_action=types.CodeActionClientCapabilities(disabled_support=disabled_support or None),
+                ),
                 window=types.WindowClientCapabilities(
                     work_done_progress=True,
                     show_document=types.ShowDocumentClientCapabilities(support=True),

@@ -362,3 +362,94 @@ async def test_the_llm_endpoint_is_probed_before_the_kernel_is_timed(probe_clien
     await run_action(client, (await code_actions(client, uri, kline))[0])
     await wait_until(lambda: ended_progress(client, 2), "the second search to end")
     assert "STARK: the server answers 1 request at a time (fake)" in messages(client)
+
+
+SYNTAX_ERROR = TRITON_KERNEL.replace("    out = torch.empty_like(x)\n", "    out = torch.empty_like(x\n")
+
+
+async def test_a_syntax_error_offers_optimize_disabled_with_its_line(client: LanguageClient):
+    """Issue 25, item 3a: a saved kernel file that does not parse is not a task: "Optimize" is offered
+    disabled, its reason the line to fix; fixed and saved, it is offered enabled."""
+    (client.root / "add_relu.py").write_text(SYNTAX_ERROR)
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    kline = line_of(SYNTAX_ERROR, "def add_relu_kernel")
+    bad = line_of(SYNTAX_ERROR, "torch.empty_like(x") + 1
+    (action,) = await code_actions(client, uri, kline)
+    assert action.title == "Optimize kernel add_relu_kernel" and action.command is None
+    assert action.disabled is not None
+    assert action.disabled.reason.startswith(f"fix the syntax error on line {bad} first"), action.disabled.reason
+    (d,) = await wait_until(lambda: diags_with(client, uri, "not-a-task"), "the syntax error on the kernel")
+    assert d.range.start.line == kline and f"line {bad}" in d.message
+    refused = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.optimize", arguments=[uri, "add_relu_kernel"]))
+    assert f"fix the syntax error on line {bad} first" in refused["error"]
+
+    client.texts[uri] = [client.texts[uri][0], TRITON_KERNEL]
+    save_document(client, uri)
+    await wait_until(lambda: not diags_with(client, uri, "not-a-task"), "the syntax error to clear")
+    (opt,) = await code_actions(client, uri, kline)
+    assert opt.title == "Optimize kernel add_relu_kernel" and opt.disabled is None
+
+
+@pytest_lsp.fixture(config=config(STARK_FAKE_GPU="0"))
+async def nvim07_client(lsp_client: LanguageClient, request):
+    """A client that announces no ``codeAction.disabledSupport`` (Neovim 0.7)."""
+    root = request.getfixturevalue("tmp_path")
+    lsp_client.root = root
+    await start(lsp_client, root, disabled_support=False)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_client_without_disabled_actions_gets_one_that_says_why(nvim07_client: LanguageClient):
+    """Issue 25, item 3: where "Optimize" cannot run, a client that cannot show a disabled action gets an
+    enabled "STARK: cannot optimize here: <why>" whose command only shows why (window/showMessage)."""
+    client = nvim07_client
+    (client.root / "add_relu.py").write_text(SYNTAX_ERROR)
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    (client.root / "scale.cu").write_text(CUDA_KERNEL)
+    (client.root / "scale.harness.py").write_text(CUDA_HARNESS)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    bad = line_of(SYNTAX_ERROR, "torch.empty_like(x") + 1
+    (action,) = await code_actions(client, uri, line_of(SYNTAX_ERROR, "def add_relu_kernel"))
+    assert action.disabled is None
+    assert action.title.startswith(f"STARK: cannot optimize here: fix the syntax error on line {bad} first")
+    assert action.command.command == "stark.whyNot"
+    result = await run_action(client, action)
+    assert result["reason"].startswith(f"fix the syntax error on line {bad} first")
+    (shown,) = await wait_until(lambda: [m for m in client.messages if "cannot optimize add_relu_kernel" in m.message],
+                                "the reason shown")
+    assert f"line {bad}" in shown.message and shown.type == types.MessageType.Warning
+    tree = await get_tree(client, uri, "add_relu_kernel")
+    assert not tree["nodes"] and not tree["running"]  # it only said why: nothing ran
+
+    # no GPU for a CUDA kernel: the same, beside the check that can run here
+    curi = open_document(client, client.root / "scale.cu", "cuda-cpp")
+    why, check = await code_actions(client, curi, line_of(CUDA_KERNEL, "__global__"))
+    assert why.title.startswith("STARK: cannot optimize here: needs an NVIDIA GPU") and why.disabled is None
+    assert len(why.title) <= len("STARK: cannot optimize here: ") + 120
+    assert check.title == "Check that scale_kernel compiles (no GPU here to run it)"
+    assert (await run_action(client, why))["reason"].startswith("needs an NVIDIA GPU: nothing can be run or timed here")
+
+
+async def test_optimize_is_offered_when_asked_right_after_didopen(client: LanguageClient):
+    """Issue 25, item 3b: a code action asked right after didOpen, before the package sample's task is
+    resolved, waits for it and gets "Optimize" (a raw client got [] then)."""
+    import shutil
+
+    shutil.copytree(REPO / "samples" / "triton_pkg", client.root / "triton_pkg",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    path = client.root / "triton_pkg" / "rowops" / "rms_norm.py"
+    uri = open_document(client, path, "python")
+    actions = await code_actions(client, uri, line_of(path.read_text(), "def rms_norm_kernel"))  # no wait in between
+    assert [(a.title, a.disabled) for a in actions] == [("Optimize kernel rms_norm_kernel", None)]
+    assert list(actions[0].command.arguments) == [uri, "rms_norm_kernel"]
+    assert (await run_action(client, actions[0]))["started"] is True
+    # the answer is the resolved file's, not a guess made before it: the helper beside it, asked as soon,
+    # says why it is no task of its own
+    helpers = client.root / "triton_pkg" / "rowops" / "helpers.py"
+    huri = open_document(client, helpers, "python")
+    (action,) = await code_actions(client, huri, line_of(helpers.read_text(), "def chunk_sum_of_squares"))
+    assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason
+    await wait_until(lambda: ended_progress(client), "the search to end")

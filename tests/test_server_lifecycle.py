@@ -117,6 +117,60 @@ async def test_a_terminal_rm_with_no_search_running_clears_the_tabs_figures(clie
                      f"the tab to take its figures back ({codes()})", timeout=30)
 
 
+async def test_a_terminal_rm_of_the_kernel_itself_clears_its_diagnostics(client: LanguageClient):
+    """The kernel file (not its harness) removed from a terminal while its tab is open: the search stops,
+    and the tab keeps no diagnostic of the vanished task (no "Apply it"); "Optimize" says why it is not
+    offered (issue 25, item 7)."""
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    await start_search(client, uri)
+    await wait_until(lambda: client.diagnostics.get(uri), "the search's figures on the tab")
+    (client.root / "add_relu.py").unlink()  # no didDeleteFiles: the search's own watch sees it
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to stop", timeout=30)
+    assert "add_relu.py is gone" in end.message, end.message
+    await wait_until(lambda: list(client.diagnostics.get(uri, [None])) == [],
+                     f"the tab's diagnostics to clear {[(d.code, d.message[:60]) for d in client.diagnostics.get(uri, [])]}",
+                     timeout=30)
+    (action,) = await code_actions(client, uri, KLINE)
+    assert action.disabled is not None and "add_relu.py is not on disk" in action.disabled.reason
+    assert "best" not in (await hover_text(client, uri, KLINE) or "")
+
+
+async def test_a_terminal_rm_of_the_kernel_with_no_search_running_clears_its_diagnostics(client: LanguageClient):
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    await start_search(client, uri)
+    (stop,) = [a for a in await code_actions(client, uri, KLINE) if a.title.startswith("Stop optimizing")]
+    await run_action(client, stop)
+    await wait_until(lambda: ended_progress(client), "the search to stop")
+    codes = lambda: [d.code for d in client.diagnostics.get(uri, [])]  # noqa: E731
+    await wait_until(lambda: "best-speedup" in codes(), "the best candidate's diagnostic")
+    (client.root / "add_relu.py").unlink()
+    await wait_until(lambda: list(client.diagnostics.get(uri, [None])) == [], f"the tab's diagnostics to clear ({codes()})",
+                     timeout=30)
+    # saved again from the tab, it is the task it was: its figures come back
+    save_document(client, uri)
+    await wait_until(lambda: "best-speedup" in codes(), f"the tab to take its figures back ({codes()})", timeout=30)
+
+
+async def test_a_syntax_error_saved_mid_search_leaves_the_search_stoppable(client: LanguageClient):
+    """The file saved with a syntax error while its search runs is no task any more (the warning names the
+    line), but the search started from it is still shown and "Stop optimizing" still reaches it."""
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    await start_search(client, uri)
+    broken = TRITON_KERNEL.replace("    out = torch.empty_like(x)\n", "    out = torch.empty_like(x\n")
+    client.texts[uri] = [client.texts[uri][0], broken]
+    save_document(client, uri)
+    await wait_until(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "not-a-task"
+                              and "fix the syntax error on line" in d.message], "the syntax error on the kernel")
+    assert "Optimizing: " in await hover_text(client, uri, KLINE)
+    (stop,) = await code_actions(client, uri, KLINE)
+    assert stop.title == "Stop optimizing add_relu_kernel", stop
+    assert (await run_action(client, stop))["stopping"] == 1
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to stop")
+    assert end.message.startswith("cancelled")
+    (action,) = await code_actions(client, uri, KLINE)
+    assert action.disabled is not None and action.disabled.reason.startswith("fix the syntax error on line")
+
+
 async def test_renaming_kernel_and_harness_carries_the_search_and_its_tree(client: LanguageClient):
     root = client.root
     uri = open_document(client, root / "add_relu.py", "python")

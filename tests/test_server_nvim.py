@@ -83,3 +83,18 @@ def test_neovim_cancels_a_search_through_progress(tmp_path):
               STARK_NVIM_CANCEL="1")
     assert "cancel sent" in r["steps"]
     assert r["final"].startswith("cancelled: "), r["final"]
+
+
+def test_neovim_07_is_told_why_optimize_cannot_run(tmp_path):
+    """Neovim 0.7 announces no codeAction.disabledSupport: where "Optimize" cannot run (here a syntax
+    error in the saved file) it gets an action that says why, and choosing it shows the reason (issue 25)."""
+    broken = TRITON_KERNEL.replace("    out = torch.empty_like(x)\n", "    out = torch.empty_like(x\n")
+    (tmp_path / "add_relu.py").write_text(broken)
+    (tmp_path / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    bad = line_of(broken, "torch.empty_like(x") + 1
+    r = drive(tmp_path, tmp_path / "add_relu.py", "add_relu_kernel", line_of(broken, "def add_relu_kernel"),
+              STARK_NVIM_ACTIONS_ONLY="1")
+    (title,) = r["actions_before"]
+    assert title.startswith(f"STARK: cannot optimize here: fix the syntax error on line {bad} first"), title
+    assert r["optimize"]["reason"].startswith(f"fix the syntax error on line {bad} first")
+    assert any(m.startswith("STARK cannot optimize add_relu_kernel here: fix the syntax error") for m in r["messages"])

@@ -89,13 +89,13 @@ def test_a_kernelbench_reference_is_the_baseline_not_a_speedup():
 
 def test_cpu_timings_are_labelled_and_never_exponents():
     t = make_tree(ok_node(1, None, ROOT, 2.9e-05, kind="root", gpu=False), ok_node(2, 1, FASTER, 1.0e-04, gpu=False))
-    assert gain_text(t, t.get(2)) == "3.45× your kernel (CPU interpreter, not a GPU timing)"
+    assert gain_text(t, t.get(2)) == "3.45× your kernel (CPU interpreter: for checking, not speed)"
     md = hover_markdown("k", t)
     (d,) = build_diagnostics(ROOT, KERNELS, "triton", t, None)
     for text in (md, d.message, node_detail(t, 2)["eager_text"], node_detail(t, 2)["gain_text"]):
         assert "e-0" not in text and "0.00×" not in text
-    assert "CPU interpreter timings, not GPU timings" in md
-    assert "CPU interpreter, not a GPU timing" in d.message
+    assert "CPU interpreter: for checking, not speed" in md
+    assert "CPU interpreter: for checking, not speed" in d.message
 
 
 def test_nothing_new_is_not_a_failed_candidate_and_has_no_diff():
@@ -559,3 +559,40 @@ def test_the_place_a_broken_task_names_is_its_last_file_and_line():
     d = broken_task_diagnostic(12, "the reference raised TypeError: bad")
     assert d.range.start.line == 11 and d.code == "task-broken" and d.severity == types.DiagnosticSeverity.Error
     assert broken_task_diagnostic(0, "x").range.start.line == 0
+
+
+def test_a_saved_syntax_error_or_a_file_gone_is_no_task_and_says_why(tmp_path):
+    """Issue 25: a Triton file that does not parse is a "not a task" problem naming its line; a file removed
+    outside the editor is one too, shown on no kernel (its diagnostics go) but on the disabled action."""
+    from stark_lsp.server.documents import resolve_task
+    from tests.server_fixtures import TRITON_HARNESS
+
+    kernel = tmp_path / "add_relu.py"
+    kernel.write_text(ROOT.replace("    out = torch.empty_like(x)\n", "    out = torch.empty_like(x\n"))
+    (tmp_path / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    r = resolve_task(kernel)
+    line = line_of(ROOT, "torch.empty_like(x)") + 1
+    assert r.task is None and r.problem.kind == "not-a-task" and r.problem.blocks_search
+    assert r.problem.message.startswith(f"fix the syntax error on line {line} first")
+    kernel.write_text(ROOT)
+    assert resolve_task(kernel).problem is None
+    kernel.unlink()
+    gone = resolve_task(kernel).problem
+    assert gone.kind == "not-on-disk" and gone.blocks_search and "add_relu.py is not on disk" in gone.message
+    assert build_diagnostics(ROOT, KERNELS, "triton", None, gone) == []
+    (a,) = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=gone))
+    assert a.disabled is not None and a.disabled.reason.startswith("add_relu.py is not on disk")
+
+
+def test_a_client_without_disabled_actions_gets_the_reason_in_an_enabled_one():
+    """Neovim 0.7 announces no codeAction.disabledSupport: "STARK: cannot optimize here: <why>", whose
+    command (stark.whyNot) shows the whole reason."""
+    long = "fix the syntax error on line 12 first: " + "x" * 400
+    (a,) = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem(long), disabled_support=False))
+    assert a.disabled is None and a.title.startswith("STARK: cannot optimize here: fix the syntax error on line 12")
+    assert a.title.endswith("…") and len(a.title) == len("STARK: cannot optimize here: ") + 120
+    assert a.command.command == "stark.whyNot" and a.command.arguments == ["u", "add_relu_kernel", long[:300]]
+    b, check = build_code_actions(ActionContext("u", ROOT, KERNELS, cannot_run="needs an NVIDIA GPU",
+                                                disabled_support=False))
+    assert b.title == "STARK: cannot optimize here: needs an NVIDIA GPU" and b.command.command == "stark.whyNot"
+    assert check.command.command == "stark.optimize"

@@ -5,6 +5,13 @@ extension) and no edit: edits are computed when the user picks the action,
 against the document as it is then (see ``apply_candidate.py``), so listing
 actions stays cheap while a search runs.
 
+"Optimize" is never silently missing: where it cannot run (not a task yet, a
+syntax error, no GPU, not on disk) it is offered *disabled* with why (LSP's
+``disabled.reason``); a client that does not announce
+``codeAction.disabledSupport`` (Neovim 0.7) gets instead an enabled
+"STARK: cannot optimize here: <why>" whose command (``stark.whyNot``) only
+shows the reason.
+
 ``build_code_actions`` is pure: it gets everything it needs in a
 ``CodeActionContext`` built by the server.
 """
@@ -17,7 +24,7 @@ from typing import Any
 from lsprotocol import types
 
 from stark_lsp.server.commands import (APPLY_BEST, APPLY_CANDIDATE, CONTINUE, CREATE_HARNESS, IMPLEMENT_MARKER,
-                                       OPTIMIZE, RENAME_HARNESS, SHOW_HARNESS, STOP)
+                                       OPTIMIZE, RENAME_HARNESS, SHOW_HARNESS, STOP, WHY_NOT)
 from stark_lsp.server.diagnostics import (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE, TaskProblem,
                                           same_text)
 from stark_lsp.server.labels import gain_text
@@ -26,6 +33,8 @@ from stark_lsp.tasks.kernels import Kernel
 
 KIND_OPTIMIZE = types.CodeActionKind.RefactorRewrite
 MORE_CANDIDATES = 3  # "Apply candidate #k" actions beside the best
+CANNOT = "STARK: cannot optimize here: "  # the title of a disabled action, for a client that cannot show one
+TITLE_REASON_CHARS = 120  # the reason in such a title; its command shows the whole of it
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class ActionContext:
     orphan_harness: str | None = None  # a harness left under the file's old name by a rename
     continue_by: int | None = None  # the budget is spent: offer "Continue search (+N)"
     cannot_run: str = ""  # why no search can run here at all (e.g. "needs an NVIDIA GPU"): a disabled action
+    disabled_support: bool = True  # the client shows disabled actions (codeAction.disabledSupport)
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:
@@ -87,10 +97,15 @@ def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
     return []
 
 
-def _disabled(title: str, reason: str) -> types.CodeAction:
-    """An action that cannot be taken now, with why (LSP's ``disabled.reason``): never a silent missing one."""
-    first = next((ln.strip() for ln in reason.splitlines() if ln.strip()), reason)
-    return types.CodeAction(title=title, kind=KIND_OPTIMIZE, disabled=types.CodeActionDisabled(reason=first[:300]))
+def _disabled(c: ActionContext, k: Kernel, title: str, reason: str) -> types.CodeAction:
+    """An action that cannot be taken now, with why (LSP's ``disabled.reason``): never a silent missing one.
+    A client without ``disabledSupport`` would show it as if it could run (or not at all): it gets an
+    action that says why in its title, and whose command shows the reason."""
+    first = next((ln.strip() for ln in reason.splitlines() if ln.strip()), reason)[:300]
+    if c.disabled_support:
+        return types.CodeAction(title=title, kind=KIND_OPTIMIZE, disabled=types.CodeActionDisabled(reason=first))
+    short = first if len(first) <= TITLE_REASON_CHARS else first[: TITLE_REASON_CHARS - 1].rstrip() + "…"
+    return _action(f"{CANNOT}{short}", KIND_OPTIMIZE, WHY_NOT, [c.uri, k.name, first])
 
 
 def _applied(c: ActionContext, node: NodeView) -> bool:
@@ -102,16 +117,16 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
     blocked = c.problem is not None and c.problem.blocks_search
     for k in c.kernels:
-        if blocked:
+        if c.running_kernel is not None:  # a search runs (even if the file was since saved broken): it can stop
+            actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
+        elif blocked:
             fixes = _problem_fixes(c, k)
-            actions += fixes or [_disabled(f"Optimize kernel {k.name}", c.problem.message)]
-        elif c.cannot_run and c.running_kernel is None:
-            actions.append(_disabled(f"Optimize kernel {k.name}", c.cannot_run))
+            actions += fixes or [_disabled(c, k, f"Optimize kernel {k.name}", c.problem.message)]
+        elif c.cannot_run:
+            actions.append(_disabled(c, k, f"Optimize kernel {k.name}", c.cannot_run))
             # what can be done here: the same command compiles it (nvcc) and says what it found
             actions.append(_action(f"Check that {k.name} compiles (no GPU here to run it)", KIND_OPTIMIZE, OPTIMIZE,
                                    [c.uri, k.name]))
-        elif c.running_kernel is not None:
-            actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
         elif c.continue_by:
             actions.append(_action(f"Continue search for {k.name} (+{c.continue_by} attempts)", KIND_OPTIMIZE,
                                    CONTINUE, [c.uri, k.name, c.continue_by]))

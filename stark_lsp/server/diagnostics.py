@@ -45,6 +45,7 @@ CODE_ROOT_FAILS = "kernel-fails"
 CODE_MORE = "more"
 CODE_HELPER = "helper"  # a Triton module another kernel's file imports: not a task of its own
 CODE_TASK_BROKEN = "task-broken"  # on the harness line where the task's own code failed
+CODE_NOT_ON_DISK = "not-on-disk"  # the file was removed outside the editor: no diagnostic, a disabled action says it
 MAX_DIAGNOSTICS = 50
 
 _SEVERITY = {
@@ -73,7 +74,14 @@ class TaskProblem:
     @property
     def blocks_search(self) -> bool:
         """No search can start until the file (or its harness) changes."""
-        return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK, CODE_HELPER)
+        return self.kind in (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, CODE_NOT_A_TASK, CODE_HELPER,
+                             CODE_NOT_ON_DISK)
+
+    @property
+    def shown_on_kernels(self) -> bool:
+        """Published on the kernels' names; a file gone from the disk keeps no diagnostic (its tab
+        says it is deleted; "Optimize" says why it cannot run)."""
+        return self.kind != CODE_NOT_ON_DISK
 
 
 _PLACE = re.compile(r"\(([^(),\n]+), line (\d+)[:)]")
@@ -300,7 +308,7 @@ def build_diagnostics(
     (a CUDA kernel compiled on a machine without a GPU)."""
     lines = split_lines(text) if lines is None else lines
     out: list[types.Diagnostic] = []
-    if problem is not None:
+    if problem is not None and problem.shown_on_kernels:
         out += _on_names(lines, kernels, problem.message, problem.kind, _SEVERITY.get(problem.kind, types.DiagnosticSeverity.Warning))
     if checked_root is not None:
         out += root_failure(text, lines, kernels, checked_root)

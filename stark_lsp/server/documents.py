@@ -11,7 +11,10 @@ at no cost per keystroke. A file beyond ``MAX_CHARS`` is not analysed at all.
 The task (``load_task`` on the saved file: harness, task id) is resolved on
 open and save, in a worker thread, because it reads the disk. The task is
 the *saved file*: ``stark.optimize`` searches from what is on disk, and
-says so when the buffer has unsaved changes.
+says so when the buffer has unsaved changes. A saved Python file with a
+syntax error is no task ("fix the syntax error on line 12 first"), nor is a
+file that is not on disk (removed outside the editor: its diagnostics go,
+and "Optimize" is offered disabled with why).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stark_lsp.server.diagnostics import CODE_HELPER, CODE_UNFILLED_HARNESS, TaskProblem
+from stark_lsp.server.diagnostics import CODE_HELPER, CODE_NOT_ON_DISK, CODE_UNFILLED_HARNESS, TaskProblem
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
 from stark_lsp.search.tree_store import harness_digest
 from stark_lsp.server.trees import NodeView
@@ -98,8 +101,36 @@ def document_language(uri: str, language_id: str | None, text: str) -> str | Non
     return lang
 
 
+def syntax_problem(path: Path) -> TaskProblem | None:
+    """A saved Python file that does not parse is not a task yet: "fix the syntax error on line N first"
+    (``load_task`` takes any file with ``@triton.jit`` for one). None when it parses or cannot be read
+    (``load_task`` says why then). Blocking."""
+    import ast
+
+    if path.suffix != ".py":
+        return None  # a .cu file: nvcc says what is wrong when it is optimized (its errors on their lines)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        ast.parse(text, filename=path.name)
+    except SyntaxError as e:
+        return TaskProblem(f"fix the syntax error on line {e.lineno or 1} first: {e.msg} ({path.name}, line "
+                           f"{e.lineno or 1}; a file with a syntax error is not read as a task)")
+    except ValueError as e:  # NUL bytes
+        return TaskProblem(f"fix {path.name} first: it is not valid Python ({e})")
+    return None
+
+
 def resolve_task(path: Path) -> Resolved:
     """``load_task`` on the saved file, and whether its harness is filled in. Blocking."""
+    if not path.exists():
+        return Resolved(None, TaskProblem(f"{path.name} is not on disk (deleted or moved): save it to optimize it",
+                                          code=CODE_NOT_ON_DISK))
+    bad = syntax_problem(path)
+    if bad is not None:
+        return Resolved(None, bad)
     try:
         task = load_task(path)
     except HarnessNotFound as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from stark_lsp.server.labels import baseline_name, eager_text, gain_ratio, gain_text
 from stark_lsp.server.trees import NodeView, TreeView, outcome
+from stark_lsp.speedups import CPU_NOTE
 
 KIND_LABELS = {"root": "your kernel", "plan_code": "plan + code", "debug": "debug"}
 MAX_CANDIDATES = 5
@@ -99,6 +100,6 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
     if best is not None and not tree.baseline_is_reference:
         notes.append(f"the best is {eager_text(best, cpu_note=False)}")
     if tree.cpu:
-        notes.append("CPU interpreter timings, not GPU timings")
+        notes.append(CPU_NOTE)
     lines += ["", f"_{'; '.join(notes)}._"]
     return "\n".join(lines)

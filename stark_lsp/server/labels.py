@@ -8,7 +8,7 @@ always says what it is against:
 * for a KernelBench file the root *is* the reference (eager PyTorch), so the
   same figure is ``2.35× eager``, and the root itself is "the baseline", never
   a speedup against itself;
-* ``(CPU interpreter, not a GPU timing)`` whenever the timings came from the CPU.
+* ``(CPU interpreter: for checking, not speed)`` (``speedups.CPU_NOTE``) whenever the timings came from the CPU.
 
 Pure.
 """
@@ -31,7 +31,7 @@ def baseline_name(tree: TreeView) -> str:
 
 
 def gain_text(tree: TreeView, node: NodeView, cpu_note: bool = True) -> str:
-    """``2.35× your kernel (CPU interpreter, not a GPU timing)``; ``baseline`` for the root; ``-`` unknown."""
+    """``2.35× your kernel (CPU interpreter: for checking, not speed)``; ``baseline`` for the root; ``-`` unknown."""
     if node.parent is None:
         return BASELINE
     return speedup_text(tree.gain(node), against(tree), cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
@@ -45,7 +45,7 @@ def gain_ratio(tree: TreeView, node: NodeView) -> str:
 
 
 def eager_text(node: NodeView, cpu_note: bool = True) -> str:
-    """Against the harness reference: ``0.0049× eager (CPU interpreter, not a GPU timing)``."""
+    """Against the harness reference: ``0.0049× eager (CPU interpreter: for checking, not speed)``."""
     if node.is_reference:
         return "the reference itself (eager)"
     return speedup_text(node.eager, "eager", cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))

@@ -7,7 +7,7 @@ Before a search starts:
   the answer is "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing
   can be run or timed here";
 * a Triton or KernelBench task on a machine without a GPU runs under the CPU
-  interpreter, and the user is told its timings are not GPU timings;
+  interpreter, and the user is told its figures are for checking, not speed;
 * an API key given for one LLM endpoint is not sent to another without asking;
 * a spent budget continues (+N attempts) instead of ending at once.
 
@@ -41,14 +41,14 @@ from stark_lsp.server.labels import best_text
 from stark_lsp.server.optimize_state import Inbox, Job
 from stark_lsp.server.progress import PHASE_CHECK, PHASE_ROOT, PHASE_WORKER, WorkDone, final_text, progress_text
 from stark_lsp.server.trees import IN_FLIGHT, node_view
+from stark_lsp.speedups import CPU_NOTE as SPEED_CPU_NOTE
 from stark_lsp.tasks.spec import TaskSpec
 
 log = logging.getLogger(__name__)
 _tokens = itertools.count(1)
 
 GPU_NEEDED = "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here"
-CPU_NOTE = ("runs on the CPU here (no GPU): Triton under its interpreter, PyTorch on the CPU, so its "
-            "timings are CPU timings, not GPU timings")
+CPU_NOTE = f"runs on the CPU here (no GPU): Triton under its interpreter, PyTorch on the CPU ({SPEED_CPU_NOTE})"
 
 
 def needs_gpu(task: TaskSpec) -> str | None:
@@ -131,7 +131,7 @@ async def start_optimize(host: Host, uri: str, kernel: str, extra: int | None = 
 def launch(host: Host, job: Job, store_path: Path | None) -> str:
     """Register the job, make its progress bar and start it."""
     host.jobs.jobs[job.task_id] = job
-    title = f"Optimizing {job.kernel}" + (" (CPU interpreter: not GPU timings)" if job.cpu else "")
+    title = f"Optimizing {job.kernel}" + (f" ({SPEED_CPU_NOTE})" if job.cpu else "")
     token = _token()
     job.ui = WorkDone(host, token, title, on_cancel=lambda: _cancelled_from_ui(host, job))
     job.handle = asyncio.get_running_loop().create_task(_run_job(host, job, store_path))

@@ -11,7 +11,7 @@ textDocument/hover              hover.py
 workspace/executeCommand        optimize_jobs.py (optimize, continueSearch, stop),
                                 apply_candidate.py, implement_marker.py,
                                 create_harness.py, file_events.py (renameHarness),
-                                stark.setApiKey (here)
+                                stark.setApiKey, stark.whyNot (here)
 workspace/didDeleteFiles,       file_events.py
   didRenameFiles
 stark/tree, stark/node          tree_json.py
@@ -464,7 +464,7 @@ class StarkServer(LanguageServer):
         text = self.document_text(state.uri)
         markers, _ = marker_spans(text) if kernels and "@stark" in text else ([], None)
         markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
-        job = self.jobs.running(state.task_id)
+        job = self.job_of(state)
         problem = state.shown_problem
         harness = Path(problem.harness_path).name if problem and problem.harness_path else (
             default_harness_path(state.path).name if state.path else "the harness")
@@ -482,13 +482,26 @@ class StarkServer(LanguageServer):
             cannot_run = ("needs an NVIDIA GPU: nothing can be run or timed here (nvcc still compiles it: "
                           "stark eval --compile-only)")
         return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
-                             list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run)
+                             list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run,
+                             self.disabled_actions_shown())
+
+    def disabled_actions_shown(self) -> bool:
+        """Whether the client shows a code action's ``disabled.reason`` (``codeAction.disabledSupport``;
+        VS Code announces it, Neovim 0.7 does not)."""
+        text_document = getattr(self.client_capabilities, "text_document", None)
+        code_action = getattr(text_document, "code_action", None) if text_document is not None else None
+        return bool(getattr(code_action, "disabled_support", False))
+
+    def job_of(self, state: DocState) -> Job | None:
+        """The search running for this document: its task's, or, while the file is no task (a syntax error
+        saved mid-search), the one started from it, so that it can still be seen and stopped."""
+        return self.jobs.running(state.task_id) or (self.jobs.find(state.uri) if state.task is None else None)
 
     def hover_for(self, state: DocState, line: int) -> str | None:
         kernel = state.kernel_at(line_before_edits(line, state.edits))
         if kernel is None:
             return None
-        job = self.jobs.running(state.task_id)
+        job = self.job_of(state)
         tree = self.cache.get(state.task_id)
         running = progress_text(job.progress, tree, job.phase, job.cancel.is_set())[0] if job else None
         problem = state.shown_problem
@@ -656,6 +669,12 @@ def register(ls: StarkServer) -> None:
     def set_api_key(ls: StarkServer, key: str) -> dict[str, Any]:
         ls.api_key = Secret(key, ls.settings.base_url)
         return {"set": bool(ls.api_key)}
+
+    @ls.command(cmd.WHY_NOT)
+    def why_not(ls: StarkServer, uri: str, kernel: str, reason: str) -> dict[str, Any]:
+        # "STARK: cannot optimize here: ..." for a client without disabled actions: it only says why
+        ls.say(f"STARK cannot optimize {kernel} here: {reason}", types.MessageType.Warning)
+        return {"reason": reason}
 
     @ls.feature(cmd.TREE_REQUEST)
     async def tree(ls: StarkServer, params: Any) -> dict[str, Any] | Plain:

@@ -4,7 +4,8 @@
 -- vim.lsp.util.get_progress_messages() showed while it ran), diagnostics,
 -- hover, the buffer after "Apply best candidate", the tree from stark/tree
 -- and the best node from stark/node. STARK_NVIM_CANCEL=1 cancels the search
--- with window/workDoneProgress/cancel once it shows attempts.
+-- with window/workDoneProgress/cancel once it shows attempts. STARK_NVIM_ACTIONS_ONLY=1
+-- runs the first code action only and records the messages shown.
 -- Run: nvim --headless --clean -u NONE -c 'luafile drive.lua'
 
 local env = vim.env
@@ -74,11 +75,17 @@ local ok, err = pcall(function()
   out.actions_before = titles(acts)
   out.optimize = run(acts[1])
   step('optimize sent')
+  if env.STARK_NVIM_ACTIONS_ONLY == '1' then  -- the first action only, and what the server said
+    vim.wait(5000, function() return #out.messages > 0 end, 20)
+    client.stop()
+    vim.wait(5000, function() return client.is_stopped() end, 20)
+    return
+  end
   -- what a statusline (or fidget.nvim) shows: Neovim's own record of $/progress, polled while it runs
   out.shown = {}
   local seen = {}
   local cancelled = false
-  local ended = vim.wait(120000, function()
+  local ended = vim.wait(tonumber(env.STARK_NVIM_SEARCH_S or "540") * 1000, function()
     for _, m in ipairs(vim.lsp.util.get_progress_messages()) do
       local line = (m.title or '') .. ': ' .. (m.message or '')
       if not seen[line] then seen[line] = true; table.insert(out.shown, line) end
