@@ -88,8 +88,12 @@ def main() -> int:
     ap.add_argument("--dtypes", default="fp16,bf16,fp32")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--starts", type=int, default=len(STARTS), help="how many of the team's starts to time")
+    ap.add_argument("--extra", default="", help="more starts to time, 'M,N,K,GROUP,stages,warps;...' (BLOCK_* sizes)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    starts = list(STARTS[: args.starts]) + [
+        dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_SIZE_M", "num_stages", "num_warps"), map(int, e.split(","))))
+        for e in args.extra.split(";") if e.strip()]
     import torch
     import triton.testing
 
@@ -111,7 +115,7 @@ def main() -> int:
             lib_ms = time(lambda: model(*inputs))
             best: tuple[float, int] | None = None
             notes = []
-            for i, start in enumerate(STARTS[: args.starts]):
+            for i, start in enumerate(starts):
                 try:
                     mod = load(candidate(src, start), f"cand_{dname}_{m}_{n}_{k}_{int(transposed)}_{i}")
                     new = mod.ModelNew().to(device)
@@ -132,11 +136,11 @@ def main() -> int:
                    "team_ms": round(best[0], 4) if best else None,
                    "team_tflops": round(flop / best[0] / 1e9, 1) if best else None,
                    "team_vs_cublas": round(lib_ms / best[0], 3) if best else None,
-                   "best_start": STARTS[best[1]] if best else None, "notes": notes}
+                   "best_start": starts[best[1]] if best else None, "notes": notes}
             rows.append(row)
             print(f"{dname} {m}x{n}x{k} {row['B']}: cuBLAS {lib_ms:.3f} ms ({row['cublas_tflops']} TFLOP/s), team "
                   + (f"{best[0]:.3f} ms ({row['team_tflops']} TFLOP/s), {row['team_vs_cublas']}x cuBLAS at start "
-                     f"{best[1]} {STARTS[best[1]] or 'defaults'}" if best else "none correct")
+                     f"{best[1]} {starts[best[1]] or 'defaults'}" if best else "none correct")
                   + (f"; {'; '.join(notes)}" if notes else ""), flush=True)
     print("\n| dtype | M×N×K | cuBLAS ms (TFLOP/s) | team ms (TFLOP/s) | × cuBLAS |\n| --- | --- | --- | --- | --- |")
     for r in rows:
