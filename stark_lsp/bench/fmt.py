@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.search.usage import count_text
+
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
@@ -33,7 +35,8 @@ def duration(seconds: float | None) -> str:
 
 
 def tokens(n: int) -> str:
-    return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
+    """``12.3k``: as ``stark show`` writes a count (``search/usage.py``)."""
+    return count_text(n)
 
 
 def floor_cell(floor: dict[str, Any] | None) -> str:

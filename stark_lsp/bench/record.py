@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from stark_lsp.agents.builtin.kb_lowering import is_compiled_seed
+from stark_lsp.search import usage
 from stark_lsp.search.node import ABANDONED, ROOT, Node
 from stark_lsp.search.tree_store import best_node
 from stark_lsp.speedups import shown_ms
@@ -148,12 +149,9 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     rec.failed = sum(1 for n in finished if n.unsuccessful)
     rec.duplicates = sum(1 for n in finished if n.duplicate_of is not None)
     rec.candidates_per_min = 60.0 * len(evaluated) / wall_s if wall_s > 0 else None
-    for n in nodes:  # abandoned nodes cost tokens too
-        u = n.usage
-        rec.prompt_tokens += u.prompt_tokens
-        rec.completion_tokens += u.completion_tokens
-        rec.cost_usd += u.cost_usd
-        rec.llm_calls += u.calls
+    u = usage.total(nodes)  # abandoned nodes cost tokens too
+    rec.prompt_tokens, rec.completion_tokens, rec.cost_usd, rec.llm_calls = (
+        u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls)
     if root is not None:
         rec.root_status = root.status
         rec.root_speedup = root.speedup if root.correct else None

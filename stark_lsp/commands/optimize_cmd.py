@@ -191,7 +191,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     from stark_lsp.agents.base import AgentsUnavailable
     from stark_lsp.evaluate.evaluator import EvaluatorUnavailable
     from stark_lsp.safe_text import for_terminal
-    from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, TaskBroken
+    from stark_lsp.search import EvaluatorFailed, Search, SearchBusy, TaskBroken, usage
     from stark_lsp.search.lock import tree_lock
     from stark_lsp.search.progress import ProgressPrinter
     from stark_lsp.search.render import table
@@ -246,6 +246,9 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     nodes = store.nodes(tid)
     best = store.best(tid)
     print(table(nodes, best.id if best else None))
+    spent = usage.total(nodes)
+    if args.llm != "builtin" and usage.used(spent):  # the tree's agents' tokens, as under ``stark show``
+        print(usage.line(spent))
     if code != exit_codes.OK:  # a broken or vanished task, a failed evaluator: no verdict to act on
         print("the search stopped before its end: nothing written")
         return code

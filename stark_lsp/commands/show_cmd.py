@@ -91,15 +91,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], best: Any) -> int:
+    """The tree, then the agents' total (tokens, and cost where priced) when they made any call;
+    ``--json``: the nodes, with that total as ``usage`` (null for the built-in team)."""
+    from stark_lsp.search import usage
     from stark_lsp.search.render import best_line, node_dict, tree
 
     root = next((n for n in nodes if n.parent_id is None), None)
     best_id = best.id if best else None
     if getattr(args, "node", None) is not None:
         return show_node(args, nodes)
+    spent = usage.total(nodes)
     if args.json:
         print(json.dumps({
-            "task": task.to_dict(), "task_id": tid, "best_node_id": best_id,
+            "task": task.to_dict(), "task_id": tid, "best_node_id": best_id, "usage": usage.as_json(spent),
             "nodes": [node_dict(n, with_source=args.sources, root=root) for n in nodes],
         }, indent=2))
         return exit_codes.OK
@@ -109,6 +113,8 @@ def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], 
     print(f"{task.path.name} ({task.kind}){label}: {done} attempts, {sum(n.correct for n in attempts)} correct, "
           f"best {best_line(nodes, best)}")
     print(tree(nodes, best_id))
+    if usage.used(spent):
+        print(usage.line(spent))
     return exit_codes.OK
 
 

@@ -8,6 +8,7 @@ from stark_lsp.redaction import redact
 from stark_lsp.safe_text import for_terminal
 from stark_lsp.speedups import CPU_NOTE, ratio_text, shown_ms, speedup_text
 
+from . import usage
 from .node import Node, speedup_vs_yours
 
 
@@ -56,27 +57,31 @@ def cpu_footer(nodes: list[Node]) -> str:
 
 
 def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60) -> str:
-    """One row per node: id, parent, kind, attempt, status, speedups, ms, note.
+    """One row per node: id, parent, kind, attempt, status, speedups, ms, the agents'
+    tokens (only where some node has any: ``usage.py``), note.
 
     ``width``: the note column's width (None: never cut, e.g. for the last row's
     reason of an unsupported model, which a user needs whole)."""
-    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}  note"
-    rows = [head]
+    tok = any(usage.used(n.usage) for n in nodes)
+    head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}"
+    rows = [head + (f" {'tokens':>8}" if tok else "") + "  note"]
     root = _root(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
         note = _note(n, None if n.status != "ok" else width)  # a failure's reason is never cut
+        tokens = f" {usage.cell(n.usage, unit='') or '-':>8}" if tok else ""
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
-            f"{_yours(n, root):>8} {_eager(n):>8} {_runtime(n):>9}  {note}".rstrip()
+            f"{_yours(n, root):>8} {_eager(n):>8} {_runtime(n):>9}{tokens}  {note}".rstrip()
         )
     footer = cpu_footer(nodes)
     return "\n".join(rows + ([footer] if footer else []))
 
 
 def tree(nodes: list[Node], best_id: int | None = None, width: int | None = 70) -> str:
-    """The tree, indented by depth, children in creation order."""
+    """The tree, indented by depth, children in creation order; a node's agents' tokens
+    (``· 12.3k tok``) follow its speedups where it made agent calls."""
     kids: dict[int | None, list[Node]] = {}
     ids = {n.id for n in nodes}
     for n in sorted(nodes, key=lambda n: n.id):
@@ -96,6 +101,8 @@ def tree(nodes: list[Node], best_id: int | None = None, width: int | None = 70) 
         else:
             speed = f"{_yours(n, root)} yours, {_eager(n)} eager"
         note = _note(n, None if n.status != "ok" else width)
+        tok = usage.cell(n.usage)
+        speed += f" · {tok}" if tok else ""
         lines.append(f"{'  ' * depth}#{n.id} {n.kind} [{n.status}] {speed}{mark}  {note}".rstrip())
         for c in kids.get(n.id, []):
             walk(c, depth + 1)

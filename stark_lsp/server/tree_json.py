@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from stark_lsp.search import usage
 from stark_lsp.server.labels import against, baseline_name, best_text, eager_text, gain_ratio, gain_text
 from stark_lsp.server.trees import NodeView, TreeView, outcome
 
@@ -40,6 +41,7 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
         "runtime_ms": n.runtime_ms,
         "summary": summary,
         "duplicate_of": n.duplicate_of,
+        "tokens": usage.tokens(n.usage),  # prompt + completion tokens of its agents; None: no agent call
     }
 
 
@@ -58,7 +60,7 @@ def node_extra(tree: TreeView, n: NodeView) -> dict[str, Any]:
 def tree_json(tree: TreeView | None) -> dict[str, Any]:
     """The tree for ``stark/tree``: every node, light (the details come with ``stark/node``)."""
     if tree is None:
-        return {"best": None, "nodes": []}
+        return {"best": None, "usage": None, "nodes": []}
     best = tree.best
     root = tree.root
     return {
@@ -72,6 +74,7 @@ def tree_json(tree: TreeView | None) -> dict[str, Any]:
         "correct": tree.correct,
         "failed": tree.failed,
         "cpu": tree.cpu,
+        "usage": usage.as_json(tree.usage),  # the tree's agents' total; None for the built-in team
         "nodes": [node_json(tree, n) for n in tree.nodes],
     }
 

@@ -20,10 +20,12 @@ objects, or anything with the same attributes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable
 
+from stark_lsp.agents.base import Usage
+from stark_lsp.search import usage as usage_sum
 from stark_lsp.source_digest import NOTHING_NEW
 from stark_lsp.speedups import vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
@@ -70,6 +72,7 @@ class NodeView:
     degenerate: str = ""  # why the task cannot tell a right answer from a constant ('' for a sound task)
     retimed_vs_root: float | None = None  # the re-timing's median against the root (search/retime.py)
     retimed_speedup: float | None = None  # the re-timing's median against eager
+    usage: Usage = field(default_factory=Usage, hash=False)  # its agents' calls, tokens and cost (a copy)
 
     @property
     def correct(self) -> bool:
@@ -182,6 +185,11 @@ class TreeView:
     def cpu(self) -> bool:
         return any(n.cpu for n in self.nodes)
 
+    @cached_property
+    def usage(self) -> Usage:
+        """Every node's agent usage, summed (``search/usage.py``, as ``stark show`` sums it)."""
+        return usage_sum.total(self.nodes)
+
     def gain(self, node: NodeView) -> float | None:
         """How many times faster than the user's own kernel (the root): ``speedups.vs_yours``."""
         root = self.root
@@ -257,7 +265,15 @@ def node_view(n: Any) -> NodeView:
         degenerate=str(getattr(result, "degenerate", "") or "") if result is not None else "",
         retimed_vs_root=_retimed(getattr(n, "retimed", None), "vs_root"),
         retimed_speedup=_retimed(getattr(n, "retimed", None), "speedup"),
+        usage=_usage(getattr(n, "usage", None)),
     )
+
+
+def _usage(u: Any) -> Usage:
+    """A copy (a view never shares a node's mutable ``Usage``); none for a node without one."""
+    if u is None:
+        return Usage()
+    return Usage(u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls)
 
 
 def _retimed(d: Any, key: str) -> float | None:

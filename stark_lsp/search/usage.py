@@ -1,0 +1,62 @@
+"""What a search's agents spent: tokens (and cost where a price is known) per node and per tree.
+
+One sum for every surface: ``stark show`` and ``stark optimize`` (text and
+JSON), the bench's run records and the editor's ``stark/tree``. A node's
+usage is the sum of its exchanges (``Node.usage``); abandoned nodes cost
+tokens too, so every node counts. A cost is shown only where the LLM client
+priced the calls (``agents/llm/pricing.py``, ``cost_usd > 0``): none is ever
+guessed. A tree of the built-in team has no usage, and its views show none.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from stark_lsp.agents.base import Usage
+
+
+def used(u: Usage | None) -> bool:
+    """Some agent call was made or counted (the built-in team makes none)."""
+    return u is not None and bool(u.calls or u.prompt_tokens or u.completion_tokens)
+
+
+def total(nodes: Iterable[Any]) -> Usage:
+    """The usage of every node (anything with a ``usage``), summed."""
+    return sum((n.usage for n in nodes), Usage())
+
+
+def tokens(u: Usage | None) -> int | None:
+    """Prompt and completion tokens together, or None where no agent call was made."""
+    return u.prompt_tokens + u.completion_tokens if used(u) else None
+
+
+def count_text(n: int) -> str:
+    """``950``, ``12.3k``, ``1.25M``: a compact token count."""
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
+
+
+def cell(u: Usage | None, unit: str = " tok") -> str:
+    """A node's compact figure, ``12.3k tok``, or ``""`` where no agent call was made."""
+    n = tokens(u)
+    return "" if n is None else count_text(n) + unit
+
+
+def line(u: Usage) -> str:
+    """``agents, whole tree: 14 calls, 45.2k prompt + 3.1k completion tokens, $0.0123`` (the cost
+    only where the calls were priced), or ``""`` where no agent call was made."""
+    if not used(u):
+        return ""
+    cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
+    calls = f"{u.calls} call{'s' if u.calls != 1 else ''}"
+    return (f"agents, whole tree: {calls}, {count_text(u.prompt_tokens)} prompt + "
+            f"{count_text(u.completion_tokens)} completion tokens{cost}")
+
+
+def as_json(u: Usage) -> dict[str, Any] | None:
+    """``{prompt_tokens, completion_tokens, tokens, calls, cost_usd}`` (``cost_usd`` null where no
+    price is known), or None where no agent call was made."""
+    if not used(u):
+        return None
+    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "tokens": u.prompt_tokens + u.completion_tokens, "calls": u.calls,
+            "cost_usd": u.cost_usd if u.cost_usd else None}
