@@ -156,3 +156,21 @@ def test_a_prompt_that_cannot_fit_the_servers_context_is_refused_before_it_is_se
     assert "that the server's context (1024 tokens) leaves beside an answer of up to 512" in heard[0]
     assert "llama-server --ctx-size" in heard[0] and "--max-tokens" in heard[0]
     assert summarize([text]).kind == "answers"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", ["9" * 200000, "'max_tokens'" * 20000, "1 in the messages " * 20000])
+def test_a_huge_overflow_message_is_read_in_bounded_time_and_figures(text):
+    """A hostile server's 400 cannot hold the client (a regex that backtracks holds the GIL, so not
+    even Ctrl-C is handled): its text is read in a bounded piece, with bounded counts."""
+    httpx = pytest.importorskip("httpx2", reason="the openai client's HTTP library")
+    import openai
+
+    from stark_lsp.agents.llm import client as C
+
+    req = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    e = openai.BadRequestError(f"context length exceeded: {text}", response=httpx.Response(400, request=req),
+                               body={"type": "exceed_context_size_error", "message": text})
+    assert C._overflows(e)
+    prompt, answer, n_ctx = C._overflow_figures(e)
+    assert all(x is None or 0 < x < 10**9 for x in (prompt, answer, n_ctx))

@@ -94,3 +94,110 @@ def test_a_server_without_props_is_left_as_it_is(replay):
     client = ChatClient(base_url=replay.base_url, api_key="k", max_tokens=8192, max_concurrency=4, stream=False,
                         structured=False)
     assert client.probe(["m"]) == [] and client.max_tokens == 8192 and client.prompt_budget(12000) == 12000
+
+
+# -- a hostile or broken server (a review's findings): never a crash, a hang, a key sent elsewhere
+
+
+def _serve(handler_cls):
+    import http.server
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_cls)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_props_never_follow_a_redirect_so_the_key_stays_home():
+    import http.server
+
+    seen: list[str | None] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"total_slots": 1}')
+
+        def log_message(self, *a):
+            pass
+
+    other = _serve(Elsewhere)
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_address[1]}/props")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    home = _serve(Redirect)
+    try:
+        assert SL.read_props(f"http://127.0.0.1:{home.server_address[1]}/v1", "sk-secret", 5) is None
+        assert seen == []  # the key never left for the other host
+    finally:
+        home.shutdown()
+        other.shutdown()
+
+
+@pytest.mark.parametrize("body", [b"[" * 100000, b"\xff\xfe not json", b"{" + b'"a":' * 5000])
+def test_props_that_cannot_be_read_are_no_limits(body):
+    import http.server
+
+    class Odd(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = _serve(Odd)
+    try:
+        assert SL.read_props(f"http://127.0.0.1:{srv.server_address[1]}/v1", "k", 5) is None
+    finally:
+        srv.shutdown()
+
+
+def test_a_bad_status_line_is_no_limits():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+
+    def answer():
+        c, _ = s.accept()
+        c.recv(4096)
+        c.sendall(b"GARBAGE\r\n\r\n")
+        c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        assert SL.read_props(f"http://127.0.0.1:{s.getsockname()[1]}/v1", "k", 5) is None
+    finally:
+        s.close()
+
+
+def test_model_ids_that_are_not_names_never_crash_the_probe(replay):
+    replay.models = [1, None, "m"]
+    client = ChatClient(base_url=replay.base_url, api_key="k", max_tokens=512, stream=False, structured=False)
+    assert client.probe(["m"]) == []
+
+
+def test_usage_that_is_no_count_is_none():
+    from stark_lsp.agents.llm.client import _count
+
+    assert [_count(x) for x in (5, 0, -5, 2**63, 1e300, float("nan"), "abc", [1], True, None)] == [5] + [0] * 9
+
+
+def test_attempts_in_flight_stay_few_whatever_the_server_says():
+    from stark_lsp.commands.llm_args import MAX_SLOTS_FOLLOWED, in_flight_for_server
+
+    n, line = in_flight_for_server(SimpleNamespace(slots=lambda: 10**7))
+    assert n == MAX_SLOTS_FOLLOWED + 1 and "answers 10000000 requests" in line
+    assert in_flight_for_server(SimpleNamespace(slots=lambda: 2))[0] == 3
+    assert in_flight_for_server(SimpleNamespace(slots=lambda: None)) is None

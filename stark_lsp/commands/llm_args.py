@@ -66,6 +66,9 @@ def team_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in got.items() if v is not None}
 
 
+MAX_SLOTS_FOLLOWED = 8
+
+
 def in_flight_for_server(team: Any) -> tuple[int, str] | None:
     """Attempts in flight when ``--concurrency`` was not given and the server said, at its probe, how many
     requests it serves at once: one more than that (each slot writing, one attempt being judged), with a
@@ -73,8 +76,9 @@ def in_flight_for_server(team: Any) -> tuple[int, str] | None:
     slots = team.slots() if getattr(team, "slots", None) else None
     if not slots:
         return None
-    n = int(slots) + 1
-    return n, (f"{n} attempts in flight, as the server answers {slots} request{'s' if slots != 1 else ''} at a "
+    said = int(slots)
+    n = min(said, MAX_SLOTS_FOLLOWED) + 1  # a server may say any number: the search's threads stay few
+    return n, (f"{n} attempts in flight, as the server answers {said} request{'s' if said != 1 else ''} at a "
                f"time (one more is being judged); --concurrency N to choose")
 
 

@@ -351,7 +351,7 @@ class ChatClient:
             pass
         finally:
             client.close()
-        listed = [getattr(m, "id", "") for m in objs]
+        listed = [i for i in (getattr(m, "id", None) for m in objs) if isinstance(i, str)][:1000]
         missing = [m for m in models if listed and m not in listed]
         shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
         notices = [f"the endpoint {self._where()} lists {shown}; --model {m} is not among them (a server of one "
@@ -501,8 +501,7 @@ class ChatClient:
         choice = choices[0]
         text = (choice.message.content if choice.message else None) or ""
         u = getattr(resp, "usage", None)
-        pt = int(getattr(u, "prompt_tokens", 0) or 0)
-        ct = int(getattr(u, "completion_tokens", 0) or 0)
+        pt, ct = _count(getattr(u, "prompt_tokens", 0)), _count(getattr(u, "completion_tokens", 0))
         price = price_of(self.prices, model)
         usage = Usage(pt, ct, price.cost(pt, ct) if price else 0.0, 1)
         finish = choice.finish_reason or ""
@@ -591,9 +590,19 @@ CALIBRATE_MIN_TOKENS = 200  # estimated prompt tokens below which a reply teache
 RATIO_RANGE = (0.5, 3.0)  # what a server's count may be of the estimate's; beyond it, a count is not believed
 RATIO_SMOOTHING = 4  # the ratio: the mean of the first replies, then a quarter of the way to each new one
 OVERFLOW_STATUSES = {400, 413, 422}
+MAX_ERROR_CHARS = 4000  # what of a server's error text is read for its figures and its kind
 _OVERFLOW_CODES = ("exceed_context_size_error", "context_length_exceeded")  # llama.cpp's error type, OpenAI's code
 _OVERFLOW_WHERE = re.compile(r"context[ _-]?(length|size|window)|max(imum)?[ _]model[ _]len")
 _OVERFLOW_WHAT = re.compile(r"exceed|maximum|too (long|many|large)|overflow|reduce the length")
+
+
+MAX_COUNT = 10**9  # tokens in one reply's usage: anything else a server says is not a count
+
+
+def _count(x: object) -> int:
+    """A token count from a server's ``usage``: a whole number from 0 to ``MAX_COUNT``, else 0 (a string,
+    NaN, a float, 2**63: never a crash of the store, never a usable answer turned unusable)."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_COUNT else 0
 
 
 def _overflows(e: Exception) -> bool:
@@ -603,7 +612,7 @@ def _overflows(e: Exception) -> bool:
     fields = [str(getattr(e, "message", "") or e), str(getattr(e, "code", "") or ""), str(getattr(e, "type", "") or "")]
     if isinstance(body, dict):
         fields += [str(body.get(k) or "") for k in ("type", "code", "message")]
-    text = " ".join(fields).lower()
+    text = " ".join(f[:MAX_ERROR_CHARS] for f in fields).lower()  # a server's text is read in bounded pieces
     if any(c in text for c in _OVERFLOW_CODES):
         return True
     return bool(_OVERFLOW_WHERE.search(text) and _OVERFLOW_WHAT.search(text))
@@ -619,19 +628,20 @@ def _overflow_figures(e: Exception) -> tuple[int | None, int | None, int | None]
     if isinstance(body, dict):
         prompt = SL._positive(body.get("n_prompt_tokens"))
         n_ctx = SL._positive(body.get("n_ctx"))
-    text = str(getattr(e, "message", "") or e)
+    text = str(getattr(e, "message", "") or e)[:MAX_ERROR_CHARS]  # bounded: a hostile server's text is long
 
     def first(*patterns: str) -> int | None:
         for pat in patterns:
             m = re.search(pat, text, re.I)
             if m:
-                return int(m.group(1))
+                return SL._positive(int(m.group(1)))
         return None
 
-    n_ctx = n_ctx or first(r"maximum context length is (\d+)", r"context (?:length|size|window) (?:is|of) (\d+)")
-    prompt = prompt or first(r"(\d+) in the messages", r"has (\d+) input tokens", r"resulted in (\d+) tokens",
-                             r"(\d+) (?:input|prompt) tokens")
-    answer = first(r"(\d+) in the completion", r"'max(?:_completion)?_tokens'[^:]*is too large: (\d+)")
+    # every count is at most 9 digits, and no pattern scans far: linear in the (bounded) text
+    n_ctx = n_ctx or first(r"maximum context length is (\d{1,9})\b", r"context (?:length|size|window) (?:is|of) (\d{1,9})\b")
+    prompt = prompt or first(r"\b(\d{1,9}) in the messages", r"has (\d{1,9}) input tokens", r"resulted in (\d{1,9}) tokens",
+                             r"\b(\d{1,9}) (?:input|prompt) tokens")
+    answer = first(r"\b(\d{1,9}) in the completion", r"'max(?:_completion)?_tokens'[^:']{0,80}is too large: (\d{1,9})\b")
     return prompt, answer, n_ctx
 
 

@@ -42,6 +42,14 @@ class ServerLimits:
     model_path: str = ""  # the model file it serves (llama.cpp), for naming it
 
 
+class _Refuse(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:  # a 3xx is an error, never followed
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_Refuse())
+
+
 def props_url(base_url: str | None) -> str | None:
     """llama.cpp's ``/props`` beside an OpenAI-style base URL (``http://h:p/v1`` -> ``http://h:p/props``);
     None for the hosted default."""
@@ -56,13 +64,13 @@ def read_props(base_url: str | None, key: str, timeout_s: float) -> dict[str, An
     if url is None:
         return None
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as r:  # noqa: S310 - the user's own endpoint
+    try:  # never a redirect: urllib would carry the key to wherever it points
+        with _NO_REDIRECTS.open(req, timeout=timeout_s) as r:  # noqa: S310 - the user's own endpoint
             body = r.read(MAX_PROPS_BYTES + 1)
         if len(body) > MAX_PROPS_BYTES:
             return None
         d = json.loads(body)
-    except (OSError, urllib.error.URLError, ValueError):
+    except Exception:  # noqa: BLE001  any failure (a bad status line, a body nested 10^5 deep): no limits known
         return None
     return d if isinstance(d, dict) else None
 
@@ -123,7 +131,7 @@ def template_notice(limits: ServerLimits, model: str) -> str | None:
     name = (limits.model_path.rsplit("/", 1)[-1] or model).lower()
     if any(f in name for f in CHATML_FAMILIES):
         return None
-    shown = limits.model_path.rsplit("/", 1)[-1] or model
+    shown = (limits.model_path.rsplit("/", 1)[-1] or model)[:120]
     return (f"the server applies the ChatML chat template to {shown}, llama.cpp's fallback when the model file "
             f"carries none: a model trained on another format answers worse; start the server with its own "
             f"template (llama-server --chat-template NAME, e.g. gemma, llama3, mistral-v7)")
