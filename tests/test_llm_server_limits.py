@@ -201,3 +201,29 @@ def test_attempts_in_flight_stay_few_whatever_the_server_says():
     assert n == MAX_SLOTS_FOLLOWED + 1 and "answers 10000000 requests" in line
     assert in_flight_for_server(SimpleNamespace(slots=lambda: 2))[0] == 3
     assert in_flight_for_server(SimpleNamespace(slots=lambda: None)) is None
+
+
+def test_props_dripped_a_byte_at_a_time_are_given_up_at_the_timeout():
+    import http.server
+    import time as _time
+
+    class Drip(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+            try:
+                for ch in b" " * 40 + b'{"total_slots": 1}':  # valid once whole: only the deadline refuses it
+                    self.wfile.write(bytes([ch]))
+                    self.wfile.flush()
+                    _time.sleep(0.2)
+            except OSError:
+                pass
+
+        def log_message(self, *a):
+            pass
+
+    srv = _serve(Drip)
+    try:
+        assert SL.read_props(f"http://127.0.0.1:{srv.server_address[1]}/v1", "k", 1.0) is None
+    finally:
+        srv.shutdown()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -65,8 +66,16 @@ def read_props(base_url: str | None, key: str, timeout_s: float) -> dict[str, An
         return None
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     try:  # never a redirect: urllib would carry the key to wherever it points
+        deadline = time.monotonic() + timeout_s  # the whole body, not each read: a server may drip it
         with _NO_REDIRECTS.open(req, timeout=timeout_s) as r:  # noqa: S310 - the user's own endpoint
-            body = r.read(MAX_PROPS_BYTES + 1)
+            body = b""
+            while len(body) <= MAX_PROPS_BYTES:
+                piece = r.read1(1 << 16)
+                if not piece:
+                    break
+                body += piece
+                if time.monotonic() > deadline:
+                    return None
         if len(body) > MAX_PROPS_BYTES:
             return None
         d = json.loads(body)
