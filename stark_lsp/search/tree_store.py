@@ -212,7 +212,6 @@ class TreeStore:
         self.path = path
         self.readonly = readonly
         self._cols = ", ".join(_COLUMNS)
-        self._has_retimed = True
 
     # -- opening -----------------------------------------------------------
     @classmethod
@@ -270,7 +269,6 @@ class TreeStore:
         """The SELECT list for nodes: an older file (read-only) lacks profile_json or
         retimed_json, read as NULL."""
         have = self._node_columns(self._conn)
-        self._has_retimed = "retimed_json" in have
         self._cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
 
     def _check_version(self, accepted: tuple[int, ...]) -> None:

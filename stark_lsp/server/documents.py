@@ -105,7 +105,7 @@ def syntax_problem(path: Path) -> TaskProblem | None:
     """A saved Python file that does not parse is not a task yet: "fix the syntax error on line N first"
     (``load_task`` takes any file with ``@triton.jit`` for one). None when it parses or cannot be read
     (``load_task`` says why then). Blocking."""
-    import ast
+    from stark_lsp.tasks.spec import syntax_error_at
 
     if path.suffix != ".py":
         return None  # a .cu file: nvcc says what is wrong when it is optimized (its errors on their lines)
@@ -113,14 +113,14 @@ def syntax_problem(path: Path) -> TaskProblem | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    try:
-        ast.parse(text, filename=path.name)
-    except SyntaxError as e:
-        return TaskProblem(f"fix the syntax error on line {e.lineno or 1} first: {e.msg} ({path.name}, line "
-                           f"{e.lineno or 1}; a file with a syntax error is not read as a task)")
-    except ValueError as e:  # NUL bytes
-        return TaskProblem(f"fix {path.name} first: it is not valid Python ({e})")
-    return None
+    bad = syntax_error_at(text, path.name)
+    if bad is None:
+        return None
+    line, msg = bad
+    if line is None:
+        return TaskProblem(f"fix {path.name} first: it is {msg}")
+    return TaskProblem(f"fix the syntax error on line {line} first: {msg} ({path.name}, line {line}; a file "
+                       f"with a syntax error is not read as a task)")
 
 
 def resolve_task(path: Path) -> Resolved:

@@ -183,14 +183,24 @@ def read_source(path: str | Path, what: str = "file") -> str:
         raise TaskError(f"{what} {path}: cannot read it: {e.strerror or e}") from None
 
 
-def syntax_error(text: str, name: str) -> str | None:
-    """``name:LINE: syntax error: MSG`` when ``text`` is not valid Python, else None."""
+def syntax_error_at(text: str, name: str) -> tuple[int | None, str] | None:
+    """(line, message) when ``text`` is not valid Python (line None: not Python at all, e.g. NUL bytes),
+    else None: the one check behind the CLI's refusal and the editor's "fix the syntax error" reason."""
     import ast
 
     try:
         ast.parse(text, filename=name)
     except SyntaxError as e:
-        return f"{name}:{e.lineno}: syntax error: {e.msg}"
+        return e.lineno or 1, str(e.msg)
     except ValueError as e:  # NUL bytes
-        return f"{name}: not valid Python: {e}"
+        return None, f"not valid Python: {e}"
     return None
+
+
+def syntax_error(text: str, name: str) -> str | None:
+    """``name:LINE: syntax error: MSG`` when ``text`` is not valid Python, else None."""
+    bad = syntax_error_at(text, name)
+    if bad is None:
+        return None
+    line, msg = bad
+    return f"{name}:{line}: syntax error: {msg}" if line is not None else f"{name}: {msg}"
