@@ -20,9 +20,10 @@ per output over K = 2^20 positive terms (KernelBench's matrix-vector task,
 rounded away, over the 1e-4 tolerance; cuBLAS splits K. So every accumulation
 chain here is at most ``MAX_CHAIN`` terms long.
 
-Starting points (``STARTS``): the defaults, then the configurations Triton's
-matmul tutorial autotunes over, with BLOCK_K 32 where its fp16 tiles would
-not fit fp32 in shared memory.
+Starting points (``STARTS``): the defaults (a 128x128x64 tile, 8 warps), then the tiles that came
+nearest cuBLAS on an H100 (docs/benchmarks.md, session 21: 128x256x64 for large fp16/bf16 products,
+256x128x64 with a transposed B, 64x128x32 for fp32), then the configurations Triton's matmul tutorial
+autotunes over, with BLOCK_K 32 where its fp16 tiles would not fit fp32 in shared memory.
 """
 
 from __future__ import annotations
@@ -34,18 +35,23 @@ MAX_CHAIN = 16384  # fp32 terms one accumulator may sum in sequence
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, num_stages, num_warps) from Triton's matmul tutorial
 TUTORIAL_CONFIGS = [(128, 256, 32, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
                     (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4), (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2)]
+# measured nearest cuBLAS on an H100 (benchmarks/matmul_table.py), beyond the defaults
+HOPPER_CONFIGS = [(128, 256, 64, 8, 3, 8), (256, 128, 64, 8, 3, 8), (64, 128, 32, 8, 4, 4), (128, 64, 64, 8, 4, 4)]
 STARTS = [{}] + [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_SIZE_M": g, "num_stages": s, "num_warps": w}
-                 for m, n, k, g, s, w in TUTORIAL_CONFIGS]
+                 for m, n, k, g, s, w in HOPPER_CONFIGS + [c for c in TUTORIAL_CONFIGS if c not in HOPPER_CONFIGS]]
 
 KERNELS = '''
-@triton.jit(do_not_specialize=["M", "N", "K", "k_split"])
+@triton.jit
 def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cs, s_cb, s_cm, s_cn,
                          k_split, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                         GROUP_SIZE_M: tl.constexpr, IEEE: tl.constexpr):
-    # axis 0: output tiles, in groups of GROUP_SIZE_M tile rows; axis 1: the batch; axis 2: a slice of K
+                         GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr):
+    # axis 0: output tiles, in groups of GROUP_SIZE_M tile rows; axis 1: the batch; axis 2: a slice of K.
+    # Sizes, strides and k_split are specialized: Triton then knows which are multiples of 16, so the
+    # loads are vectorized and the masks are uniform across a vector (without it, a tile is loaded one
+    # element at a time: 0.16-0.38x cuBLAS in fp16 on an H100).
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
-    split = tl.program_id(2).to(tl.int64)
+    split = tl.program_id(2)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
     in_group = GROUP_SIZE_M * num_n
@@ -53,25 +59,33 @@ def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s
     size_m = tl.minimum(num_m - first_m, GROUP_SIZE_M)
     pid_m = first_m + (pid % in_group) % size_m
     pid_n = (pid % in_group) // size_m
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rm = tl.max_contiguous(tl.multiple_of(pid_m * BLOCK_M + tl.arange(0, BLOCK_M), BLOCK_M), BLOCK_M)
+    rn = tl.max_contiguous(tl.multiple_of(pid_n * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_N), BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
     k_lo = split * k_split
     k_hi = tl.minimum(K, k_lo + k_split)
-    a_ptr += batch * s_ab
-    b_ptr += batch * s_bb
+    # k_split is a multiple of BLOCK_K, so only K itself bounds a slice's last block
+    a_ptrs = a_ptr + batch * s_ab + rm.to(tl.int64)[:, None] * s_am + (k_lo + rk).to(tl.int64)[None, :] * s_ak
+    b_ptrs = b_ptr + batch * s_bb + (k_lo + rk).to(tl.int64)[:, None] * s_bk + rn.to(tl.int64)[None, :] * s_bn
+    m_in = rm[:, None] < M
+    n_in = rn[None, :] < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        av = tl.load(a_ptr + rm[:, None] * s_am + rk[None, :] * s_ak,
-                     mask=(rm[:, None] < M) & (rk[None, :] < k_hi), other=0.0)
-        bv = tl.load(b_ptr + rk[:, None] * s_bk + rn[None, :] * s_bn,
-                     mask=(rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        if EVEN_K:
+            av = tl.load(a_ptrs, mask=m_in, other=0.0)
+            bv = tl.load(b_ptrs, mask=n_in, other=0.0)
+        else:
+            k_in = (k0 + rk) < K
+            av = tl.load(a_ptrs, mask=m_in & k_in[None, :], other=0.0)
+            bv = tl.load(b_ptrs, mask=k_in[:, None] & n_in, other=0.0)
         if IEEE:
             acc += tl.dot(av, bv, input_precision="ieee")
         else:
             acc += tl.dot(av, bv)
-    c = c_ptr + split * s_cs + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+        a_ptrs += BLOCK_K * s_ak
+        b_ptrs += BLOCK_K * s_bk
+    c = c_ptr + split.to(tl.int64) * s_cs + batch * s_cb + rm.to(tl.int64)[:, None] * s_cm + rn.to(tl.int64)[None, :] * s_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=m_in & n_in)
 
 
 @triton.jit(do_not_specialize=["R", "K", "k_split"])
@@ -159,17 +173,18 @@ class ModelNew(Model):
                 X, V, ws, R, K, s_xb, s_xr, s_xk, s_vb, s_vk, batch * R, R, k_split,
                 BLOCK_R=GEMV_BLOCK_R, BLOCK_K=GEMV_BLOCK_K, num_warps=4)
         else:
-            BLOCK_M = 64
-            BLOCK_N = 64
-            BLOCK_K = 32
+            BLOCK_M = 128
+            BLOCK_N = 128
+            BLOCK_K = 64
             GROUP_SIZE_M = 8
             tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
             k_split, nsplit = _stark_k_split(K, batch * tiles, sms, BLOCK_K)
             ws = C if nsplit == 1 else torch.empty((nsplit, batch, M, N), device=A.device, dtype=torch.float32)
             _stark_matmul_kernel[(tiles, batch, nsplit)](
                 A, B, ws, M, N, K, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, batch * M * N, M * N, N, 1, k_split,
-                BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_SIZE_M=GROUP_SIZE_M, IEEE=A.dtype == torch.float32,
-                num_warps=4, num_stages=3)
+                BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_SIZE_M=GROUP_SIZE_M, EVEN_K=K % BLOCK_K == 0,
+                IEEE=A.dtype == torch.float32,
+                num_warps=8, num_stages=3)
         if nsplit > 1:
             n = C.numel()
             _stark_split_sum_kernel[(triton.cdiv(n, 1024),)](ws, C, n, nsplit, BLOCK=1024, num_warps=4)

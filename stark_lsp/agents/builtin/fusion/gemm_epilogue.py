@@ -53,11 +53,12 @@ def _kernel(n: int, acc_index: int, tree_lines: list[str], result: str, boolean:
     modes = "".join(f"M{i}: tl.constexpr, " for i in range(n))
     store = "y != 0.0" if boolean else "y.to(y_ptr.dtype.element_ty)"
     return f'''
-@triton.jit(do_not_specialize=["M", "N", "K"])
+@triton.jit
 def _stark_gemm_epilogue(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, s_xm, s_xk, s_wn, s_wk, {ops}{modes}
                          HAS_BIAS: tl.constexpr, CDT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, IEEE: tl.constexpr):
-    # y = epilogue(x @ w.T + b), one tile per program, tiles in groups of GROUP_SIZE_M tile rows
+                         BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr):
+    # y = epilogue(x @ w.T + b), one tile per program, tiles in groups of GROUP_SIZE_M tile rows.
+    # Sizes and strides are specialized, so the loads are vectorized (see the matmul template).
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
@@ -66,19 +67,28 @@ def _stark_gemm_epilogue(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, s_xm, s_xk, s_wn, 
     size_m = tl.minimum(num_m - first_m, GROUP_SIZE_M)
     pid_m = first_m + (pid % in_group) % size_m
     pid_n = (pid % in_group) // size_m
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rm = tl.max_contiguous(tl.multiple_of(pid_m * BLOCK_M + tl.arange(0, BLOCK_M), BLOCK_M), BLOCK_M).to(tl.int64)
+    rn = tl.max_contiguous(tl.multiple_of(pid_n * BLOCK_N + tl.arange(0, BLOCK_N), BLOCK_N), BLOCK_N).to(tl.int64)
+    rk = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + rm[:, None] * s_xm + rk[None, :] * s_xk
+    w_ptrs = w_ptr + rn[None, :] * s_wn + rk[:, None] * s_wk
+    m_in = rm[:, None] < M
+    n_in = rn[None, :] < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        av = tl.load(x_ptr + rm[:, None] * s_xm + rk[None, :] * s_xk, mask=(rm[:, None] < M) & (rk[None, :] < K),
-                     other=0.0)
-        bv = tl.load(w_ptr + rn[None, :] * s_wn + rk[:, None] * s_wk, mask=(rk[:, None] < K) & (rn[None, :] < N),
-                     other=0.0)
+        if EVEN_K:
+            av = tl.load(x_ptrs, mask=m_in, other=0.0)
+            bv = tl.load(w_ptrs, mask=n_in, other=0.0)
+        else:
+            k_in = (k0 + rk) < K
+            av = tl.load(x_ptrs, mask=m_in & k_in[None, :], other=0.0)
+            bv = tl.load(w_ptrs, mask=k_in[:, None] & n_in, other=0.0)
         if IEEE:
             acc += tl.dot(av, bv, input_precision="ieee")
         else:
             acc += tl.dot(av, bv)
+        x_ptrs += BLOCK_K * s_xk
+        w_ptrs += BLOCK_K * s_wk
     cmask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_BIAS:
         acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
@@ -126,7 +136,8 @@ def render_gemm_epilogue(source: str, defaults: dict[str, int] | None = None) ->
               "    _stark_gemm_epilogue[grid](X, W, W if b is None else b, y, M, N, K, X.stride(0), X.stride(1),",
               "                               W.stride(0), W.stride(1), *args, **modes, HAS_BIAS=b is not None,",
               "                               CDT=_stark_compute(y.dtype), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,",
-              "                               GROUP_SIZE_M=GROUP_SIZE_M, IEEE=X.dtype == torch.float32, num_warps=4,",
+              "                               GROUP_SIZE_M=GROUP_SIZE_M, EVEN_K=K % BLOCK_K == 0, IEEE=X.dtype == torch.float32,",
+              "                               num_warps=4,",
               "                               num_stages=3)",
               "    return y"]
     lines += default.forward
