@@ -2,8 +2,8 @@
 
     python3 benchmarks/matmul_table.py [--dtypes fp16,bf16,fp32] [--small] [--json FILE]
 
-For each dtype and shape, a KernelBench model ``torch.matmul(A, B)`` (and ``A @ B.t()`` at one shape,
-which once got the GEMV kernel) is written out by the built-in team exactly as a search would start
+For each dtype and shape, a KernelBench model ``torch.matmul(A, B)`` (and ``A @ B.t()`` and ``A.t() @ B`` at one
+shape; the first once got the GEMV kernel) is written out by the built-in team exactly as a search would start
 it (``kb_lowering.implement_lowering`` at each of its starting points, ``kb_matmul.STARTS``), checked
 against the model's own output, and timed with ``triton.testing.do_bench`` (median, fresh L2 each
 call) beside ``torch.matmul`` (cuBLAS; fp32 in IEEE, TF32 off, as the team's fp32 kernel). The row
@@ -37,8 +37,11 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 TOL = {"fp16": 1e-2, "bf16": 2e-2, "fp32": 1e-3}  # relative to the output's norm, in float64 against the model's
 
 
-def task_source(m: int, n: int, k: int, dtype: str, transposed: bool) -> str:
-    b_shape, product = ((n, k), "torch.matmul(A, B.t())") if transposed else ((k, n), "torch.matmul(A, B)")
+def task_source(m: int, n: int, k: int, dtype: str, transposed: str) -> str:
+    """``transposed``: "" (A @ B), "B" (A @ B.t()) or "A" (A.t() @ B)."""
+    a_shape, b_shape, product = {"": ((m, k), (k, n), "torch.matmul(A, B)"),
+                                 "B": ((m, k), (n, k), "torch.matmul(A, B.t())"),
+                                 "A": ((k, m), (k, n), "torch.matmul(A.t(), B)")}[transposed]
     return f'''import torch
 import torch.nn as nn
 
@@ -52,7 +55,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn({m}, {k}, dtype=torch.{dtype}), torch.randn({b_shape[0]}, {b_shape[1]}, dtype=torch.{dtype})]
+    return [torch.randn({a_shape[0]}, {a_shape[1]}, dtype=torch.{dtype}), torch.randn({b_shape[0]}, {b_shape[1]}, dtype=torch.{dtype})]
 
 
 def get_init_inputs():
@@ -99,13 +102,14 @@ def main() -> int:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     device = "cuda" if torch.cuda.is_available() and not args.small else "cpu"
-    cases = [(s, False) for s in (SMALL if args.small else SHAPES)] + [((SMALL if args.small else SHAPES)[1], True)]
+    shapes = SMALL if args.small else SHAPES
+    cases = [(s, "") for s in shapes] + [(shapes[1], "B"), (shapes[1], "A")]
     rows = []
     for dname in args.dtypes.split(","):
         dtype = getattr(torch, DTYPES[dname])
         for (m, n, k), transposed in cases:
             src = task_source(m, n, k, DTYPES[dname], transposed)
-            ref_mod = load(src, f"ref_{dname}_{m}_{n}_{k}_{int(transposed)}")
+            ref_mod = load(src, f"ref_{dname}_{m}_{n}_{k}_{transposed}")
             torch.manual_seed(0)
             inputs = [x.to(device) for x in ref_mod.get_inputs()]
             model = ref_mod.Model().to(device)
@@ -117,7 +121,7 @@ def main() -> int:
             notes = []
             for i, start in enumerate(starts):
                 try:
-                    mod = load(candidate(src, start), f"cand_{dname}_{m}_{n}_{k}_{int(transposed)}_{i}")
+                    mod = load(candidate(src, start), f"cand_{dname}_{m}_{n}_{k}_{transposed}_{i}")
                     new = mod.ModelNew().to(device)
                     out = new(*inputs)
                     err = ((out.double() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
@@ -131,7 +135,7 @@ def main() -> int:
                 if best is None or ms < best[0]:
                     best = (ms, i)
             flop = 2.0 * m * n * k
-            row = {"dtype": dname, "M": m, "N": n, "K": k, "B": "B.t()" if transposed else "B",
+            row = {"dtype": dname, "M": m, "N": n, "K": k, "B": {"": "B", "B": "B.t()", "A": "A.t()"}[transposed],
                    "cublas_ms": round(lib_ms, 4), "cublas_tflops": round(flop / lib_ms / 1e9, 1),
                    "team_ms": round(best[0], 4) if best else None,
                    "team_tflops": round(flop / best[0] / 1e9, 1) if best else None,
@@ -145,7 +149,7 @@ def main() -> int:
     print("\n| dtype | M×N×K | cuBLAS ms (TFLOP/s) | team ms (TFLOP/s) | × cuBLAS |\n| --- | --- | --- | --- | --- |")
     for r in rows:
         team = "none correct" if r["team_ms"] is None else f"{r['team_ms']} ({r['team_tflops']})"
-        print(f"| {r['dtype']} | {r['M']}×{r['N']}×{r['K']}{' (B.t())' if r['B'] != 'B' else ''} | "
+        print(f"| {r['dtype']} | {r['M']}×{r['N']}×{r['K']}{' (' + r['B'] + ')' if r['B'] != 'B' else ''} | "
               f"{r['cublas_ms']} ({r['cublas_tflops']}) | {team} | {'-' if r['team_vs_cublas'] is None else r['team_vs_cublas']} |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

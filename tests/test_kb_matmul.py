@@ -94,3 +94,36 @@ def test_starting_points_are_the_tutorial_configurations():
     code = render(analyse((L1 / "1_Square_matrix_multiplication_.py").read_text()))
     for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_SIZE_M"):
         assert re.search(rf"^\s+{key} = \d+$", code, re.M), key
+
+
+GPU_MODELS = ["1_Square_matrix_multiplication_", "2_Standard_matrix_multiplication_", "3_Batched_matrix_multiplication",
+              "6_Matmul_with_large_K_dimension_", "7_Matmul_with_small_K_dimension_",
+              "8_Matmul_with_irregular_shapes_", "9_Tall_skinny_matrix_multiplication_",
+              "10_3D_tensor_matrix_multiplication", "13_Matmul_for_symmetric_matrices", "16_Matmul_with_transposed_A",
+              "17_Matmul_with_transposed_B", "18_Matmul_with_transposed_both"]
+OUTER = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+         "        return a @ b\n\n\ndef get_inputs():\n    return [torch.randn(300, 1), torch.randn(1, 257)]\n\n\n"
+         "def get_init_inputs():\n    return []\n")
+
+
+def _cuda():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (the compiled kernel specializes sizes; the interpreter does not)")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", GPU_MODELS)
+def test_kernelbench_matmuls_at_full_size_on_the_gpu(name):
+    _cuda()
+    source = (L1 / f"{name}.py").read_text()
+    compare(source, render(analyse(source)), device="cuda")
+
+
+@pytest.mark.parametrize("shapes", [((300, 1), (1, 257)), ((33, 17), (17, 1025))])
+def test_sizes_specialized_to_one_or_odd_multiply_on_the_gpu(shapes):
+    _cuda()
+    (a0, a1), (b0, b1) = shapes
+    source = OUTER.replace("(300, 1)", f"({a0}, {a1})").replace("(1, 257)", f"({b0}, {b1})")
+    compare(source, render(analyse(source)), device="cuda")
