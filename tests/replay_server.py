@@ -12,9 +12,12 @@
 
 A request with ``"stream": true`` gets its completion entry as server-sent events (``_stream``:
 ``piece`` (default: a few hundred events in all), ``chunk_delay_s``, ``head_delay_s`` (a wait after the
-first event, the role, before any text: a server still reading the prompt), ``loop``; usage when
+first event, the role, before any text: a server still reading the prompt), ``loop``, ``keepalive_s``
+(after the first event, which carries ``head`` as its text, only SSE comments ``: keep-alive``, one
+every ``keepalive_s``, until the client goes away); usage when
 ``stream_options.include_usage`` asks for it, unless the entry's ``usage`` is None); ``refuse_stream``
-answers such requests with a 400.
+answers such requests with a 400. A whole (not streamed) answer with ``drip_s`` is sent a byte at a
+time, one every ``drip_s``, until its end or the client goes away (``streams_closed`` counts that too).
 A context overflow is an HTTP error entry with the server's own body: ``overflow_400(kind)`` gives
 llama.cpp's, vLLM's and OpenAI's.
 
@@ -220,8 +223,28 @@ class ReplayServer:
             "usage": dict(entry.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0},
                           total_tokens=sum((entry.get("usage") or {}).values())),
         }
+        if entry.get("drip_s"):
+            return self._drip(h, json.dumps(payload).encode(), float(entry["drip_s"]))
         return _send(h, 200, payload)
 
+    def _drip(self, h: BaseHTTPRequestHandler, data: bytes, every_s: float) -> None:
+        """A whole answer, its head at once and its body a byte at a time (a server that drips it)."""
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        try:
+            for i in range(len(data)):
+                h.wfile.write(data[i:i + 1])
+                h.wfile.flush()
+                if self.release.wait(every_s):
+                    return None
+        except OSError:  # the client went away (its deadline)
+            with self._lock:
+                self.streams_closed += 1
+        return None
 
     def _stream(self, h: BaseHTTPRequestHandler, entry: dict[str, Any], model: str, usage: bool) -> None:
         """The entry as server-sent events: its content in pieces of ``piece`` characters (each
@@ -247,7 +270,12 @@ class ReplayServer:
         piece = int(entry.get("piece") or max(16, len(text) // 200))  # a big answer in a few hundred events
         delay = float(entry.get("chunk_delay_s", 0.0))
         try:
-            event({"role": "assistant", "content": ""})
+            event({"role": "assistant", "content": entry.get("head", "")})
+            if entry.get("keepalive_s"):  # then only comments: the SSE reader skips them, no chunk comes
+                while not self.release.wait(float(entry["keepalive_s"])):
+                    h.wfile.write(b": keep-alive\n\n")
+                    h.wfile.flush()
+                return None
             if entry.get("head_delay_s"):
                 self.release.wait(float(entry["head_delay_s"]))
             if entry.get("loop"):

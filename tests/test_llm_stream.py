@@ -51,6 +51,48 @@ def test_an_answer_past_its_deadline_is_cut_says_so_and_is_not_asked_again(repla
     assert "--answer-timeout" in summarize([str(e.value)]).line
 
 
+def _planner(replay, **options):
+    from stark_lsp.agents.team import make_team
+
+    return make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_retries=0, read_timeout_s=60,
+                     answer_timeout_s=1.0, **options).planner
+
+
+def _client_went_away(replay) -> bool:
+    import threading
+
+    for _ in range(200):  # the server notices at its next write
+        if replay.streams_closed:
+            return True
+        threading.Event().wait(0.05)
+    return False
+
+
+def test_a_stream_of_keep_alives_after_its_first_chunk_is_cut_at_the_deadline(replay):
+    # the read timeout (60 s) never fires: comments keep arriving; only the wall clock ends it
+    replay.push(dict(completion(""), head="MARKER s1 lines 1-2: a start", keepalive_s=0.05))
+    with pytest.raises(AgentError, match=r"cut at the answer deadline \(--answer-timeout\)"):
+        _planner(replay).plan(plan_ctx())
+    assert len(replay.requests) == 1 and _client_went_away(replay)
+
+
+@pytest.mark.parametrize("entry", [dict(keepalive_s=0.05), dict(head_delay_s=60)], ids=["keep-alives", "silence"])
+def test_a_stream_with_no_text_by_the_deadline_is_no_answer_not_an_empty_one(replay, entry):
+    replay.push(dict(completion(""), **entry))
+    with pytest.raises(AgentError, match=r"no answer within --answer-timeout \(1 s\)") as e:
+        _planner(replay).plan(plan_ctx())
+    assert "empty" not in str(e.value)
+    assert len(replay.requests) == 1  # a second try would miss the deadline too
+
+
+def test_a_whole_answer_dripped_a_byte_at_a_time_is_bounded_by_the_answer_timeout(replay):
+    replay.push(dict(completion("MARKER s1 lines 1-2: slow\nSUMMARY: slow"), drip_s=0.05))
+    with pytest.raises(AgentError, match=r"no answer within --answer-timeout \(1 s\)"):
+        _planner(replay, stream=False).plan(plan_ctx())
+    assert replay.requests[0]["body"].get("stream") is None
+    assert len(replay.requests) == 1 and _client_went_away(replay)
+
+
 def test_an_answer_that_repeats_itself_is_cut_and_named_a_loop(replay):
     replay.push(dict(completion(""), loop="the kernel is the kernel is "))
     c = ChatClient(replay.base_url, KEY, max_retries=0)

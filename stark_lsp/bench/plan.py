@@ -37,6 +37,7 @@ class BenchConfig:
     retime_rounds: int = 3  # ... this many rounds, in turn with the root
     screen: bool = True  # candidates timed briefly (search/retime.py screen_options) when the leaders are re-timed
     context_tokens: int = 12000  # the token budget of one LLM prompt
+    token_budget: int | None = None  # per run: the LLM team's tokens after which no attempt starts (None: none)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -138,7 +138,8 @@ class BenchRunner:
                            concurrency=self.config.concurrency, wall_time_s=self.config.wall_time_s,
                            eval_options=options, retime_top=self.config.retime_top,
                            retime_rounds=self.config.retime_rounds, screen=self.config.screen,
-                           context_tokens=self.config.context_tokens, compiled_seed=options.compile_baseline)
+                           context_tokens=self.config.context_tokens, compiled_seed=options.compile_baseline,
+                           token_budget=self.config.token_budget)
         directory = tree_dir(self.out_dir, name, key)
         if directory.exists():
             shutil.rmtree(directory)  # a run always starts from a fresh tree

@@ -16,7 +16,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
-from stark_lsp.commands.llm_args import in_flight_for_server
+from stark_lsp.commands.llm_args import in_flight_for_server, token_budget
 
 NAME = "bench"
 HELP = "benchmark the search policies on a set of tasks (samples, a KernelBench folder): success, fast_p, speedups"
@@ -142,6 +142,10 @@ def parse_gpus(text: str | None) -> list[int] | None:
     return gpus
 
 
+def _tokens(config: Any) -> str:
+    return f", token budget {config.token_budget} a run" if config.token_budget else ""
+
+
 def _err(msg: str) -> None:
     print(f"stark bench: {msg}", file=sys.stderr)
 
@@ -206,7 +210,7 @@ def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]
     if quiet:
         print(f"(and {quiet} harness or helper file(s))")
     seeds = f"{config.seed}" if config.repeat == 1 else f"{config.seed}..{config.seed + config.repeat - 1}"
-    print(f"policies {', '.join(config.policies)}; budget {config.budget}; repeat {config.repeat} (seeds {seeds}); "
+    print(f"policies {', '.join(config.policies)}; budget {config.budget}{_tokens(config)}; repeat {config.repeat} (seeds {seeds}); "
           f"team {config.llm}; device {config.device}; shapes {'small' if config.small else 'full'}")
     print(f"{runs} run(s), at most {runs * config.budget} attempts; output {out}")
 
@@ -264,7 +268,8 @@ def run(args: argparse.Namespace) -> int:
                          compile_baseline=not args.no_compile_baseline, trials=args.trials,
                          retime_top=max(0, args.retime_top), retime_rounds=max(0, args.retime_rounds),
                          screen=not args.no_screen,
-                         context_tokens=getattr(args, "context_tokens", None) or 12000)
+                         context_tokens=getattr(args, "context_tokens", None) or 12000,
+                         token_budget=token_budget(args, _err))
     out = Path(args.out) if args.out else Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     if args.dry_run:
         runnable = [t for i, t in enumerate(tasks) if i not in gpu_only]
@@ -333,7 +338,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     out.mkdir(parents=True, exist_ok=True)
     planned = len(schedule(tasks, config))
     print(f"stark bench: {len(tasks)} task(s) x {len(config.policies)} policies x {config.repeat} repeat(s) = "
-          f"{planned} runs, budget {config.budget}, team {team.name}; writing {out}", file=sys.stderr)
+          f"{planned} runs, budget {config.budget}{_tokens(config)}, team {team.name}; writing {out}", file=sys.stderr)
     made = evaluator_from_args(args, warm_for=tasks[0] if tasks else None)
     evaluators = made if isinstance(made, list) else [made]
     code = _probe(team, evaluators[0])

@@ -8,6 +8,7 @@
     --timeout-retries N      retries after a read timeout (default 1)
     --temperature T | plan=T,code=T,debug=T   (default plan 0.8, code 0.1, debug 0.1)
     --context-tokens N       the token budget of one prompt (default 12000)
+    --token-budget N         the search's: no attempt is started once the team's tokens reach N
 
 The key is never an option: ``STARK_API_KEY``, else ``OPENAI_API_KEY``.
 """
@@ -15,7 +16,7 @@ The key is never an option: ``STARK_API_KEY``, else ``OPENAI_API_KEY``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Callable
 
 from stark_lsp.commands.arguments import positive_int
 
@@ -34,8 +35,8 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"seconds to wait for the next piece of a streamed answer, or for a whole answer with "
                         f"--no-stream (default {DEFAULTS['read_timeout_s']:g})")
     g.add_argument("--answer-timeout", type=_positive_float, metavar="SEC",
-                   help=f"seconds one streamed answer may take in all; it is cut after that and says so "
-                        f"(default {DEFAULTS['answer_timeout_s']:g})")
+                   help=f"seconds one answer may take in all, on the wall clock (streamed or not); it is cut "
+                        f"after that and says so (default {DEFAULTS['answer_timeout_s']:g})")
     g.add_argument("--no-stream", action="store_true",
                    help="ask for whole answers instead of streamed ones (servers that stream badly)")
     g.add_argument("--no-structured", action="store_true",
@@ -48,6 +49,10 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help="sampling temperature of every agent, or per agent (default plan 0.8, code 0.1, debug 0.1)")
     g.add_argument("--context-tokens", type=positive_int, metavar="N",
                    help="the token budget of one prompt, estimated as characters / 4 (default 12000)")
+    g.add_argument("--token-budget", type=positive_int, metavar="N",
+                   help="the search's token budget: no attempt is started once the team's tokens (prompt + "
+                        "completion, as the server counts them, the whole tree's) reach N; those in flight finish "
+                        "(default: none; the built-in team uses no tokens)")
 
 
 def team_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -64,6 +69,16 @@ def team_options(args: argparse.Namespace) -> dict[str, Any]:
         "structured": False if getattr(args, "no_structured", False) else None,
     }
     return {k: v for k, v in got.items() if v is not None}
+
+
+def token_budget(args: argparse.Namespace, say: Callable[[str], None]) -> int | None:
+    """``--token-budget``, or None: not given, or given for the built-in team, which uses no tokens (then
+    ``say`` is told so, in one line)."""
+    n = getattr(args, "token_budget", None)
+    if n is not None and getattr(args, "llm", "builtin") == "builtin":
+        say(f"--token-budget {n} is ignored: the built-in team uses no tokens")
+        return None
+    return n
 
 
 MAX_SLOTS_FOLLOWED = 8

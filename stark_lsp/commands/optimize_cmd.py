@@ -19,7 +19,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
-from stark_lsp.commands.llm_args import add_llm_arguments, in_flight_for_server
+from stark_lsp.commands.llm_args import add_llm_arguments, in_flight_for_server, token_budget
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
             context_tokens=getattr(args, "context_tokens", None) or 12000,
             screen=not getattr(args, "no_screen", False),
             compiled_seed=not getattr(args, "no_compile_baseline", False),
+            token_budget=token_budget(args, lambda line: print(f"stark optimize: {line}", file=sys.stderr)),
         )
     except ValueError as e:
         raise refusal.Refusal(str(e)) from None
@@ -205,7 +206,8 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
             raise refusal.Refusal(str(e)) from None
         print(f"stark optimize: --fresh: the earlier tree is kept as {kept} "
               f"(stark show {args.task} --archived lists it)", file=sys.stderr)
-    print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}, "
+    tokens = f", token budget {config.token_budget}" if config.token_budget else ""
+    print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}{tokens}, "
           f"team {team.name}, store {path}", file=sys.stderr)
     if store.has_tree(tid) and not store.changed(task):  # a changed task's tree is archived, a new one begun
         spent = sum(1 for n in store.nodes(tid) if n.parent_id is not None and n.spends_budget)

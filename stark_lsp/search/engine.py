@@ -34,6 +34,7 @@ from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .retime import retime_options, screen_options, summarize
+from .usage import budget_spent
 from .tree_store import TreeStore, best_node, source_hash
 
 
@@ -72,6 +73,9 @@ class SearchConfig:
     # root's evaluation brings back what Inductor wrote for it, which the built-in team starts from
     # (``agents/builtin/inductor_seed.py``)
     compiled_seed: bool = True
+    # the LLM team's tokens (prompt + completion, ``usage.py``, the whole tree's): no attempt is started once
+    # they reach it, those in flight finish (``--token-budget``); None: no limit
+    token_budget: int | None = None
 
 
 @dataclass
@@ -491,7 +495,7 @@ class Search:
         wt = self.config.wall_time_s
         if wt is not None and time.monotonic() - started >= wt:
             return "wall time reached"
-        return ""
+        return budget_spent(self._snapshot(), self.config.token_budget)
 
     def _loop(self, started: float) -> None:
         cfg = self.config

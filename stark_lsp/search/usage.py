@@ -6,6 +6,8 @@ usage is the sum of its exchanges (``Node.usage``); abandoned nodes cost
 tokens too, so every node counts. A cost is shown only where the LLM client
 priced the calls (``agents/llm/pricing.py``, ``cost_usd > 0``): none is ever
 guessed. A tree of the built-in team has no usage, and its views show none.
+``budget_spent`` is the line that ends a search at its ``--token-budget``
+(``SearchConfig.token_budget``): the tree's tokens, as ``total`` sums them.
 """
 
 from __future__ import annotations
@@ -60,3 +62,17 @@ def as_json(u: Usage) -> dict[str, Any] | None:
     return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
             "tokens": u.prompt_tokens + u.completion_tokens, "calls": u.calls,
             "cost_usd": u.cost_usd if u.cost_usd else None}
+
+
+def budget_spent(nodes: Iterable[Any], budget: int | None) -> str:
+    """``stopped: the token budget (N tokens) is spent: M tokens in K attempts`` once the nodes' tokens
+    (prompt and completion, every node's: ``total``) reach ``budget``; ``""`` before that, or without a
+    budget. K: the attempts (nodes other than the root) that made or counted an agent call."""
+    if not budget:
+        return ""
+    nodes = list(nodes)
+    spent = tokens(total(nodes)) or 0
+    if spent < budget:
+        return ""
+    k = sum(1 for n in nodes if getattr(n, "parent_id", None) is not None and used(n.usage))
+    return f"stopped: the token budget ({budget} tokens) is spent: {spent} tokens in {k} attempt{'s' * (k != 1)}"

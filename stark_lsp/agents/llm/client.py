@@ -6,8 +6,12 @@
   repeats itself, is cut and says so (finish reasons "deadline", "loop"),
   and ``chat(..., on_wait=)`` hears how long it has waited and how many
   tokens came. A server that refuses streaming (or its usage report) is
-  asked without it from then on. Not streamed, ``read_timeout_s`` bounds the
-  whole answer. ``connect_timeout_s`` opens the connection.
+  asked without it from then on. Not streamed, ``read_timeout_s`` bounds each
+  read of the whole answer. Either way ``answer_timeout_s`` holds on the wall
+  clock from the request on (a stream of keep-alive comments, a body dripped a
+  byte at a time, silence): an answer of which nothing came by then is "no
+  answer within --answer-timeout (S s)", not asked again. ``connect_timeout_s``
+  opens the connection.
 * Retries with exponential backoff and jitter on 408, 409, 429, 5xx and
   dropped connections (up to ``max_retries``), and on timeouts (up to
   ``timeout_retries``: a hung endpoint costs at most that many read timeouts),
@@ -63,7 +67,7 @@ from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable,
 from stark_lsp.agents.llm import failures as F
 from stark_lsp.agents.llm import server_limits as SL
 from stark_lsp.agents.llm.pricing import Price, price_of
-from stark_lsp.agents.llm.stream import collect
+from stark_lsp.agents.llm.stream import collect, within
 from stark_lsp.agents.llm.structured import strict_subset, wants_strict_subset
 from stark_lsp.context_budget import estimate_tokens
 from stark_lsp.redaction import Redactor, key_from_env, redact, register_secret
@@ -88,6 +92,10 @@ class ChatReply:
 
 class _Stopped(Exception):
     """The caller's cancel event (or close()) fired."""
+
+
+class _NoAnswer(Exception):
+    """Nothing of the answer came within ``answer_timeout_s`` (not even the response's head)."""
 
 
 LOCAL_KEY = "EMPTY"  # what a keyless local server gets (under 8 characters: a placeholder, never redacted)
@@ -199,6 +207,8 @@ class ChatClient:
             except _Stopped:
                 raise AgentCancelled("cancelled: the search was stopped while waiting for the endpoint",
                                      usage=Usage(calls=attempt + 1)) from None
+            except _NoAnswer:  # not asked again: a second answer would miss the deadline too
+                raise self._count_failure(AgentError(self._no_answer(), usage=Usage(calls=attempt + 1))) from None
             except (openai.APIConnectionError, openai.APIStatusError) as e:  # APITimeoutError is a connection error
                 status = e.status_code if isinstance(e, openai.APIStatusError) else None
                 if status in OVERFLOW_STATUSES and _overflows(e):  # before _adapt: vLLM's names max_tokens too
@@ -324,6 +334,11 @@ class ChatClient:
         else:
             msg = f"cannot connect to {self._where()} ({what}): is the server running? check --base-url"
         return AgentsUnavailable(self.redact(msg), usage=Usage(calls=attempt + 1))
+
+    def _no_answer(self) -> str:
+        return (f"no answer within --answer-timeout ({self.answer_timeout_s:g} s): nothing of it came (a slow or "
+                f"stalled server, or one that sends only keep-alives): a faster model or server, or a larger "
+                f"--answer-timeout")
 
     def _where(self) -> str:
         return self.base_url or "api.openai.com"
@@ -467,12 +482,18 @@ class ChatClient:
         return run_cancellable(lambda: self._create(kwargs, on_wait), lambda: self._check(cancel))
 
     async def _create(self, kwargs: dict[str, Any], on_wait: Callable[[float, int], None] | None = None) -> Any:
+        """The completion, within ``answer_timeout_s`` of the wall clock from the moment it is asked for: a
+        response's head, a whole answer dripped a byte at a time (``--no-stream``) and a stream that sends
+        only keep-alives are all cut at it (``stream.within``); ``_NoAnswer`` when nothing of the answer came."""
         client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, timeout=self._timeout, max_retries=0)
+        t0 = time.monotonic()
         try:
-            resp = await client.chat.completions.create(**kwargs)
+            came, resp = await within(client.chat.completions.create(**kwargs), self.answer_timeout_s)
+            if not came:
+                raise _NoAnswer
             if kwargs.get("stream"):
                 return await collect(resp, deadline_s=self.answer_timeout_s, on_tokens=on_wait,
-                                     model=str(kwargs.get("model") or ""))
+                                     model=str(kwargs.get("model") or ""), started=t0)
             return resp
         finally:
             try:
@@ -505,6 +526,8 @@ class ChatClient:
         price = price_of(self.prices, model)
         usage = Usage(pt, ct, price.cost(pt, ct) if price else 0.0, 1)
         finish = choice.finish_reason or ""
+        if finish == "deadline" and not text.strip():  # cut at the deadline before any of the answer came
+            raise AgentError(self._no_answer(), usage=usage, raw=self.redact(scrub(text)))
         if finish == "length" and self.max_tokens and 0 < ct < CONTEXT_FULL_SHARE * self.max_tokens:
             finish = CONTEXT_FULL  # stopped well short of max_tokens: the server's context (prompt + answer) is full
         return ChatReply(self.redact(scrub(text)), finish, usage,

@@ -6,7 +6,7 @@ DEFAULTS = {
     "max_retries": 3,
     "timeout_retries": 1,
     "max_tokens": 8192,
-    "answer_timeout_s": 900.0,  # the whole of one streamed answer
+    "answer_timeout_s": 900.0,  # the whole of one answer, streamed or not, on the wall clock
     "stream": True,
     "structured": True,  # JSON-schema answers where the server takes them (structured.py)
 }

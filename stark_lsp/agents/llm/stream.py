@@ -6,7 +6,10 @@ not for the answer, so a slow local model that keeps writing is never cut by
 it, and one that writes forever would never end: ``collect`` gives the whole
 answer ``deadline_s`` (``--answer-timeout``), cuts an answer that repeats
 itself (``looping``: a small model's failure mode), and reports its progress
-(seconds, tokens) to ``on_tokens`` at most every ``PROGRESS_S``. What it
+(seconds, tokens) to ``on_tokens`` at most every ``PROGRESS_S``. The deadline holds on the wall clock,
+not only when a chunk arrives: a server that, after its first chunk, sends only keep-alive comments
+(``: ping`` lines, which the SSE reader skips) or nothing at all is cut at it too (``started``: when the
+request was sent, so the wait for the response's head counts). What it
 returns looks like a non-streamed completion (``choices[0].message.content``,
 ``finish_reason``, ``usage``, ``model``), so the client reads both alike.
 Its own finish reasons: ``"deadline"`` and ``"loop"``. An exception while reading (a read timeout
@@ -16,9 +19,10 @@ client can tell a stall mid-answer (not asked again) from one before the answer 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 PROGRESS_S = 5.0  # how often a waiting answer says how far it got
 LOOP_CHECK_CHARS = 2048  # how often (in characters) an answer is checked for a loop
@@ -45,46 +49,28 @@ def looping(text: str) -> bool:
     return False
 
 
+class _Read:
+    """What has come of a streamed answer so far."""
+
+    def __init__(self, model: str):
+        self.parts: list[str] = []
+        self.tail = ""  # the answer's last LOOP_TAIL characters: what the loop check reads (never the whole again)
+        self.size = self.checked = self.chunks = self.events = 0
+        self.finish, self.usage, self.model = "", None, model
+
+
 async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float, int], None] | None = None,
-                  model: str = "") -> Any:
+                  model: str = "", started: float | None = None) -> Any:
     """The streamed answer, read to its end, its deadline, or a loop (see the module's docstring)."""
-    t0 = time.monotonic()
-    parts: list[str] = []
-    tail = ""  # the answer's last LOOP_TAIL characters: what the loop check reads (never the whole answer again)
-    size = checked = 0
-    finish, usage, seen_model, chunks, events = "", None, model, 0, 0
-    said = t0
-    try:
-        async for chunk in stream:
-            events += 1
-            seen_model = getattr(chunk, "model", None) or seen_model
-            if getattr(chunk, "usage", None) is not None:
-                usage = chunk.usage
-            for choice in getattr(chunk, "choices", None) or []:
-                delta = getattr(choice, "delta", None)
-                text = getattr(delta, "content", None) if delta is not None else None
-                if text:
-                    parts.append(text)
-                    tail = (tail + text)[-LOOP_TAIL:]
-                    size += len(text)
-                    chunks += 1
-                if getattr(choice, "finish_reason", None):
-                    finish = choice.finish_reason
-            now = time.monotonic()
-            if on_tokens is not None and now - said >= PROGRESS_S:
-                said = now
-                on_tokens(now - t0, chunks)
-            if now - t0 > deadline_s:
-                finish = "deadline"
-                break
-            if size - checked >= LOOP_CHECK_CHARS:
-                checked = size
-                if looping(tail):
-                    finish = "loop"
-                    break
+    t0 = time.monotonic() if started is None else started
+    got = _Read(model)
+    try:  # the deadline holds between chunks too (keep-alive comments, silence)
+        finished, _ = await within(_read(stream, got, t0, deadline_s, on_tokens), deadline_s - (time.monotonic() - t0))
+        if not finished:
+            got.finish = "deadline"
     except Exception as e:  # a read timeout, a dropped connection: what had come is noted for the client
         try:
-            e.stark_partial = (time.monotonic() - t0, chunks)  # type: ignore[attr-defined]
+            e.stark_partial = (time.monotonic() - t0, got.chunks)  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001  an exception that takes no attributes
             pass
         raise
@@ -95,10 +81,70 @@ async def collect(stream: Any, *, deadline_s: float, on_tokens: Callable[[float,
                 await close()
             except Exception:  # noqa: BLE001  a connection already gone
                 pass
-    if not events:  # a body that is not server-sent events (an HTML page, a proxy's error)
+    if not got.events:  # a body that is not server-sent events (an HTML page, a proxy's error)
+        if got.finish == "deadline":
+            return _reply(got)  # no event before the deadline: no answer (the client says so)
         raise ValueError("a streamed request got no events: the body is not server-sent events")
+    return _reply(got)
+
+
+async def within(aw: Awaitable[Any], seconds: float) -> tuple[bool, Any]:
+    """``(True, its value)`` when ``aw`` ends within ``seconds`` of the wall clock (its exception raised as
+    it is), else ``(False, None)``: it is cancelled then (a request's connection closed). A cancel of the
+    caller cancels it too. (``asyncio.timeout`` is Python 3.11's; this is the same on 3.10.)"""
+    task = asyncio.ensure_future(aw)
+    try:
+        done, _ = await asyncio.wait([task], timeout=max(0.0, seconds))
+    except BaseException:
+        task.cancel()
+        raise
+    if done:
+        return True, task.result()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    return False, None
+
+
+async def _read(stream: Any, got: _Read, t0: float, deadline_s: float,
+                on_tokens: Callable[[float, int], None] | None) -> None:
+    said = t0
+    async for chunk in stream:
+        got.events += 1
+        got.model = getattr(chunk, "model", None) or got.model
+        if getattr(chunk, "usage", None) is not None:
+            got.usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            delta = getattr(choice, "delta", None)
+            text = getattr(delta, "content", None) if delta is not None else None
+            if text:
+                got.parts.append(text)
+                got.tail = (got.tail + text)[-LOOP_TAIL:]
+                got.size += len(text)
+                got.chunks += 1
+            if getattr(choice, "finish_reason", None):
+                got.finish = choice.finish_reason
+        now = time.monotonic()
+        if on_tokens is not None and now - said >= PROGRESS_S:
+            said = now
+            on_tokens(now - t0, got.chunks)
+        if now - t0 > deadline_s:
+            got.finish = "deadline"
+            return
+        if got.size - got.checked >= LOOP_CHECK_CHARS:
+            got.checked = got.size
+            if looping(got.tail):
+                got.finish = "loop"
+                return
+
+
+def _reply(got: _Read) -> Any:
+    """What ``collect`` returns: the shape of a non-streamed completion."""
+    usage = got.usage
     if usage is None:  # a server that does not report usage in a stream: what was received, counted
-        usage = SimpleNamespace(prompt_tokens=0, completion_tokens=chunks)
-    message = SimpleNamespace(content="".join(parts))
-    return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason=finish or "stop")],
-                           usage=usage, model=seen_model, streamed=True)
+        usage = SimpleNamespace(prompt_tokens=0, completion_tokens=got.chunks)
+    message = SimpleNamespace(content="".join(got.parts))
+    return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason=got.finish or "stop")],
+                           usage=usage, model=got.model, streamed=True)
