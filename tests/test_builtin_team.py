@@ -6,7 +6,7 @@ import pytest
 
 from stark_lsp.source_digest import NOTHING_NEW
 
-from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
+from stark_lsp.agents.base import AgentContext, AgentError, ContextItem, NothingNew
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
 from stark_lsp.markers.syntax import apply_replacements, check_plan, insert_marker, parse_markers
@@ -164,6 +164,7 @@ def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
     with pytest.raises(AgentError, match="no tunable differs from the root") as e:
         _debug("row_sum.cu", root, "incorrect: mismatch")
     assert NOTHING_NEW in str(e.value)  # the same answer every time: the search does not ask again
+    assert isinstance(e.value, NothingNew)  # said as data: the node is marked, not matched by its text
     ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
     with pytest.raises(AgentError, match="root source is not in the context"):
         make_builtin_team().debugger.debug(ctx)

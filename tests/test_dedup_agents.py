@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeEvaluator, _SPEED, fake_source, make_fake_task
-from stark_lsp.agents.base import AgentContext, AgentError, CodeResult, ContextItem, Exchange, PlanResult, Team
+from stark_lsp.agents.base import (AgentContext, AgentError, CodeResult, ContextItem, Exchange, NothingNew, PlanResult,
+                                   Team)
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
 from stark_lsp.markers.syntax import apply_replacements
@@ -167,6 +168,7 @@ def test_policies_never_choose_an_exhausted_node():
 
     nodes = _tree_with_exhausted_best()
     nodes[3].error = f"plan agent: {NOTHING_NEW}: all 6 option(s) give a source already in the tree"
+    nodes[3].nothing_new = True
     for name in ("stark", "greedy"):
         picks = {make_policy(name).select(nodes, random.Random(k)).node_id for k in range(20)}
         assert 2 not in picks and 3 in picks, (name, picks)
@@ -181,6 +183,7 @@ def test_every_node_exhausted_means_nothing_to_expand():
 
     nodes = [_node(1, None, "ok", "r", ROOT, 1.0), _node(2, 1, AGENT_ERROR, "")]
     nodes[1].error = f"plan agent: {NOTHING_NEW}"
+    nodes[1].nothing_new = True
     for name in ("stark", "greedy", "sampling", "reflexion"):
         assert make_policy(name).select(nodes, random.Random(0)) is None, name
 
@@ -214,7 +217,7 @@ class SeenAwareTeam(Team):
             text = f"SPEED = {float(speed)}\n{status_line}"
             if source_digest(apply_replacements(marked_source, {"s1": text})) not in ctx.seen:
                 return CodeResult({"s1": text}, [Exchange("code", "", text)])
-        raise AgentError(NOTHING_NEW)
+        raise NothingNew(NOTHING_NEW)
 
 
 @pytest.mark.timeout(60)

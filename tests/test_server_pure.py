@@ -55,6 +55,7 @@ def nothing_new(id, parent):
     n = failed_node(id, parent, "", status="compile_error")
     n.status, n.result, n.source = "agent_error", None, ""
     n.error = "plan agent: nothing new to try from this node (every tunable value is in the tree)"
+    n.nothing_new = True
     return n
 
 
@@ -125,8 +126,8 @@ def test_tree_json_has_labels_and_no_sources():
 def test_tree_cache_reports_changes_only():
     cache = TreeCache()
     n1 = ok_node(1, None, ROOT, 1.0, kind="root")
-    assert cache.put_node("t", n1) is True
-    assert cache.put_node("t", n1) is False
+    assert cache.put_nodes("t", [n1]) is True
+    assert cache.put_nodes("t", [n1]) is False
     assert cache.put_nodes("t", [n1, ok_node(2, 1, FAST, 1.5)]) is True
     assert cache.replace("t", [n1, ok_node(2, 1, FAST, 1.5)]) is False
     assert cache.get("t").best.id == 2 and cache.get(None) is None
@@ -379,7 +380,7 @@ def test_settings_parse_camel_case_and_report_problems():
         "concurrency": 0,
     })
     assert (s.llm, s.base_url, s.budget, s.policy, s.device, s.workers) == ("openai", "http://localhost:8000/v1", 4, "greedy", "cuda:1", 2)
-    assert s.models == {"plan": "big"} and s.model_for("code") is None
+    assert s.models == {"plan": "big"}
     assert problems == ["stark.concurrency must be an integer >= 1, not 0"]
     assert "sk-secret" not in repr(s)
     s2, problems = parse_settings({"stark": {"llm": "gpt"}}, s)

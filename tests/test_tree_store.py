@@ -157,13 +157,6 @@ def test_readonly_open_of_a_missing_file_fails(tmp_path):
         TreeStore.open(tmp_path / "none.sqlite", readonly=True)
 
 
-def test_delete_tree(store, task):
-    tid = store.create_tree(task)
-    store.add_node(tid, None, ROOT, RUNNING)
-    store.delete_tree(tid)
-    assert not store.has_tree(tid) and store.nodes(tid) == []
-
-
 def test_workspace_is_the_nearest_ancestor_with_stark_or_git(tmp_path):
     ws = tmp_path / "ws"
     deep = ws / "a" / "b"
@@ -174,3 +167,55 @@ def test_workspace_is_the_nearest_ancestor_with_stark_or_git(tmp_path):
     (ws / "a" / ".stark").mkdir()
     assert find_workspace(deep) == ws / "a"
     assert default_store_path(deep) == ws / "a" / ".stark" / "tree.sqlite"
+
+
+def _agent_error(store, tid, parent, error, **flag):
+    n = store.add_node(tid, parent, PLAN_CODE, RUNNING, attempt=1)
+    return store.update_node(n.id, status=AGENT_ERROR, error=error, **flag)
+
+
+def test_nothing_new_is_data_and_nodes_stored_before_it_are_read_by_their_text(tmp_path, task):
+    from stark_lsp.source_digest import NOTHING_NEW
+
+    path = tmp_path / "tree.sqlite"
+    with TreeStore.open(path) as s:
+        tid = s.create_tree(task)
+        root = s.add_node(tid, None, ROOT, RUNNING, source=fake_source(1.0))
+        old = _agent_error(s, tid, root.id, f"plan agent: {NOTHING_NEW}: all 6 option(s) are in the tree").id
+        other = _agent_error(s, tid, root.id, "plan agent: the endpoint timed out").id
+        # the flag is what counts once written, whatever the text says
+        flagged = _agent_error(s, tid, root.id, "plan agent: every tunable is tried", nothing_new=True).id
+        unflagged = _agent_error(s, tid, root.id, f"plan agent: {NOTHING_NEW}", nothing_new=False).id
+    conn = sqlite3.connect(path)  # the file as a stark_lsp from before the flag wrote it
+    conn.execute("UPDATE nodes SET nothing_new = NULL WHERE id IN (?, ?)", (old, other))
+    conn.commit()
+    conn.close()
+    with TreeStore.open(path, readonly=True) as ro:
+        got = {n.id: n.nothing_new for n in ro.nodes(tid)}
+    assert got == {root.id: False, old: True, other: False, flagged: True, unflagged: False}
+    spends = {n.id: n.spends_budget for n in TreeStore.open(path, readonly=True).nodes(tid)}
+    assert spends[old] is False and spends[other] is True and spends[flagged] is False
+
+
+def test_a_store_without_the_nothing_new_column_is_read_and_gains_it_on_a_writable_open(tmp_path, task):
+    from stark_lsp.source_digest import NOTHING_NEW
+
+    path = tmp_path / "tree.sqlite"
+    with TreeStore.open(path) as s:
+        tid = s.create_tree(task)
+        root = s.add_node(tid, None, ROOT, RUNNING, source=fake_source(1.0))
+        old = _agent_error(s, tid, root.id, f"debug agent: {NOTHING_NEW}: no tunable to shrink").id
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE nodes DROP COLUMN nothing_new")  # a version 3 file from before the flag
+    conn.commit()
+    conn.close()
+    with TreeStore.open(path, readonly=True) as ro:
+        assert ro.get(old).nothing_new is True
+    with TreeStore.open(path) as rw:
+        assert rw.get(old).nothing_new is True
+        rw.update_node(old, nothing_new=False)
+        assert rw.get(old).nothing_new is False
+    conn = sqlite3.connect(path)
+    assert "nothing_new" in {r[1] for r in conn.execute("PRAGMA table_info(nodes)")}
+    assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()

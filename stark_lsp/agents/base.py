@@ -27,6 +27,12 @@ class AgentError(RuntimeError):
         self.exchanges = list(exchanges or [])  # every turn so far, when the agent kept them (then raw is in them)
 
 
+class NothingNew(AgentError):
+    """The agent has nothing left to propose from this node that the tree does not already hold
+    (its message starts with ``source_digest.NOTHING_NEW``): the attempt is free and the
+    policies stop choosing the node (``Node.nothing_new``)."""
+
+
 class AgentsUnavailable(AgentError):
     """The agents' endpoint cannot serve this search at all (connection refused,
     401/403, unknown model, nothing answered the first calls): the search stops

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, Team
+from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, NothingNew, Team
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
@@ -28,7 +28,7 @@ from stark_lsp.tasks.spec import TaskSpec
 from stark_lsp.tasks.describe import describe_task
 
 from .context import build_context
-from stark_lsp.source_digest import NOTHING_NEW, source_digest
+from stark_lsp.source_digest import source_digest
 from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
@@ -274,7 +274,7 @@ class Search:
         nodes = self._snapshot()
         root = next((n for n in nodes if n.parent_id is None), None)
         kids = [n for n in nodes if root is not None and n.parent_id == root.id and n.status != ABANDONED]
-        if kids and all(n.status == AGENT_ERROR and NOTHING_NEW in (n.error or "") for n in kids):
+        if kids and all(n.status == AGENT_ERROR and n.nothing_new for n in kids):
             return kids[-1].error
         return ""
 
@@ -657,7 +657,8 @@ class Search:
                 exchanges.extend(e.exchanges)
             elif e.raw or e.usage.calls:
                 exchanges.append(Exchange(stage, "", e.raw, e.usage))
-            self._update(node_id, status=AGENT_ERROR, error=agent_error_text(stage, e), exchanges=exchanges)
+            self._update(node_id, status=AGENT_ERROR, error=agent_error_text(stage, e), exchanges=exchanges,
+                         nothing_new=isinstance(e, NothingNew))
             return
         except self.markers.MarkerError as e:
             stage = box[0]

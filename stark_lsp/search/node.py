@@ -13,8 +13,6 @@ from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.speedups import speedup_text, vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
-from stark_lsp.source_digest import NOTHING_NEW
-
 # kinds
 ROOT = "root"
 PLAN_CODE = "plan_code"
@@ -55,6 +53,7 @@ class Node:
     updated: float = 0.0
     profile: dict | None = None  # a stark_lsp.profile ProfileReport as a dict (ncu figures), when profiled
     retimed: dict | None = None  # a search.retime.Retimed as a dict: the leaders re-timed after the search
+    nothing_new: bool = False  # an agent_error: the agent had nothing new to try from the parent (NothingNew)
 
     # -- derived -----------------------------------------------------------
     @property
@@ -86,7 +85,7 @@ class Node:
         An agent's "nothing new to try" and a source already evaluated (a duplicate) are free."""
         if not self.completed or self.duplicate_of is not None:
             return False
-        return not (self.status == AGENT_ERROR and NOTHING_NEW in (self.error or ""))
+        return not (self.status == AGENT_ERROR and self.nothing_new)
 
     @property
     def unsuccessful(self) -> bool:

@@ -12,11 +12,15 @@ Schema (version 3; ``schema_version`` holds the number):
 * ``nodes(id PK, task_id, parent_id, kind, status, attempt, plan, summary,
   source, source_hash, result_json, speedup, runtime_ms, error, duplicate_of,
   exchanges_json, prompt_tokens, completion_tokens, cost_usd, seed, created,
-  updated, profile_json, retimed_json)``
+  updated, profile_json, retimed_json, nothing_new)``
 
 Version 1 had no ``profile_json``, version 2 no ``retimed_json``: opening an
 older file for writing adds the missing columns (NULL everywhere) and sets the
 version to 3; opened read-only it is read as it is, the missing fields None.
+``nothing_new`` (1: an agent had nothing new to try, ``Node.nothing_new``) came
+later within version 3, added by a writable open as the others; NULL (a row
+written before it, or by an older stark_lsp, which ignores the column) is read
+from the node's error text, in the loader only (``_nothing_new``).
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.safe_text import cap, scrub
 from stark_lsp.tasks.spec import TaskSpec
 
-from stark_lsp.source_digest import source_digest
-from .node import ABANDONED, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
+from stark_lsp.source_digest import NOTHING_NEW, source_digest
+from .node import ABANDONED, AGENT_ERROR, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)  # 1: no profile_json, 2: no retimed_json (both added on a writable open)
@@ -74,7 +78,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     created REAL NOT NULL,
     updated REAL NOT NULL,
     profile_json TEXT,
-    retimed_json TEXT
+    retimed_json TEXT,
+    nothing_new INTEGER
 );
 CREATE INDEX IF NOT EXISTS nodes_task ON nodes(task_id, id);
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
@@ -83,11 +88,11 @@ CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(task_id, source_hash);
 
 _COLUMNS = (
     "id task_id parent_id kind status attempt plan summary source result_json speedup "
-    "runtime_ms error duplicate_of exchanges_json seed created updated profile_json retimed_json"
+    "runtime_ms error duplicate_of exchanges_json seed created updated profile_json retimed_json nothing_new"
 ).split()
 _UPDATABLE = {
     "status", "attempt", "plan", "summary", "source", "result", "speedup",
-    "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile", "retimed",
+    "runtime_ms", "error", "duplicate_of", "exchanges", "seed", "profile", "retimed", "nothing_new",
 }
 
 # every text column passes safe_text.scrub (valid Unicode: SQLite refuses lone
@@ -258,6 +263,8 @@ class TreeStore:
                     if col not in have:
                         cur.execute(f"ALTER TABLE nodes ADD COLUMN {col} TEXT")
                 cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+            if "nothing_new" not in self._node_columns(cur):  # a version 3 file from before the flag
+                cur.execute("ALTER TABLE nodes ADD COLUMN nothing_new INTEGER")
         self._check_version((SCHEMA_VERSION,))
         self._select_columns()
 
@@ -266,8 +273,8 @@ class TreeStore:
         return {r[1] for r in cur.execute("PRAGMA table_info(nodes)").fetchall()}
 
     def _select_columns(self) -> None:
-        """The SELECT list for nodes: an older file (read-only) lacks profile_json or
-        retimed_json, read as NULL."""
+        """The SELECT list for nodes: an older file (read-only) lacks profile_json,
+        retimed_json or nothing_new, read as NULL."""
         have = self._node_columns(self._conn)
         self._cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
 
@@ -387,11 +394,6 @@ class TreeStore:
             cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
         return new_id
 
-    def delete_tree(self, task_id: str) -> None:
-        with self._tx() as cur:
-            cur.execute("DELETE FROM nodes WHERE task_id = ?", (task_id,))
-            cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
-
     # -- nodes -------------------------------------------------------------
     def add_node(
         self,
@@ -427,7 +429,8 @@ class TreeStore:
         """Set some of: status, attempt, plan, summary, source, result
         (an EvalResult), speedup, runtime_ms, error, duplicate_of, exchanges
         (a list of Exchange, replacing the stored ones), seed, profile (a
-        JSON-able dict: a ``ProfileReport.to_dict()``)."""
+        JSON-able dict: a ``ProfileReport.to_dict()``), retimed, nothing_new
+        (an ``agent_error`` the agent said ``NothingNew`` of)."""
         with self._tx() as cur:
             self._update(cur, node_id, fields, time.time())
         return self.get(node_id)
@@ -459,6 +462,8 @@ class TreeStore:
                 cols["source_hash"] = source_hash(v) if v else None
             elif k in ("plan", "summary", "error"):
                 cols[k] = _redact(v or "")
+            elif k == "nothing_new":
+                cols[k] = None if v is None else int(bool(v))
             else:
                 cols[k] = v
         cols["updated"] = now
@@ -545,4 +550,14 @@ def _node(r: sqlite3.Row) -> Node:
         updated=r["updated"],
         profile=json.loads(r["profile_json"]) if r["profile_json"] else None,
         retimed=json.loads(r["retimed_json"]) if r["retimed_json"] else None,
+        nothing_new=_nothing_new(r),
     )
+
+
+def _nothing_new(r: sqlite3.Row) -> bool:
+    """The row's flag; a row without one (written before the flag existed, by an older stark_lsp, or by a
+    writer that did not say) is read by its error text, as every reader did before: the one place that does."""
+    flag = r["nothing_new"]
+    if flag is not None:
+        return bool(flag)
+    return r["status"] == AGENT_ERROR and NOTHING_NEW in (r["error"] or "")

@@ -26,7 +26,6 @@ from typing import Any, Iterable
 
 from stark_lsp.agents.base import Usage
 from stark_lsp.search import usage as usage_sum
-from stark_lsp.source_digest import NOTHING_NEW
 from stark_lsp.speedups import vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
@@ -73,6 +72,7 @@ class NodeView:
     retimed_vs_root: float | None = None  # the re-timing's median against the root (search/retime.py)
     retimed_speedup: float | None = None  # the re-timing's median against eager
     usage: Usage = field(default_factory=Usage, hash=False)  # its agents' calls, tokens and cost (a copy)
+    nothing_new: bool = False  # an agent had nothing new to try from the parent: no candidate was made
 
     @property
     def correct(self) -> bool:
@@ -86,11 +86,6 @@ class NodeView:
     @property
     def in_flight(self) -> bool:
         return self.status in IN_FLIGHT
-
-    @property
-    def nothing_new(self) -> bool:
-        """An agent had nothing new to try from the parent: no candidate was made."""
-        return self.status == AGENT_ERROR and NOTHING_NEW in self.error
 
     @cached_property
     def is_reference(self) -> bool:
@@ -266,6 +261,7 @@ def node_view(n: Any) -> NodeView:
         retimed_vs_root=_retimed(getattr(n, "retimed", None), "vs_root"),
         retimed_speedup=_retimed(getattr(n, "retimed", None), "speedup"),
         usage=_usage(getattr(n, "usage", None)),
+        nothing_new=n.status == AGENT_ERROR and bool(getattr(n, "nothing_new", False)),
     )
 
 

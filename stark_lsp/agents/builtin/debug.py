@@ -13,8 +13,8 @@ From the failed node's summary and diagnostics it recognizes:
 Each kind of failure gives an ordered list of moves; the first whose repaired
 source is not in ``ctx.seen`` (the tree) is taken. Compile errors it does not
 recognize, failures with nothing to revert or shrink, and a failure whose
-every move gives a source the tree already holds raise AgentError marked
-``NOTHING_NEW``: it would say the same of that node every time, so the search
+every move gives a source the tree already holds raise NothingNew
+(``NOTHING_NEW``): it would say the same of that node every time, so the search
 never chooses the node again (a level-2 run spent 15 of its 17 attempts
 asking again, docs/benchmarks.md, session 10).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from stark_lsp.agents.base import AgentContext, AgentError, DebugResult
+from stark_lsp.agents.base import AgentContext, AgentError, DebugResult, NothingNew
 from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, status_part
 from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.tunable import Tunable, Value
@@ -63,13 +63,13 @@ class BuiltinDebugger:
         head = status_part(ctx.node_summary)
         if COMPILE.search(head) and not REVERTIBLE.search(head):
             first = next((l.strip() for l in ctx.node_diagnostics.splitlines() if l.strip()), ctx.node_summary)
-            raise AgentError(f"{NOTHING_NEW}: the built-in team cannot repair this compile error: {first[:300]}")
+            raise NothingNew(f"{NOTHING_NEW}: the built-in team cannot repair this compile error: {first[:300]}")
         return self._revert(ctx, tunables)
 
     # -- moves ---------------------------------------------------------------
     def _shrink(self, ctx: AgentContext, moves: list[Move], why: str) -> DebugResult:
         if not moves:
-            raise AgentError(f"{NOTHING_NEW}: the built-in team found no tunable to shrink for: {why}")
+            raise NothingNew(f"{NOTHING_NEW}: the built-in team found no tunable to shrink for: {why}")
         return self._first_new(ctx, moves, why)
 
     @staticmethod
@@ -116,7 +116,7 @@ class BuiltinDebugger:
             moves.append((dist, i, t, root_cfg[key]))
         if not moves:
             reason = ctx.node_summary.strip() or "the failure"
-            raise AgentError(f"{NOTHING_NEW}: the built-in team cannot repair {reason[:200]!r}: no tunable differs from "
+            raise NothingNew(f"{NOTHING_NEW}: the built-in team cannot repair {reason[:200]!r}: no tunable differs from "
                              f"the root")
         moves.sort(key=lambda m: (-m[0], m[1]))  # furthest from the root first; the earliest on a tie
         why = "back to the root's value after: " + (status_part(ctx.node_summary).strip() or "a failure")
@@ -128,7 +128,7 @@ class BuiltinDebugger:
             result = self._result(ctx, t, v, why)
             if source_digest(result.source) not in ctx.seen:
                 return result
-        raise AgentError(f"{NOTHING_NEW}: all {len(moves)} repair(s) of the built-in team for {why!r} give a "
+        raise NothingNew(f"{NOTHING_NEW}: all {len(moves)} repair(s) of the built-in team for {why!r} give a "
                          f"source already in the tree")
 
     @staticmethod

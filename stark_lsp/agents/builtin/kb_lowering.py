@@ -27,7 +27,7 @@ import random
 import re
 from typing import Any, Callable
 
-from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
+from stark_lsp.agents.base import AgentContext, AgentError, NothingNew, PlanResult
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
 from stark_lsp.agents.builtin import fusion
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
@@ -125,7 +125,7 @@ def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
     try:
         fused = fusion.analyse(source)
     except NotRecognized as e:
-        raise AgentError(
+        raise NothingNew(
             f"{NOTHING_NEW}: the built-in team cannot write this model in Triton: {e}. "
             f"Use an LLM team (--llm openai) for this task.") from e
     starts = list(STARTS["fused"])
@@ -138,7 +138,7 @@ def _instructions(ctx: AgentContext) -> list[str]:
     """Every starting point for this model, first to try first: torch.compile's code written out
     (when the root's evaluation brought it back and it can be written out), then the built-in
     templates or fused kernels at their defaults, then their other starts in an order drawn from
-    the seed. NotRecognized from both: AgentError saying why."""
+    the seed. NotRecognized from both: NothingNew saying why."""
     seed: list[str] = []
     why_not_seed = ""
     if ctx.compiled_code is not None:
@@ -149,10 +149,10 @@ def _instructions(ctx: AgentContext) -> list[str]:
             why_not_seed = f" (torch.compile's code could not be written out: {e})"
     try:
         _, what, starts = _lowering(ctx.node_source)
-    except AgentError as e:
+    except NothingNew as e:
         if seed:
             return seed
-        raise AgentError(f"{e}{why_not_seed}") from None
+        raise NothingNew(f"{e}{why_not_seed}") from None
     order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
     return seed + [instruction_for(what, starts[i]) for i in order]
 
@@ -170,7 +170,7 @@ def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -
         source = implemented(marked)
         if source is not None and source_digest(source) not in ctx.seen:
             return PlanResult(marked_source=marked, summary=instruction)
-    raise AgentError(f"{NOTHING_NEW}: every Triton starting point the built-in team knows for this model "
+    raise NothingNew(f"{NOTHING_NEW}: every Triton starting point the built-in team knows for this model "
                      f"({len(instructions)}) is already in the tree")
 
 

@@ -11,7 +11,7 @@ uniformly random option is taken instead. Deterministic under ``ctx.seed``.
 With ``ctx.seen`` (digests of every source in the tree) it carries out each
 option the way the built-in Code agent will and skips those whose source the
 tree already holds, taking the next-best option; with none left it raises
-``AgentError(NOTHING_NEW)`` so the policy moves on to another node.
+``NothingNew(NOTHING_NEW)`` so the policy moves on to another node.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 
-from stark_lsp.agents.base import AgentContext, AgentError, PlanResult
+from stark_lsp.agents.base import AgentContext, AgentError, NothingNew, PlanResult
 from stark_lsp.agents.builtin.code import BuiltinCoder
 from stark_lsp.agents.builtin.history import (
     config_of,
@@ -133,7 +133,7 @@ class BuiltinPlanner:
             return plan_lowering(ctx, lambda marked: self.implemented(ctx, marked))
         ranked = self.ranked(ctx)
         if not ranked:
-            raise AgentError(f"{NOTHING_NEW} (the built-in team has nothing left to try: every tunable value it "
+            raise NothingNew(f"{NOTHING_NEW} (the built-in team has nothing left to try: every tunable value it "
                              f"knows was tried)")
         if not ctx.seen:
             return self.mark(ctx, *ranked[0])
@@ -144,7 +144,7 @@ class BuiltinPlanner:
             if source is not None and source_digest(source) not in ctx.seen:
                 return result
             skipped += 1
-        raise AgentError(f"{NOTHING_NEW}: all {skipped} option(s) of the built-in team give a source already in the tree")
+        raise NothingNew(f"{NOTHING_NEW}: all {skipped} option(s) of the built-in team give a source already in the tree")
 
     @staticmethod
     def implemented(ctx: AgentContext, marked_source: str) -> str | None:

@@ -11,7 +11,6 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from stark_lsp.source_digest import NOTHING_NEW
 from ..node import ABANDONED, AGENT_ERROR, Node
 
 PLAN = "plan"  # Plan agent, then Code agent
@@ -75,7 +74,7 @@ class TreeView:
         """An agent said it has nothing new to try from this node (every move
         it knows gives a source the tree holds): choosing it again wastes an
         attempt. The tree only grows, so this stays true."""
-        return any(k.status == AGENT_ERROR and NOTHING_NEW in k.error for k in self.children(node.id))
+        return any(k.status == AGENT_ERROR and k.nothing_new for k in self.children(node.id))
 
     def fresh(self) -> list[Node]:
         """``candidates()`` without the exhausted nodes."""
