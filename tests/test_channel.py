@@ -2,17 +2,10 @@
 
 import pytest
 
-from stark_lsp.evaluate.wire.channel import ALIGN, ChannelError, check_output_headers, checked_number
+from stark_lsp.evaluate.wire.channel import ALIGN, ChannelError, check_output_headers
 from stark_lsp.evaluate.wire.digest import agrees
 
 HUGE = int("1" + "0" * 400)  # parses as JSON, overflows math.isfinite
-
-
-def test_numbers_must_be_finite_plain_and_in_range():
-    assert checked_number({"ms": 0.25}, "ms") == 0.25
-    for bad in (HUGE, float("nan"), float("inf"), True, "1", None, -1.0):
-        with pytest.raises(ChannelError):
-            checked_number({"ms": bad}, "ms", 0.0, 1e7)
 
 
 def tensor(offset=0, shape=(4,), dtype="float32", stored=True, nbytes=None):

@@ -5,7 +5,6 @@ from pathlib import Path
 from stark_lsp.tasks.kernels import (
     find_cuda_functions,
     find_kernels,
-    kernel_named,
     kernel_source,
     kernels_in_range,
     language_of,
@@ -179,8 +178,6 @@ def test_triton_half_typed_decorator():
 
 def test_helpers():
     ks = find_kernels(TRITON, "triton")
-    assert kernel_named(ks, "relu_kernel").name == "relu_kernel"
-    assert kernel_named(ks, "nope") is None
     add = ks[0]
     assert kernels_in_range(ks, add.end_line, add.end_line) == [add]
     assert kernels_in_range(ks, 0, 2) == []

@@ -94,13 +94,9 @@ def require_gpu_for_device(device: str) -> None:
 def needs_gpu(task: Any) -> bool:
     """Whether nothing of the task can run without a GPU: CUDA sources, and a
     KernelBench file whose own ModelNew builds CUDA with load_inline."""
-    if task.kind == "cuda":
-        return True
-    if task.kind == "kernelbench":
-        import re
+    from stark_lsp.tasks.gpu_need import gpu_need
 
-        return re.search(r"\b(load_inline|cpp_extension\.load)\b", task.root_source()) is not None
-    return False
+    return gpu_need(task) is not None
 
 
 def runs_on_cpu(device: str) -> bool:

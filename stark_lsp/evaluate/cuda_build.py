@@ -126,7 +126,7 @@ class CudaArtifact:
     resources: list[KernelResources]
 
 
-def source_flags(source: str) -> list[str]:
+def requested_nvcc_flags(source: str) -> list[str]:
     """Flags a candidate asks for in ``// stark-nvcc-flags: ...`` lines.
 
     Only flags that change code generation are accepted: a candidate must not
@@ -268,7 +268,7 @@ class CudaBuilder:
             report = CompileReport(ok=False, log=str(e), diagnostics=[Diagnostic(f"build settings: {e}")])
             return CudaArtifact("", None, report, [])
         try:
-            cand = source_flags(source)
+            cand = requested_nvcc_flags(source)
         except BuildError as e:
             report = CompileReport(ok=False, log=str(e), diagnostics=[Diagnostic(str(e), line=_flags_line(source))])
             return CudaArtifact("", None, report, [])

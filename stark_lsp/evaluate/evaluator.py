@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -34,9 +33,10 @@ from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
 from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refusal, make_layout, probe, root_refusal
+from stark_lsp.evaluate.unavailable import EvaluatorUnavailable
+from stark_lsp.tasks.gpu_need import builds_cuda_inline
 from stark_lsp.tasks.spec import TaskSpec
 
-_LOAD_INLINE = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
 # past a --timeout cap (EvalOptions.cap_s): what the judge may take to answer once its own deadline passed
 CAP_GRACE_S = 10.0
 
@@ -44,10 +44,6 @@ CAP_GRACE_S = 10.0
 def default_cache_dir() -> Path:
     base = os.environ.get("STARK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "stark-lsp")
     return Path(base)
-
-
-class EvaluatorUnavailable(RuntimeError):
-    """The evaluator itself cannot work (no worker starts): not the candidate's fault."""
 
 
 class Evaluator:
@@ -190,7 +186,7 @@ class Evaluator:
                 return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=art.report, resources=art.resources)
             job.update(library=str(art.library), compile=_report_dict(art.report),
                        resources=[r.__dict__ for r in art.resources], compile_seconds=art.report.seconds)
-        elif task.kind == "kernelbench" and _LOAD_INLINE.search(source):
+        elif task.kind == "kernelbench" and builds_cuda_inline(source):
             if not hw.get("is_gpu"):
                 return EvalResult(Status.NOT_RUN, "uses load_inline (CUDA); not run: no GPU")
             timeout += opts.compile_timeout_s

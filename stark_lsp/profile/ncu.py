@@ -335,7 +335,7 @@ class NcuProfiler:
         return "" if self.tool() else "ncu not found (PATH, $NCU, /opt/nvidia/nsight-compute/*/ncu, /usr/local/cuda/bin/ncu)"
 
     def _cuda_library(self, source: str, task: Any = None) -> tuple[str | None, str]:
-        from stark_lsp.evaluate.cuda_build import CudaBuilder, source_flags
+        from stark_lsp.evaluate.cuda_build import CudaBuilder, requested_nvcc_flags
 
         with self._lock:
             if self.builder is not None and not hasattr(self.builder, "build"):
@@ -343,7 +343,7 @@ class NcuProfiler:
             if self.builder is None:
                 self.builder = CudaBuilder(self.cache_dir, arch=cuda_arch())
         try:
-            flags = source_flags(source)
+            flags = requested_nvcc_flags(source)
         except Exception:  # noqa: BLE001 - the evaluator reported this already
             flags = []
         art = self.builder.build(source, flags, timeout_s=self.timeout_s, task=task)

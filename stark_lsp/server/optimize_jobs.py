@@ -34,6 +34,10 @@ from typing import Any
 
 from lsprotocol import types
 
+from stark_lsp.agents.base import AgentsUnavailable
+from stark_lsp.evaluate.unavailable import EvaluatorUnavailable
+from stark_lsp.search import EvaluatorFailed, SearchBusy, TaskBroken
+from stark_lsp.server.backend import BackendUnavailable
 from stark_lsp.server.diagnostics import CODE_NEEDS_GPU, CODE_RUN_FAILED, TaskProblem, same_text
 from stark_lsp.server.documents import DocState
 from stark_lsp.server.host import Host
@@ -42,27 +46,14 @@ from stark_lsp.server.optimize_state import Inbox, Job
 from stark_lsp.server.progress import PHASE_CHECK, PHASE_ROOT, PHASE_WORKER, WorkDone, final_text, progress_text
 from stark_lsp.server.trees import IN_FLIGHT, node_view
 from stark_lsp.speedups import CPU_NOTE as SPEED_CPU_NOTE
-from stark_lsp.tasks.spec import TaskSpec
+from stark_lsp.tasks.gpu_need import LOAD_INLINE, gpu_need
+from stark_lsp.tasks.spec import TaskError
 
 log = logging.getLogger(__name__)
 _tokens = itertools.count(1)
 
 GPU_NEEDED = "needs an NVIDIA GPU: nvcc compiled your kernel, but nothing can be run or timed here"
 CPU_NOTE = f"runs on the CPU here (no GPU): Triton under its interpreter, PyTorch on the CPU ({SPEED_CPU_NOTE})"
-
-
-def needs_gpu(task: TaskSpec) -> str | None:
-    """Why nothing of the task can run without a GPU, or None."""
-    if task.kind == "cuda":
-        return "cuda"
-    if task.kind == "kernelbench":
-        try:
-            text = task.root_source()
-        except OSError:
-            return None
-        if "load_inline" in text or "cpp_extension.load" in text:
-            return "load_inline"
-    return None
 
 
 def _disk_text(path: Path) -> str | None:
@@ -99,7 +90,7 @@ async def start_optimize(host: Host, uri: str, kernel: str, extra: int | None = 
     await host.settings_ready()
     settings = host.settings
     gpu = host.backend.gpu_available(settings)
-    if not gpu and needs_gpu(task):
+    if not gpu and gpu_need(task):
         return await refuse_without_gpu(host, state, kernel)
     refusal = await check_api_key(host)
     if refusal:
@@ -186,7 +177,7 @@ async def check_api_key(host: Host) -> str | None:
 async def refuse_without_gpu(host: Host, state: DocState, kernel: str) -> dict[str, Any]:
     """No search: compile the user's kernel once, then say why nothing can run here."""
     task = state.task
-    if needs_gpu(task) == "load_inline":
+    if gpu_need(task) == LOAD_INLINE:
         msg = f"{kernel} needs an NVIDIA GPU (its ModelNew builds CUDA with load_inline): nothing can be run or timed here"
         state.run_error = TaskProblem(msg, code=CODE_NEEDS_GPU)
         host.publish(state.uri)
@@ -308,21 +299,18 @@ def _void_after_move(backend: Any, store_path: Path, job: Job) -> None:
 
 
 def _failure(host: Host, job: Job, e: Exception) -> tuple[str, types.MessageType]:
-    from stark_lsp.agents.base import AgentsUnavailable
-
     if isinstance(e, AgentsUnavailable):  # the LLM endpoint cannot serve the team: nothing was spent
         return f"stopped: the LLM agents are unavailable: {str(e).splitlines()[0]}", types.MessageType.Error
-    name = type(e).__name__
-    if name == "TaskBroken":
+    if isinstance(e, TaskBroken):
         for state in _states(host, job):
             state.run_error = TaskProblem(f"the task is broken, so nothing can be judged: {e}", code=CODE_RUN_FAILED)
         return f"stopped: the task is broken: {e}", types.MessageType.Error
-    if name == "EvaluatorFailed" or "Evaluator" in name or "evaluator" in str(e):
-        host.backend.drop_evaluator(host.settings)  # start a fresh one next time
-    if job.stop_reason is not None and name in ("FileNotFoundError", "TaskError"):
+    if isinstance(e, (EvaluatorFailed, EvaluatorUnavailable)):  # a Ray actor set gone is one of them too;
+        host.backend.drop_evaluator(host.settings)  # start a fresh one next time (none was made if its import failed)
+    if job.stop_reason is not None and isinstance(e, (FileNotFoundError, TaskError)):
         return job.stop_reason, types.MessageType.Info  # the file went away under the search: already said why
-    text = str(e) if name in ("BackendUnavailable", "SearchBusy", "EvaluatorFailed", "EvaluatorUnavailable") \
-        else f"{name}: {e}"
+    text = str(e) if isinstance(e, (BackendUnavailable, SearchBusy, EvaluatorFailed, EvaluatorUnavailable)) \
+        else f"{type(e).__name__}: {e}"
     return f"stopped by an error: {text}", types.MessageType.Error
 
 

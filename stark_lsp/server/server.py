@@ -52,7 +52,7 @@ from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_languag
                                         resolve_task, update_kernels)
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import implement_marker, marker_spans
-from stark_lsp.server.optimize_jobs import needs_gpu, searches_payload, start_optimize, stop_optimize
+from stark_lsp.server.optimize_jobs import searches_payload, start_optimize, stop_optimize
 from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.progress import progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
@@ -64,6 +64,7 @@ from stark_lsp.server.text_edits import split_lines
 from stark_lsp.server.tree_cache import TreeCache
 from stark_lsp.server.tree_json import node_detail
 from stark_lsp.server.wire import Plain, converter as wire_converter
+from stark_lsp.tasks.gpu_need import gpu_need
 from stark_lsp.tasks.kernels import kernels_in_range
 from stark_lsp.tasks.spec import default_harness_path
 
@@ -145,9 +146,6 @@ class StarkServer(LanguageServer):
             if path == root or root in path.parents:
                 return root / STORE_DIR / STORE_FILE
         return find_workspace(path.parent) / STORE_DIR / STORE_FILE
-
-    def state_for_path(self, path: Path) -> DocState | None:
-        return next((s for s in self.docs.values() if s.path == path), None)
 
     def document_text(self, uri: str) -> str:
         return self.workspace.get_text_document(uri).source
@@ -476,7 +474,7 @@ class StarkServer(LanguageServer):
             continue_by = self.settings.budget
         orphan = self.orphans.get(state.path) if state.path else None
         cannot_run = ""
-        if job is None and kernels and state.task is not None and needs_gpu(state.task) \
+        if job is None and kernels and state.task is not None and gpu_need(state.task) \
                 and not self.backend.gpu_available(self.settings):
             # offered disabled with why, not offered and refused again at each try
             cannot_run = ("needs an NVIDIA GPU: nothing can be run or timed here (nvcc still compiles it: "

@@ -91,9 +91,6 @@ class Settings:
     # a KernelBench model on a GPU: time torch.compile of it, and start the built-in team from its code
     compile_baseline: bool = True
 
-    def model_for(self, agent: str) -> str | None:
-        return self.models.get(agent) or self.model
-
     def team_options(self) -> dict[str, Any]:
         """``make_team`` keyword arguments for the LLM client settings that are set."""
         got = {

@@ -2,8 +2,8 @@
 
 Two ways in, both cheap for the event loop:
 
-* ``put_node``: a search run by this server reports each node as it changes
-  (``Search(on_node=...)``); the node is merged in memory.
+* ``put_nodes``: a search run by this server reports each node as it changes
+  (``Search(on_node=...)``, batched by ``Inbox``); the nodes are merged in memory.
 * ``replace``: a worker thread read a whole tree from the store (at open, or
   because the store file changed: a search from a terminal).
 
@@ -44,9 +44,6 @@ class TreeCache:
     def _rebuild(self, task_id: str) -> None:
         nodes = self._nodes[task_id]
         self._views[task_id] = TreeView(task_id, tuple(nodes[k] for k in sorted(nodes)))
-
-    def put_node(self, task_id: str, node: Any) -> bool:
-        return self.put_nodes(task_id, [node])
 
     def put_nodes(self, task_id: str, nodes: list[Any]) -> bool:
         """Merge a batch of node updates (one rebuild for the batch)."""

@@ -104,10 +104,6 @@ def find_kernelbench_model(text: str) -> list[Kernel]:
     return [Kernel("Model", "kernelbench", start, end, start, m.start(1) - m.start())]
 
 
-def kernel_named(kernels: list[Kernel], name: str) -> Kernel | None:
-    return next((k for k in kernels if k.name == name), None)
-
-
 def kernels_in_range(kernels: list[Kernel], first_line: int, last_line: int) -> list[Kernel]:
     """Kernels whose lines overlap ``first_line..last_line`` (inclusive)."""
     return [k for k in kernels if k.start_line <= last_line and first_line <= k.end_line]

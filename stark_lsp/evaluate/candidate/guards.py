@@ -78,10 +78,6 @@ class LaunchCounter:
         self.on_launch: Any = None
         self._installed = False
 
-    def reset(self) -> None:
-        self.launches.clear()
-        self.reached.clear()
-
     def install(self) -> None:
         if self._installed:
             return

@@ -168,14 +168,6 @@ def finite_number(v: Any) -> bool:
     return abs(v) <= 1 << 53 if isinstance(v, int) else math.isfinite(v)
 
 
-def checked_number(msg: dict[str, Any], key: str, lo: float = 0.0, hi: float = 1e12) -> float:
-    """A finite number in [lo, hi] from a hostile message, else ChannelError."""
-    v = msg.get(key)
-    if not finite_number(v) or not lo <= v <= hi:
-        raise ChannelError(f"{key!r} must be a number in [{lo:g}, {hi:g}], got {v!r:.80}")
-    return float(v)
-
-
 def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[dict[str, Any]]:
     """Validate what a candidate process says about the outputs it wrote.
 
