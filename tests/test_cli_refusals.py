@@ -276,6 +276,21 @@ def test_a_harness_calling_its_reference_with_the_wrong_inputs_names_the_def_lin
     assert "task error: task error" not in out and "broken: task error" not in out and "Traceback" not in out, out
 
 
+TOO_BIG = BROKEN_REFERENCE.replace("(x * 2).view(3, -1, 7)", "x + torch.empty(1 << 46, 1 << 4)[:1, :1].sum()")
+
+
+def test_a_task_too_large_for_this_machine_is_a_task_error_with_the_fix(ws):
+    """A reference whose allocation fails (here 4 PiB; on the CPU the judge's own memory is capped at 3/4 of
+    RAM, so a real full-size task fails the same way instead of waking the kernel's OOM killer) is the
+    task's problem, said with the fix, not a crashed judge blamed on your kernel."""
+    (ws / "big.py").write_text(TOO_BIG)
+    r = stark("eval", "big.py", cwd=ws)
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "TASK_ERROR" in r.stdout, out
+    assert "do not fit this machine's memory" in r.stderr and "STARK_SMALL=1" in r.stderr, out
+    assert "big.py, line 7" in r.stderr and "Traceback" not in out and "SIGKILL" not in out, out
+
+
 def test_the_store_is_found_beside_the_task_from_any_folder(ws, tmp_path_factory):
     for f in ("swish_add.py", "swish_add.harness.py"):
         shutil.copy(SAMPLES / "mistuned" / f, ws / f)

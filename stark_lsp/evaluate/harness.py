@@ -10,6 +10,7 @@ the harness), never from the candidate: a candidate file that also defines
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,16 @@ import torch
 
 from stark_lsp.project_build.python_paths import ModulePlace, module_place
 from stark_lsp.tasks.spec import TaskSpec
+
+_HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory")
+MEMORY_HINT = ("; the task's sizes do not fit this machine's memory: on the CPU, STARK_SMALL=1 picks small shapes "
+               "where the task has them")
+
+
+def memory_hint(e: BaseException) -> str:
+    """``MEMORY_HINT`` for a failed host allocation (the judge's memory is capped on the CPU:
+    ``sandbox/limits.limit_judge_memory``), else ``""``."""
+    return MEMORY_HINT if isinstance(e, MemoryError) or _HOST_ALLOC.search(str(e)[:2000]) else ""
 
 
 class HarnessError(RuntimeError):
@@ -95,7 +106,7 @@ class Reference:
             with torch.device(self.device):  # torch.randn(...) lands on the device directly
                 xs = self.module.get_inputs()
         except Exception as e:
-            raise HarnessError(f"get_inputs() failed: {type(e).__name__}: {e}") from e
+            raise HarnessError(f"get_inputs() failed: {type(e).__name__}: {e}{memory_hint(e)}") from e
         if not isinstance(xs, (list, tuple)):
             raise HarnessError("get_inputs() must return a list of inputs")
         return [to_device(x, self.device) for x in xs]

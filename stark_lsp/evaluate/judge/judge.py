@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from stark_lsp.evaluate.gpu_limits import gpu_limits
-from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference
+from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference, memory_hint
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
@@ -762,7 +762,7 @@ def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: 
         given = f"; get_inputs() gives {inputs} input{'s' if inputs != 1 else ''}" if inputs is not None else ""
         where = f" ({Path(code.co_filename).name}, line {code.co_firstlineno}: def {code.co_name}{given})"
     msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-    return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}"
+    return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}{memory_hint(e)}"
 
 
 def _cuda_kernels(source: str) -> list[str]:

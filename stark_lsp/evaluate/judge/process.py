@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "such jobs at once, before the first arrives")
     args = ap.parse_args(argv)
 
-    from stark_lsp.evaluate.sandbox.limits import apply_limits
+    from stark_lsp.evaluate.sandbox.limits import apply_limits, limit_judge_memory
 
     apply_limits()
     _redirect_output(args.log)
@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                                     [str(p) for p in warm.get("hide", [])])
         if judge.is_gpu and args.memory_fraction:
             torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
+        if not judge.is_gpu:  # a task too large for this machine fails an allocation here, not the machine
+            limit_judge_memory()
         lock_key = os.environ.get("STARK_EVAL_LOCK_NAME") or (gpu_key(torch, judge.device) if judge.is_gpu else "")
 
         def waiting(mode: str, waited: float | None) -> None:

@@ -97,6 +97,14 @@ def apply_limits() -> None:
     apply({"core": 0, "msgqueue": 0, "nofile": OPEN_FILES})
 
 
+def limit_judge_memory() -> None:
+    """On the CPU, the judge's own data segment at 3/4 of RAM: a task whose full-size inputs and
+    outputs do not fit this machine fails an allocation in the judge (a clear task error) instead of
+    bringing the kernel's OOM killer onto whatever process it picks. Not with CUDA, whose driver maps
+    host memory the limit would count."""
+    apply({"data": ram_bytes() * 3 // 4})
+
+
 def snapshot() -> dict[str, tuple[int, int]]:
     return {name: resource.getrlimit(which) for name, which in _NAMES.items()}
 
