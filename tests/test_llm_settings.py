@@ -57,3 +57,15 @@ def test_the_servers_team_and_search_get_the_client_settings(monkeypatch):
     assert backend.make_team(s, Secret(None)) == "team"
     assert got["max_tokens"] == 2048 and got["read_timeout_s"] == 30.0 and got["model"] == "m"
     assert backend.search_config(s).context_tokens == 9000
+
+
+def test_the_editors_token_budget_reaches_the_search_of_an_llm_team_only():
+    from stark_lsp.server.backend import Backend
+
+    s, problems = parse_settings({"llm": "openai", "model": "m", "tokenBudget": 50000})
+    assert problems == [] and Backend().search_config(s).token_budget == 50000
+    s, problems = parse_settings({"tokenBudget": 50000})  # the built-in team uses no tokens
+    assert problems == [] and Backend().search_config(s).token_budget is None
+    s, problems = parse_settings({"llm": "openai", "tokenBudget": 0})
+    assert problems == ["stark.tokenBudget must be an integer >= 1, not 0"] and s.token_budget is None
+    assert parse_settings({"llm": "openai", "tokenBudget": None})[0].token_budget is None

@@ -151,6 +151,7 @@ class Backend:
             profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),
             context_tokens=settings.context_tokens,
+            token_budget=settings.token_budget if settings.llm != "builtin" else None,
             # an explicit compile_baseline: false in stark.evaluation's options is honoured as well
             compiled_seed=settings.compile_baseline and settings.eval_options.get("compile_baseline") is not False,
         )

@@ -11,11 +11,12 @@ Keys are camelCase as an editor writes them::
      "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true, "structured": true,
      "retries": 3, "timeoutRetries": 1,
      "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000,
-     "compileBaseline": true}
+     "tokenBudget": null, "compileBaseline": true}
 
 The LLM client keys map to ``make_team`` through ``Settings.team_options()``
 (unset keys keep the client's defaults, ``stark_lsp.agents.llm.client.DEFAULTS``);
-``contextTokens`` is ``SearchConfig.context_tokens``; ``compileBaseline`` is
+``contextTokens`` is ``SearchConfig.context_tokens``; ``tokenBudget`` is ``SearchConfig.token_budget``
+(an LLM team only: no attempt starts once its tokens reach it); ``compileBaseline`` is
 ``SearchConfig.compiled_seed`` (a KernelBench model on a GPU: torch.compile timed,
 and its code the built-in team's first start).
 
@@ -88,6 +89,7 @@ class Settings:
     timeout_retries: int | None = None
     temperatures: dict[str, float] = field(default_factory=dict)  # per agent
     context_tokens: int = 12000  # the token budget of one prompt
+    token_budget: int | None = None  # an LLM team's tokens over the tree: no attempt starts past it (None: no limit)
     # a KernelBench model on a GPU: time torch.compile of it, and start the built-in team from its code
     compile_baseline: bool = True
 
@@ -141,7 +143,8 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
             else:
                 s = replace(s, **{attr: value})
     for key, attr, low in (("maxTokens", "max_tokens", 1), ("retries", "retries", 0),
-                           ("timeoutRetries", "timeout_retries", 0), ("contextTokens", "context_tokens", 1)):
+                           ("timeoutRetries", "timeout_retries", 0), ("contextTokens", "context_tokens", 1),
+                           ("tokenBudget", "token_budget", 1)):
         if key in options and options[key] is not None:
             value = _int(options[key], -1, -1)
             if value < low:
