@@ -13,7 +13,7 @@ import time
 from typing import TextIO
 
 from stark_lsp.search.engine import Progress
-from stark_lsp.search.progress import best_text
+from stark_lsp.search.progress import best_text, doing_text
 from stark_lsp.speedups import speedup_text
 
 from . import fmt
@@ -26,8 +26,9 @@ def run_line(index: int, total: int, label: str, p: Progress | None, elapsed_s: 
     head = f"[{index + 1}/{total}] {label}"
     if p is None:
         return f"{head}  starting  | {fmt.duration(elapsed_s)}"
+    running = f"  running {p.running}{doing_text(p)}" if p.running else ""
     return (f"{head}  attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  failed {p.failures}"
-            f"  | {fmt.duration(elapsed_s)}")
+            f"{running}  | {fmt.duration(elapsed_s)}")
 
 
 def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:

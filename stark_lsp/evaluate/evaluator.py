@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stark_lsp.evaluate import phases
 from stark_lsp.evaluate.cuda_build import CudaBuilder
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
@@ -177,6 +178,7 @@ class Evaluator:
         started = time.monotonic()
         hw = self.pool.hardware()
         if task.kind == "cuda":
+            phases.report(phases.BUILDING)
             build_s = opts.compile_timeout_s if opts.cap_s is None else max(1.0, min(opts.compile_timeout_s, opts.cap_s))
             art = self.builder().build(source, opts.nvcc_flags, timeout_s=build_s, task=task)
             if not art.report.ok:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stark_lsp.evaluate import phases
 from stark_lsp.evaluate.sandbox.policy import SandboxRefused, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
@@ -91,8 +92,8 @@ class _Worker:
 
 
 def _progress(line: bytes) -> str | None:
-    """"started", "waiting", "resumed" or "restarted" for the judge's progress lines (process.py); None
-    for a reply."""
+    """"started", "waiting", "resumed", "restarted" or "phase" for the judge's progress lines (process.py);
+    None for a reply."""
     try:
         msg = json.loads(line)
     except ValueError:
@@ -107,6 +108,8 @@ def _progress(line: bytes) -> str | None:
         return "resumed"
     if msg.get("restarted") is True:
         return "restarted"
+    if "phase" in msg:
+        return "phase"
     return None
 
 
@@ -165,6 +168,7 @@ class WorkerPool:
                 pass
 
     def run(self, job: dict[str, Any], timeout_s: float) -> Reply:
+        phases.report(phases.QUEUED)  # until a judge takes it
         worker = self._acquire()
         with self._lock:
             self._busy.add(worker)
@@ -186,6 +190,7 @@ class WorkerPool:
         # the time limit counts only while the judge works: not while it waits at its GPU's gate (gpu_lock.py)
         left = timeout_s
         waiting = True  # until it says it started
+        doing = phases.STARTING  # what the judge does, for the progress lines
         running_until = 0.0
         while True:
             line = worker.read_line(time.monotonic() + LOCK_WAIT_S + left if waiting else running_until)
@@ -198,6 +203,11 @@ class WorkerPool:
             mark = _progress(line)
             if mark is None:
                 break
+            if mark == "phase":  # words for the progress lines (phases.py); no limit changes
+                doing = phases.after(json.loads(line).get("phase")) or doing
+                phases.report(doing)
+                continue
+            phases.report(phases.QUEUED if mark == "waiting" else doing)
             now = time.monotonic()
             if mark == "restarted":  # the judge evaluates the job again (alone, after running out of memory)
                 left = timeout_s

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, NothingNew, Team
+from stark_lsp.evaluate import phases
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
@@ -96,6 +97,9 @@ class Progress:
     best_is_root: bool = False  # nothing has beaten the user's kernel yet
     best_is_reference: bool = False  # ... and that kernel is the KernelBench reference itself
     cpu: bool = False  # the best's timings come from the CPU (interpreter), not a GPU
+    # what the evaluations in flight are doing (evaluate/phases.py), in the order an evaluation goes:
+    # (("building", 1), ("queued", 2), ...); words for a person, never a figure
+    doing: tuple[tuple[str, int], ...] = ()
 
     @property
     def best_vs_root(self) -> float | None:
@@ -223,6 +227,7 @@ class Search:
                                   n_root=self.config.n_root, n_child=self.config.n_child)
         self._nodes: dict[int, Node] = {}
         self._lock = threading.Lock()
+        self._doing: dict[int, str] = {}  # node id -> what its evaluation in flight is doing (phases.py)
         self._hardware = ""
         self._hardware_info: dict[str, Any] = {}
         self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
@@ -308,7 +313,25 @@ class Search:
             best_is_root=best is not None and best.parent_id is None,
             best_is_reference=best is not None and best.is_reference_itself,
             cpu=best is not None and best.cpu_timed,
+            doing=self._doing_counts(),
         )
+
+    def _doing_counts(self) -> tuple[tuple[str, int], ...]:
+        with self._lock:
+            now = list(self._doing.values())
+        return tuple((p, now.count(p)) for p in phases.ORDER if p in now)
+
+    def _evaluation_done(self, node_id: int) -> None:
+        with self._lock:
+            self._doing.pop(node_id, None)
+
+    def _evaluation_phase(self, node_id: int, phase: str) -> None:
+        """An evaluation in flight moved on (``evaluate/phases.py``): the progress line says so."""
+        with self._lock:
+            if self._doing.get(node_id) == phase:
+                return
+            self._doing[node_id] = phase
+        self._emit()
 
     def _emit(self, done: bool = False, message: str = "") -> None:
         if self.on_progress:
@@ -725,11 +748,13 @@ class Search:
     def _evaluate(self, node: Node) -> None:
         self._task_gone(node)
         try:
-            with self._gate.shared():  # waits while ncu runs (profile_exclusive)
+            with self._gate.shared(), phases.listening(lambda p: self._evaluation_phase(node.id, p)):
                 result: EvalResult = self.evaluator.evaluate(self.task, node.source, self._options(node))
         except Exception as e:
+            self._evaluation_done(node.id)
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
+        self._evaluation_done(node.id)
         if result.status.failed:
             self._task_gone(node)  # it went while this evaluation ran: the failure is not the candidate's
         if result.status is Status.TASK_ERROR:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from typing import TextIO
 
 from stark_lsp.speedups import speedup_text
@@ -25,9 +26,15 @@ def best_text(p: Progress) -> str:
     return f"{eager} (#{p.best_node_id})"
 
 
-def format_progress(p: Progress) -> str:
+def doing_text(p: Progress) -> str:
+    """`` (1 checking, 2 queued)``: what the evaluations in flight are doing; "" when none says."""
+    return f" ({', '.join(f'{n} {what}' for what, n in p.doing)})" if p.doing else ""
+
+
+def format_progress(p: Progress, doing: bool = True) -> str:
     line = (f"attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  "
-            f"failed {p.failures}  running {p.running}" + (f"  free {p.free}" if p.free else ""))
+            f"failed {p.failures}  running {p.running}" + (doing_text(p) if doing else "")
+            + (f"  free {p.free}" if p.free else ""))
     if p.message:
         line += f"  | {p.message}"
     return line
@@ -41,12 +48,16 @@ class ProgressPrinter:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self._last = ""
+        self._quiet = ""  # the last line printed, without its message
 
     def __call__(self, p: Progress) -> None:
-        line = format_progress(p)
-        if line == self._last:
-            return
+        # plain lines leave out what the evaluations in flight are doing: a line each time one moves on
+        # would bury the attempts; the live line shows it
+        line = format_progress(p, doing=self.tty)
+        if line == self._last or (not self.tty and not p.message and line == self._quiet):
+            return  # a plain line only when a count or a message changed
         self._last = line
+        self._quiet = format_progress(replace(p, message=""), doing=False)
         if not self.tty:
             self.stream.write(line + "\n")
         else:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
+from stark_lsp.search.progress import doing_text
 from stark_lsp.server.labels import best_text
 from stark_lsp.server.trees import TreeView
 
@@ -41,8 +42,8 @@ def progress_text(p: Any, tree: TreeView | None, phase: str | None = None, stopp
         return phase or PHASE_WORKER, 0
     msg = f"attempt {p.attempt}/{p.budget} · {best_text(tree) if tree is not None else 'no correct candidate yet'}"
     msg += f" · {p.correct} correct, {p.failures} failed"
-    if p.running:
-        msg += f", {p.running} running"
+    if p.running:  # and what they are doing: "2 running (1 checking, 1 queued)"
+        msg += f", {p.running} running{doing_text(p) if getattr(p, 'doing', ()) else ''}"
     if getattr(p, "message", ""):  # what an attempt waits for ("waiting for the plan agent (41 s, 310 tokens)")
         msg += f" · {p.message}"
     return msg, _pct(p)

@@ -56,6 +56,7 @@ class EvalState:
     phases: dict[str, float] = field(default_factory=dict)
     degenerate: str = ""
     memory: dict[str, list[float]] = field(default_factory=dict)  # each phase's GPU memory peak, GiB (trace)
+    on_mark: Any = None  # called with each phase's name as it ends (judge/process.py: a progress line)
     _since: float = field(default_factory=lambda: _perf())
 
     def mark(self, phase: str) -> None:
@@ -63,6 +64,8 @@ class EvalState:
         now = _perf()
         self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 4)
         self._since = now
+        if self.on_mark is not None:
+            self.on_mark(phase)
         if trace.enabled() and torch.cuda.is_initialized():  # the judge's own GPU memory in each phase: its peak
             self.memory[phase] = [round(torch.cuda.max_memory_allocated() / 2**30, 3),
                                   round(torch.cuda.max_memory_reserved() / 2**30, 3)]

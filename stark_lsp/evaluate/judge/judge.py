@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -127,6 +127,7 @@ class Judge:
         self._zygote_args: tuple[list[str], str] = ([], "auto")  # what the last zygote was made for
         self._hide: list[str] = []  # folders the sandbox covers beyond the usual (the evaluator's cache)
         self.gate = GpuGate("")  # the GPU's gate (process.py gives the machine-wide one): none here
+        self.on_phase: Callable[[str], None] | None = None  # each phase's name as it ends (process.py: a line)
         self._starting: tuple[threading.Thread, dict[str, BaseException]] | None = None  # a zygote on its way
 
     # ------------------------------------------------------------------
@@ -354,6 +355,7 @@ class Judge:
         source = cand_file.read_text()  # read for its kernel names, and sent to the process: the judge never runs it
         compile_report = build_dataclass(CompileReport, job["compile"]) if job.get("compile") else CompileReport(ok=True)
         state = EvalState(compile_report, [KernelResources(**r) for r in job.get("resources", [])], source_flags(source))
+        state.on_mark = self.on_phase
         self._profiler_next = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))
         timeout_s = opts.run_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
         if opts.cap_s is not None:  # --timeout: the whole evaluation, what the build before the judge spent included

@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.empty_cache()  # memory this one's allocator keeps cached but does not use now
 
         judge.gate = GpuGate(lock_key, on_wait=waiting)  # one per GPU, machine-wide
+        judge.on_phase = lambda phase: send({"phase": phase})  # for the progress lines (evaluate/phases.py)
         send({"ready": True, "hardware": judge.hardware(), "pid": os.getpid()})
     except Exception as e:  # the judge cannot start: say why, then exit
         send({"ready": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]})
