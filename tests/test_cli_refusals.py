@@ -27,11 +27,13 @@ NO_GPU = pytest.mark.skipif(gpu_present(), reason="checks the refusal on a machi
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 
-def stark(*args: str, cwd: Path, env: dict | None = None, python_flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def stark(*args: str, cwd: Path, env: dict | None = None, python_flags: tuple[str, ...] = (),
+          prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``python -m stark_lsp ARGS`` in ``cwd``; ``prefix``: a command that runs it (e.g. in a mount namespace)."""
     full = {k: v for k, v in os.environ.items() if k not in ("STARK_SMALL", "STARK_DEBUG")}
     full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
     full.update(env or {})
-    return subprocess.run([sys.executable, *python_flags, "-m", "stark_lsp", *args], cwd=cwd, env=full,
+    return subprocess.run([*prefix, sys.executable, *python_flags, "-m", "stark_lsp", *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=240)
 
 

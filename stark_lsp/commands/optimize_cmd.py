@@ -107,8 +107,18 @@ def best_path(task: Any, out: str | None) -> Path:
 
 def check_arguments(args: argparse.Namespace, task: Any) -> Path:
     """Everything that can be refused before any work; returns where the best kernel would go."""
+    from stark_lsp.search.tree_store import store_path
+
     out = best_path(task, args.out)
+    store = store_path(args.store, start=Path(task.path).resolve().parent).parent
+    store_ok = refusal.writable_folder(store)
+    if not args.out and not refusal.writable_folder(out.parent):  # a read-only workspace: say every fix at once
+        raise refusal.Refusal(f"the folder {out.parent} is not writable, and the best kernel goes beside the task: "
+                              f"give --out FILE" + ("" if store_ok else " and --store DIR (the search tree)")
+                              + " in a folder you can write")
     refusal.output_file(str(out), "--out")
+    if not store_ok:  # refused before any evaluator starts, as TreeStore.open would refuse it after
+        raise refusal.Refusal(f"cannot write the search tree at {store}: use --store DIR for a folder you can write")
     if out.resolve() == task.path.resolve() or (task.harness and out.resolve() == task.harness.resolve()):
         raise refusal.Refusal(f"--out {out} is the task's own file: name another file")
     if not args.cluster:

@@ -50,8 +50,18 @@ def output_file(path: str, option: str = "-o") -> Path:
     if not parent.is_dir():
         raise Refusal(f"{option} {path}: the folder {parent} does not exist: create it first (mkdir -p {parent})")
     if not os.access(parent, os.W_OK):
-        raise Refusal(f"{option} {path}: the folder {parent} is not writable")
+        raise Refusal(f"{option} {path}: the folder {parent} is not writable: give {option} a file in a folder "
+                      f"you can write")
     return p
+
+
+def writable_folder(folder: Path) -> bool:
+    """``folder``, or the nearest of its ancestors that exists (it would be made there), is a folder we may write
+    (``os.access``: a read-only file system says no to root too)."""
+    folder = Path(folder).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder.is_dir() and os.access(folder, os.W_OK)
 
 
 def write_file(path: Path, text: str, option: str = "-o") -> None:

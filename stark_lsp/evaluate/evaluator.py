@@ -43,7 +43,7 @@ CAP_GRACE_S = 10.0
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("STARK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "stark-lsp")
+    base = os.environ.get("STARK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stark-lsp")
     return Path(base)
 
 
