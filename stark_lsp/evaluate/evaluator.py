@@ -43,7 +43,8 @@ CAP_GRACE_S = 10.0
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("STARK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stark-lsp")
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")  # set but empty: unset
+    base = os.environ.get("STARK_CACHE_DIR") or os.path.join(xdg, "stark-lsp")
     return Path(base)
 
 
