@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from stark_lsp.evaluate import protocol as evaluator_protocol
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.search.engine import Progress, Search, SearchConfig
 from stark_lsp.search.tree_store import TreeStore
@@ -44,7 +45,8 @@ def eval_options(config: BenchConfig) -> EvalOptions:
 
 
 class BenchRunner:
-    def __init__(self, tasks: list[TaskSpec], names: list[str], config: BenchConfig, evaluator: Any | list[Any], team: Any,
+    def __init__(self, tasks: list[TaskSpec], names: list[str], config: BenchConfig,
+                 evaluator: evaluator_protocol.Evaluator | list[evaluator_protocol.Evaluator], team: Any,
                  out_dir: Path, on_record: RecordFn | None = None, on_progress: ProgressFn | None = None,
                  on_start: StartFn | None = None, cancel: threading.Event | None = None,
                  options: EvalOptions | None = None):
@@ -75,7 +77,7 @@ class BenchRunner:
             groups.setdefault(k.task, []).append((i, k))
         queue = list(groups.values())
 
-        def lane(evaluator: Any, gpu: int | None) -> None:
+        def lane(evaluator: evaluator_protocol.Evaluator, gpu: int | None) -> None:
             while not self.cancel.is_set():
                 with lock:
                     if not queue:
@@ -96,9 +98,9 @@ class BenchRunner:
                             self.on_record(rec, i, len(keys))
 
         if len(self.evaluators) == 1:
-            lane(self.evaluators[0], getattr(self.evaluators[0], "gpu", None))
+            lane(self.evaluators[0], evaluator_protocol.gpu_index(self.evaluators[0]))
         else:
-            threads = [threading.Thread(target=lane, args=(ev, getattr(ev, "gpu", n)), name=f"bench-gpu{n}", daemon=True)
+            threads = [threading.Thread(target=lane, args=(ev, evaluator_protocol.gpu_index(ev, n)), name=f"bench-gpu{n}", daemon=True)
                        for n, ev in enumerate(self.evaluators)]
             for t in threads:
                 t.start()
@@ -173,11 +175,7 @@ class BenchRunner:
 
 
 def _is_gpu(evaluator: Any) -> bool:
-    info = getattr(evaluator, "hardware_info", None)
-    try:
-        return bool(info and info().get("is_gpu"))
-    except Exception:  # noqa: BLE001
-        return False
+    return evaluator_protocol.is_gpu(evaluator)
 
 
 def _evaluator_error(evaluator: Any, task: TaskSpec, options: EvalOptions) -> str:

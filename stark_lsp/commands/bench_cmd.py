@@ -17,6 +17,7 @@ from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.commands.llm_args import in_flight_for_server, token_budget
+from stark_lsp.evaluate import protocol as evaluator_protocol
 
 NAME = "bench"
 HELP = "benchmark the search policies on a set of tasks (samples, a KernelBench folder): success, fast_p, speedups"
@@ -169,7 +170,7 @@ def _hardware(evaluators: list[Any]) -> str:
             names.append(f"unknown ({e})")
     if len(evaluators) == 1:
         return names[0]
-    gpus = [getattr(ev, "gpu", None) for ev in evaluators]
+    gpus = [evaluator_protocol.gpu_index(ev) for ev in evaluators]
     per_gpu = len(evaluators) // max(1, len(set(gpus)))  # --jobs: searches sharing each GPU
     sharing = f", {per_gpu} searches at once on each" if per_gpu > 1 else ""
     if len(set(gpus)) == 1:  # --jobs on one device: one GPU, not several
@@ -223,7 +224,7 @@ def _probe(team: Any, evaluator: Any) -> int | None:
     from stark_lsp.safe_text import for_terminal
 
     probe = getattr(team, "probe", None)
-    if probe is None or (hasattr(evaluator, "refusal") and evaluator.refusal()):
+    if probe is None or evaluator_protocol.refusal(evaluator):
         return None
     try:
         for notice in probe():
@@ -389,9 +390,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         for evaluator in evaluators:
-            close = getattr(evaluator, "close", None)
-            if close:
-                close()
+            evaluator_protocol.close(evaluator)
     complete = not cancel.is_set() and len(records) == planned
     write(complete=complete)
     doc = report_json.build_document(header, records, complete)

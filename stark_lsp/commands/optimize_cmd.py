@@ -20,6 +20,7 @@ from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.commands.llm_args import add_llm_arguments, in_flight_for_server, token_budget
+from stark_lsp.evaluate import protocol as evaluator_protocol
 
 NAME = "optimize"
 HELP = "search for a faster kernel: Plan, Code and Debug agents over a tree of evaluated candidates"
@@ -187,14 +188,12 @@ def run(args: argparse.Namespace) -> int:
             store = TreeStore.open(path)
         except StoreError as e:
             raise refusal.Refusal(str(e)) from None
-        if args.concurrency is None and getattr(evaluator, "placement", None) is not None:
-            config.concurrency = evaluator.placement.actors + 1  # keep every actor busy while agents work
+        if args.concurrency is None and evaluator_protocol.placement(evaluator) is not None:
+            config.concurrency = evaluator_protocol.placement(evaluator).actors + 1  # keep every actor busy while agents work
         with store:
             return _search(args, task, store, path, evaluator, team, config, out)
     finally:
-        close = getattr(evaluator, "close", None)
-        if close:
-            close()
+        evaluator_protocol.close(evaluator)
 
 
 def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluator: Any, team: Any,
@@ -231,13 +230,13 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     try:
         try:
             if getattr(team, "probe", None):  # a dead endpoint: found before any timing
-                refused = evaluator.refusal(task) if hasattr(evaluator, "refusal") else None
+                refused = evaluator_protocol.refusal(evaluator, task)
                 if refused:  # but an evaluator that will refuse the team's candidates says so first
                     raise EvaluatorUnavailable(refused)
                 for notice in team.probe():
                     print(f"stark optimize: {for_terminal(notice)}", file=sys.stderr)
                 fitted = in_flight_for_server(team)
-                if fitted and args.concurrency is None and getattr(evaluator, "placement", None) is None:
+                if fitted and args.concurrency is None and evaluator_protocol.placement(evaluator) is None:
                     config.concurrency = fitted[0]
                     print(f"stark optimize: {fitted[1]}", file=sys.stderr)
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, NothingNew, Team
-from stark_lsp.evaluate import phases
+from stark_lsp.evaluate import phases, protocol as evaluator_protocol
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
@@ -176,9 +176,7 @@ def default_profiler(evaluator: Any) -> tuple[Any, str]:
         return None, "ncu not found (PATH, $NCU, /opt/nvidia/nsight-compute/*/ncu, /usr/local/cuda/bin/ncu)"
     if not gpu_present():
         return None, "no GPU on this machine"
-    builder = getattr(evaluator, "builder", None)
-    return NcuProfiler(cache_dir=getattr(evaluator, "cache_dir", None), builder=builder if callable(builder) else None,
-                       sandbox=getattr(evaluator, "sandbox_policy", "auto")), ""
+    return NcuProfiler(**evaluator_protocol.profiler_parts(evaluator)), ""
 
 
 def _default_markers() -> ModuleType:
@@ -203,7 +201,7 @@ class Search:
         self,
         task: TaskSpec,
         store: TreeStore,
-        evaluator: Any,
+        evaluator: evaluator_protocol.Evaluator,
         team: Team,
         config: SearchConfig | None = None,
         on_progress: Callable[[Progress], None] | None = None,
@@ -550,9 +548,7 @@ class Search:
                 if stop in ("cancelled", "wall time reached") and not self._stopping:
                     self._stopping = True  # evaluations in flight are stopped too, not waited for
                     self._stop_was = stop
-                    stop_all = getattr(self.evaluator, "cancel", None)
-                    if stop_all is not None:
-                        stop_all()
+                    evaluator_protocol.cancel_all(self.evaluator)
                 done, _ = wait(list(inflight), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
                     nid = inflight.pop(fut)

@@ -26,6 +26,8 @@ import re
 import subprocess
 from typing import Any, Iterable
 
+from stark_lsp.evaluate.protocol import hardware_info
+
 from .node import Node
 from .task_card import floor_of
 
@@ -36,12 +38,10 @@ def hardware_facts(evaluator: Any) -> dict[str, Any]:
     """``evaluator.hardware_info()`` (empty when it has none or fails) with the
     compiler versions filled in where it does not report them."""
     info: dict[str, Any] = {}
-    get = getattr(evaluator, "hardware_info", None)
-    if callable(get):
-        try:
-            info = dict(get() or {})
-        except Exception as e:  # no worker yet, Ray down...: the card says unknown
-            info = {"error": f"{type(e).__name__}: {e}"}
+    try:
+        info = hardware_info(evaluator)
+    except Exception as e:  # no worker yet, Ray down...: the card says unknown
+        info = {"error": f"{type(e).__name__}: {e}"}
     remote = bool(info.get("cluster"))  # a Ray evaluator: this machine's toolchain may not be the one used
     if not remote:
         for name in ("torch", "triton"):
