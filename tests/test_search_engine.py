@@ -346,6 +346,11 @@ def test_an_attempt_the_search_stopped_is_not_a_failure_and_is_redone(env):
     cut = [n for n in store.nodes(task.task_id()) if n.parent_id is not None and n.status == ABANDONED]
     assert cut and all("redone when the search continues" in n.error for n in cut)
     assert not any(n.failed for n in store.nodes(task.task_id()))
+    search(env, budget=3, ev=FakeEvaluator(), concurrency=1)[0].run()  # the search continues: the slot is redone
+    again = [n for n in store.nodes(task.task_id()) if n.id in {c.id for c in cut}]
+    assert again and all(n.error.endswith("its attempt was redone when the search continued") for n in again)
+    done = [n for n in store.nodes(task.task_id()) if n.parent_id is not None and n.status != ABANDONED]
+    assert len([n for n in done if n.spends_budget]) == 3
 
 
 def test_each_candidate_races_the_best_so_far_and_the_re_timing_does_not(env):

@@ -107,6 +107,11 @@ class Progress:
         return self.best_vs_yours
 
 
+# a stopped attempt's note: its budget slot is redone by the next run of the search, which then says so
+REDONE_LATER = ": redone when the search continues"
+REDONE_NOW = ": its attempt was redone when the search continued"
+
+
 class EvaluatorFailed(RuntimeError):
     """The evaluator itself raised (not a bad candidate: a broken evaluator).
     The search stops; the node is abandoned and redone on resume."""
@@ -347,6 +352,8 @@ class Search:
             self.store.create_tree(self.task)
             abandoned = self.store.abandon_in_flight(self.task_id)
             for n in self.store.nodes(self.task_id):
+                if n.status == ABANDONED and (n.error or "").endswith(REDONE_LATER):  # this run redoes its slot
+                    n = self.store.update_node(n.id, error=n.error[: -len(REDONE_LATER)] + REDONE_NOW)
                 self._record(n)
             try:
                 self._hardware = str(self.evaluator.hardware())
@@ -758,7 +765,7 @@ class Search:
             raise TaskBroken(f"{result.message} (fix the task, then run again)")
         if result.stopped:  # cut by the search's own stop: no verdict on the candidate; redone if the search goes on
             why = "the run's --wall-time passed" if self._stop_was == "wall time reached" else "stopped by Ctrl-C / Cancel"
-            self._update(node.id, status=ABANDONED, error=f"{why}: redone when the search continues")
+            self._update(node.id, status=ABANDONED, error=f"{why}{REDONE_LATER}")
             return
         status, speed, runtime, err = outcome_fields(result)
         if node.is_reference_itself and speed is not None:
