@@ -78,6 +78,7 @@ def test_a_builtin_tree_renders_as_before(tmp_path, monkeypatch, capsys):
     assert json.loads(show(task, capsys, "--json"))["usage"] is None
     j = tree_json(tree_view("t", nodes))
     assert j["usage"] is None and [n["tokens"] for n in j["nodes"]] == [None, None, None]
+    assert j["usage_text"] == "" and {n["tokens_text"] for n in j["nodes"]} == {""}
     from stark_lsp.search.render import table
 
     assert "tok" not in table(nodes)
@@ -90,6 +91,9 @@ def test_the_editor_tree_has_the_total_and_tokens_per_node(tmp_path):
     assert j["usage"] == {"prompt_tokens": 12700, "completion_tokens": 1370, "tokens": 14070, "calls": 3,
                           "cost_usd": None}
     assert [n["tokens"] for n in j["nodes"]] == [None, 13250, 820]
+    # the texts the tree view draws are the CLI's own (search/usage.py), not formatted again in TypeScript
+    assert j["usage_text"] == usage.line(usage.total(nodes)) and "3 calls" in j["usage_text"]
+    assert [n["tokens_text"] for n in j["nodes"]] == ["", "13.2k tok", "820 tok"]
     assert usage.total(view.nodes) == usage.total(nodes)  # one sum for the CLI and the editor
     json.dumps(j)  # the wire carries it as it is
     assert tree_json(None)["usage"] is None

@@ -42,6 +42,7 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
         "summary": summary,
         "duplicate_of": n.duplicate_of,
         "tokens": usage.tokens(n.usage),  # prompt + completion tokens of its agents; None: no agent call
+        "tokens_text": usage.cell(n.usage),  # "12.3k tok" as the CLI's table shows it; "" without a call
     }
 
 
@@ -60,7 +61,7 @@ def node_extra(tree: TreeView, n: NodeView) -> dict[str, Any]:
 def tree_json(tree: TreeView | None) -> dict[str, Any]:
     """The tree for ``stark/tree``: every node, light (the details come with ``stark/node``)."""
     if tree is None:
-        return {"best": None, "usage": None, "nodes": []}
+        return {"best": None, "usage": None, "usage_text": "", "nodes": []}
     best = tree.best
     root = tree.root
     return {
@@ -75,6 +76,7 @@ def tree_json(tree: TreeView | None) -> dict[str, Any]:
         "failed": tree.failed,
         "cpu": tree.cpu,
         "usage": usage.as_json(tree.usage),  # the tree's agents' total; None for the built-in team
+        "usage_text": usage.line(tree.usage),  # the same, as stark show's line; "" for the built-in team
         "nodes": [node_json(tree, n) for n in tree.nodes],
     }
 

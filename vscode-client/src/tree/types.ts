@@ -19,6 +19,8 @@ export interface TreeNode {
   runtime_ms: number | null;
   summary: string;
   duplicate_of?: number | null;
+  /** Its agents' prompt + completion tokens, as the CLI's table shows them ("12.3k tok"); "" without a call. */
+  tokens_text?: string;
 }
 
 export interface SearchTree {
@@ -38,6 +40,8 @@ export interface SearchTree {
   failed?: number;
   /** Timed on the CPU (Triton interpreter): not GPU timings. */
   cpu?: boolean;
+  /** An LLM team's calls and tokens over the tree, as `stark show` says them; "" for the built-in team. */
+  usage_text?: string;
   /** A search for this file is running, and its progress line. */
   running?: boolean;
   progress?: string | null;

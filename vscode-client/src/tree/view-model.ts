@@ -80,6 +80,7 @@ export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
     tree.best_text ?? '',
     running ? `running: ${tree.progress ?? ''}` : '',
     tree.cpu ? 'CPU interpreter: for checking, not speed' : '',
+    tree.usage_text ?? '',
   ].filter(Boolean);
   const nodes = viewNodes(tree);
   const spent = !running && tree.nodes.length > 0 && typeof tree.budget === 'number' && attempts >= tree.budget;
@@ -103,7 +104,7 @@ export function nodeDetail(reply: NodeDetailReply): NodeDetail {
   const figure = reply.parent === null ? 'the baseline' : reply.gain_text || reply.outcome.replace('_', ' ');
   return {
     id: reply.id,
-    title: `#${reply.id} ${reply.kind.replace('_', ' + ')} · ${figure}${runtime}`,
+    title: `#${reply.id} ${reply.kind.replace('_', ' + ')} · ${figure}${runtime}${reply.tokens_text ? ` · ${reply.tokens_text}` : ''}`,
     summary: [reply.summary, reply.eager_text ? `against the reference: ${reply.eager_text}` : '', reply.error, reply.profile]
       .filter((x) => x)
       .join('\n'),

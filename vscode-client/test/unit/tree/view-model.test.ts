@@ -27,6 +27,16 @@ describe('tree view model', () => {
     assert.equal(m.type === 'tree' && m.continueBy, 3);
   });
 
+  it("names an LLM team's tokens in the header and on a node, as the CLI says them", () => {
+    const usage = 'agents, whole tree: 14 calls, 45.2k prompt + 3.1k completion tokens';
+    const m = treeMessage({ ...sampleTree(), usage_text: usage }, 'k.py');
+    assert.ok(m.type === 'tree' && m.subtitle.endsWith(` · ${usage}`));
+    assert.match(nodeDetail(reply({ tokens_text: '12.3k tok' })).title, / · 12\.3k tok$/);
+    assert.doesNotMatch(nodeDetail(reply()).title, /tok/); // the built-in team: no calls, nothing said
+    const builtin = treeMessage({ ...sampleTree(), usage_text: '' }, 'k.py');
+    assert.doesNotMatch(builtin.type === 'tree' ? builtin.subtitle : '', /tokens/);
+  });
+
   it('says CPU timings are not GPU timings', () => {
     const m = treeMessage({ ...sampleTree(), cpu: true }, 'k.py');
     assert.match(m.type === 'tree' ? m.subtitle : '', /CPU interpreter: for checking, not speed/);
