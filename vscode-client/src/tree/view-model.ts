@@ -5,7 +5,10 @@
  * A node's "nothing new to try" children (an agent had no new move from it:
  * no candidate, one attempt of the budget) are drawn as one small cluster
  * ("3× nothing new"), not as failed candidates: in a long search they can be
- * half of the tree.
+ * half of the tree. Likewise a node's failed children that led nowhere (no
+ * child of their own: no repair was tried from them) are one "5×" failed
+ * cluster, whose detail lists each with its error: at 200 nodes and more the
+ * tree is then the attempts that mattered.
  */
 import { bestGainSeries } from './chart';
 import { layoutTree } from './layout';
@@ -25,7 +28,30 @@ export interface ViewNode {
   count?: number; // a cluster: how many attempts it stands for
 }
 
-export const clusterId = (parent: number) => -parent - 1;
+export type ClusterKind = 'nothing_new' | 'failed';
+
+/** A cluster's id: negative, odd for "nothing new", even for failed leaves. */
+export const clusterId = (parent: number, kind: ClusterKind = 'nothing_new') =>
+  kind === 'nothing_new' ? -(2 * parent + 1) : -(2 * parent + 2);
+
+/** The parent and kind of a cluster's id (``clusterId``'s inverse). */
+export function clusterOf(id: number): { parent: number; kind: ClusterKind } {
+  const n = -id;
+  return n % 2 === 1 ? { parent: (n - 1) / 2, kind: 'nothing_new' } : { parent: (n - 2) / 2, kind: 'failed' };
+}
+
+/** Each parent's children of ``kind`` that are drawn as one cluster (two or more of them). */
+function clusters(tree: SearchTree, kind: ClusterKind, keep: Set<number>): Map<number, TreeNode[]> {
+  const parents = new Set(tree.nodes.map((n) => n.parent));
+  const groups = new Map<number, TreeNode[]>();
+  for (const n of tree.nodes) {
+    if (n.parent === null || n.outcome !== kind || keep.has(n.id)) continue;
+    if (kind === 'failed' && parents.has(n.id)) continue; // a failure the Debug agent worked from stays drawn
+    groups.set(n.parent, [...(groups.get(n.parent) ?? []), n]);
+  }
+  for (const [parent, group] of groups) if (group.length < 2) groups.delete(parent);
+  return groups;
+}
 
 function title(n: TreeNode): string {
   const what = n.parent === null ? 'your kernel (the baseline)' : n.outcome.replace('_', ' ');
@@ -33,17 +59,20 @@ function title(n: TreeNode): string {
   return `#${n.id} ${n.kind.replace('_', ' + ')} · ${what}${fig}${n.summary ? `\n${n.summary}` : ''}`;
 }
 
+function bestPath(tree: SearchTree): Set<number> {
+  const best = bestCandidate(tree.nodes, tree.best);
+  return new Set(best ? pathToRoot(tree.nodes, best.id) : []);
+}
+
 export function viewNodes(tree: SearchTree): ViewNode[] {
   const best = bestCandidate(tree.nodes, tree.best);
-  const path = new Set(best ? pathToRoot(tree.nodes, best.id) : []);
-  const nothingNew = new Map<number, TreeNode[]>();
-  for (const n of tree.nodes) {
-    if (n.outcome === 'nothing_new' && n.parent !== null) nothingNew.set(n.parent, [...(nothingNew.get(n.parent) ?? []), n]);
-  }
+  const path = bestPath(tree);
+  const nothingNew = clusters(tree, 'nothing_new', path);
+  const failed = clusters(tree, 'failed', path);
+  const inCluster = new Set([...nothingNew.values(), ...failed.values()].flat().map((n) => n.id));
   const out: ViewNode[] = [];
   for (const n of tree.nodes) {
-    const group = n.parent !== null ? nothingNew.get(n.parent) : undefined;
-    if (n.outcome === 'nothing_new' && group && group.length > 1) continue; // drawn as its parent's cluster
+    if (inCluster.has(n.id)) continue; // drawn as its parent's cluster
     out.push({
       id: n.id,
       parent: n.parent,
@@ -54,8 +83,19 @@ export function viewNodes(tree: SearchTree): ViewNode[] {
       onPath: path.has(n.id),
     });
   }
+  for (const [parent, group] of failed) {
+    out.push({
+      id: clusterId(parent, 'failed'),
+      parent,
+      outcome: 'failed',
+      label: `${group.length}×`,
+      title: `${group.length} failed attempts from #${parent}, none worked from further: #${group.map((g) => g.id).join(', #')}`,
+      best: false,
+      onPath: false,
+      count: group.length,
+    });
+  }
   for (const [parent, group] of nothingNew) {
-    if (group.length < 2) continue;
     out.push({
       id: clusterId(parent),
       parent,
@@ -116,9 +156,21 @@ export function nodeDetail(reply: NodeDetailReply): NodeDetail {
 }
 
 export function clusterDetail(tree: SearchTree, id: number): NodeDetail | undefined {
-  const parent = -id - 1;
-  const group = tree.nodes.filter((n) => n.parent === parent && n.outcome === 'nothing_new');
+  const { parent, kind } = clusterOf(id);
+  const group = clusters(tree, kind, bestPath(tree)).get(parent) ?? [];
   if (group.length === 0) return undefined;
+  if (kind === 'failed') {
+    return {
+      id,
+      title: `${group.length} failed attempts from #${parent}`,
+      summary: `None of these led to a repair or a further move, so they are drawn as one:\n` +
+        group.map((g) => `#${g.id} ${g.status.replace('_', ' ')}: ${g.summary.split('\n')[0]}`).join('\n'),
+      source: '',
+      diff: '(failed attempts: open one with "stark show --node N" for its diff and error)',
+      canApply: false,
+      whyNot: 'failed attempts cannot be applied',
+    };
+  }
   return {
     id,
     title: `${group.length} attempts from #${parent}: nothing new to try`,

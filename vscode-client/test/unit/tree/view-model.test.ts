@@ -1,7 +1,7 @@
 import { strict as assert } from 'assert';
 import { isFromWebview } from '../../../src/tree/messages';
 import type { NodeDetailReply } from '../../../src/tree/types';
-import { clusterDetail, clusterId, nodeDetail, treeMessage, viewNodes } from '../../../src/tree/view-model';
+import { clusterDetail, clusterId, clusterOf, nodeDetail, treeMessage, viewNodes } from '../../../src/tree/view-model';
 import { node, sampleTree } from './fixtures';
 
 function reply(extra: Partial<NodeDetailReply> = {}): NodeDetailReply {
@@ -54,6 +54,41 @@ describe('tree view model', () => {
     const d = clusterDetail(t, clusterId(1));
     assert.equal(d?.canApply, false);
     assert.match(d?.summary ?? '', /#6, #7/);
+  });
+
+  it('draws failed attempts that led nowhere as one cluster per parent, and keeps those a repair started from', () => {
+    const t = sampleTree();
+    t.nodes.push(node(6, 1, null, 'failed'), node(7, 1, null, 'failed', { status: 'runtime_error', summary: 'oob\nmore' }),
+      node(8, 1, null, 'failed'), node(9, 8, 1.1, 'faster', { kind: 'debug' }));
+    const v = viewNodes(t);
+    const cluster = v.find((n) => n.id === clusterId(1, 'failed'));
+    assert.equal(cluster?.count, 2); // #6 and #7; #8 has the Debug agent's child, so it stays drawn
+    assert.equal(cluster?.outcome, 'failed');
+    assert.equal(v.some((n) => n.id === 6 || n.id === 7), false);
+    assert.ok(v.some((n) => n.id === 8) && v.some((n) => n.id === 9));
+    assert.ok(v.some((n) => n.id === 2)); // alone under the root: drawn as itself
+    const d = clusterDetail(t, clusterId(1, 'failed'));
+    assert.equal(d?.canApply, false);
+    assert.match(d?.summary ?? '', /#7 runtime error: oob$/m);
+    assert.doesNotMatch(d?.summary ?? '', /#8/);
+    for (const parent of [0, 1, 7, 1234]) {
+      for (const kind of ['nothing_new', 'failed'] as const) assert.deepEqual(clusterOf(clusterId(parent, kind)), { parent, kind });
+    }
+  });
+
+  it('draws a 1000-attempt search of mostly failures as the attempts that mattered', () => {
+    const nodes = [node(0, null, 1, 'root')];
+    let id = 1;
+    for (let p = 0; p < 100; p++) {
+      const parent = id++;
+      nodes.push(node(parent, 0, 1 + p / 100));
+      for (let k = 0; k < 9; k++) nodes.push(node(id++, parent, null, k % 3 ? 'failed' : 'nothing_new'));
+    }
+    const t = { ...sampleTree(), nodes, best: 991 }; // the last tried node, 1.99×
+    const v = viewNodes(t);
+    assert.equal(nodes.length, 1001);
+    assert.equal(v.length, 1 + 100 * 3); // the root, each tried node, its failed cluster and its nothing-new cluster
+    assert.equal(v.filter((n) => n.count).reduce((a, n) => a + (n.count ?? 0), 0), 900);
   });
 
   it("builds the detail from stark/node, with why Apply is disabled", () => {
