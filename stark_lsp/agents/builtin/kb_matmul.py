@@ -82,8 +82,8 @@ def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s
             acc += tl.dot(av, bv, input_precision="ieee")
         else:
             acc += tl.dot(av, bv)
-        a_ptrs += BLOCK_K * s_ak
-        b_ptrs += BLOCK_K * s_bk
+        a_ptrs += tl.cast(s_ak, tl.int64) * BLOCK_K  # 64-bit: a stride over 2^25 times BLOCK_K wraps in 32
+        b_ptrs += tl.cast(s_bk, tl.int64) * BLOCK_K
     c = c_ptr + split.to(tl.int64) * s_cs + batch * s_cb + rm.to(tl.int64)[:, None] * s_cm + rn.to(tl.int64)[None, :] * s_cn
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=m_in & n_in)
 

@@ -87,8 +87,8 @@ def _stark_gemm_epilogue(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, s_xm, s_xk, s_wn, 
             acc += tl.dot(av, bv, input_precision="ieee")
         else:
             acc += tl.dot(av, bv)
-        x_ptrs += BLOCK_K * s_xk
-        w_ptrs += BLOCK_K * s_wk
+        x_ptrs += tl.cast(s_xk, tl.int64) * BLOCK_K  # 64-bit: a stride over 2^25 times BLOCK_K wraps in 32
+        w_ptrs += tl.cast(s_wk, tl.int64) * BLOCK_K
     cmask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_BIAS:
         acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
