@@ -12,7 +12,8 @@ remote parts are fake:
   compile there; one containing ``STARK_FAKE_EVALUATOR_CRASH`` makes the
   evaluator itself raise (a crashed evaluator); a harness line with
   ``STARK_FAKE_TASK_BROKEN`` makes the reference "raise" there (a broken task,
-  named by its harness line as the real judge names it); with ``STARK_FAKE_GPU=0``
+  named by its harness line as the real judge names it); ``STARK_FAKE_FAIL_RATE`` (default 0)
+  fails that share of the other sources to compile, drawn from their hash; with ``STARK_FAKE_GPU=0``
   the machine has no GPU: a CUDA source is only compile-checked (``not_run``)
   and Triton timings are CPU timings;
 * the team's planner wraps the first kernel's last line in a marker, the
@@ -56,6 +57,13 @@ def fake_speedup(source: str) -> float:
     return round(0.8 + (h % 1000) / 500, 3)  # 0.8 .. 2.8
 
 
+def _root_source(task: TaskSpec) -> str | None:
+    try:
+        return task.root_source()
+    except OSError:
+        return None
+
+
 def _timing(ms: float) -> Timing:
     return Timing(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, std_ms=0.0, reps=10)
 
@@ -88,6 +96,11 @@ class FakeEvaluator:
             if "STARK_FAKE_TASK_BROKEN" in line:
                 return EvalResult(Status.TASK_ERROR, f"task error: the reference raised TypeError: fake breakage "
                                                      f"({harness.name}, line {i}: {line.strip()[:80]})")
+        rate = float(os.environ.get("STARK_FAKE_FAIL_RATE", "0") or 0)
+        if rate and source != _root_source(task) and fake_speedup(source + "\x00fail") < 0.8 + 2.0 * rate:
+            return EvalResult(Status.COMPILE_ERROR, "fake: this variant does not compile",
+                              compile=CompileReport(ok=False, log="fake: this variant does not compile",
+                                                    diagnostics=[Diagnostic(message="fake compile error")]))
         gpu = fake_gpu()
         if task.kind == "cuda" and not gpu:
             return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=CompileReport(ok=True))

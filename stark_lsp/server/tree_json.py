@@ -71,7 +71,8 @@ def tree_json(tree: TreeView | None) -> dict[str, Any]:
         "baseline": baseline_name(tree),
         "against": against(tree),
         "best_text": best_text(tree),
-        "attempts": tree.finished,
+        "attempts": tree.spent,  # as the CLI's "attempt N/budget" and the hover count them
+        "free": tree.finished - tree.spent,  # finished without spending budget: nothing new, or duplicates
         "correct": tree.correct,
         "failed": tree.failed,
         "cpu": tree.cpu,

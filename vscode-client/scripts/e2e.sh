@@ -18,6 +18,8 @@
 #                       stand-in evaluator and agents, tests/fake_backend.py)
 #   STARK_E2E_BUDGET    search budget (default 3)
 #   STARK_E2E_ONLY      run only these scenarios (comma-separated, see drive.mjs)
+#   STARK_E2E_TREE      attempts in big_tree.py's search tree (default 120)
+#   STARK_E2E_TREE_FAIL the share of them that fail (default 0; the fake evaluator's STARK_FAKE_FAIL_RATE)
 #   STARK_E2E_TIMEOUT_S how long the whole run may take (default 1800)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,8 +61,10 @@ done
 cp "$M/swish_add.py" "$WS/fill_me.py"   # no harness: the quick fix makes one
 cp "$REPO/samples/cuda/softmax_rows.cu" "$REPO/samples/cuda/softmax_rows.harness.py" "$WS/"
 log "workspace $WS ($BACKEND backend, budget $BUDGET)"
-log "a search tree of 120 attempts for big_tree.py (the tests' fake evaluator and team)"
-STARK_FAKE_GPU=0 PYTHONPATH="$REPO" "$PY" - "$WS" <<'PY'
+export STARK_E2E_TREE="${STARK_E2E_TREE:-120}"  # drive.mjs reads it too
+log "a search tree of $STARK_E2E_TREE attempts for big_tree.py (the tests' fake evaluator and team)"
+STARK_FAKE_GPU=0 STARK_FAKE_FAIL_RATE="${STARK_E2E_TREE_FAIL:-0}" PYTHONPATH="$REPO" "$PY" - "$WS" <<'PY'
+import os
 import sys
 from pathlib import Path
 from stark_lsp.search import Search, SearchConfig, TreeStore
@@ -69,7 +73,8 @@ from tests.fake_backend import FakeEvaluator, fake_team
 ws = Path(sys.argv[1])
 task = load_task(ws / "big_tree.py")
 store = TreeStore.open(ws / ".stark" / "tree.sqlite")
-Search(task, store, FakeEvaluator(delay=0), fake_team(), SearchConfig(budget=120, concurrency=1)).run()
+Search(task, store, FakeEvaluator(delay=0), fake_team(),
+       SearchConfig(budget=int(os.environ["STARK_E2E_TREE"]), concurrency=1)).run()
 print(f"{len(store.nodes(task.task_id()))} nodes", file=sys.stderr)
 PY
 

@@ -35,7 +35,10 @@ export interface SearchTree {
   baseline?: string;
   /** "best 2.35× your kernel (#14)", or why there is none yet. */
   best_text?: string;
+  /** Finished attempts that spent budget, as the CLI counts them. */
   attempts?: number;
+  /** Finished attempts that spent none (an agent's "nothing new", a duplicate source). */
+  free?: number;
   correct?: number;
   failed?: number;
   /** Timed on the CPU (Triton interpreter): not GPU timings. */

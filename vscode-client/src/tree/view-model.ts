@@ -116,7 +116,8 @@ export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
   const baselineMs = tree.baseline_ms ?? tree.nodes.find((n) => n.parent === null)?.runtime_ms;
   const parts = [
     typeof baselineMs === 'number' ? `${tree.baseline ?? 'your kernel'}: ${baselineMs.toPrecision(4)} ms` : '',
-    `${attempts} attempt${attempts === 1 ? '' : 's'}${typeof tree.correct === 'number' ? `, ${tree.correct} correct` : ''}`,
+    `${attempts} attempt${attempts === 1 ? '' : 's'}${typeof tree.correct === 'number' ? `, ${tree.correct} correct` : ''}` +
+      (tree.free ? `, ${tree.free} free (nothing new, or duplicates)` : ''),
     tree.best_text ?? '',
     running ? `running: ${tree.progress ?? ''}` : '',
     tree.cpu ? 'CPU interpreter: for checking, not speed' : '',

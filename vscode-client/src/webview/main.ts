@@ -4,7 +4,9 @@
  *
  * Pan and zoom move the tree's viewBox: drag to pan, wheel (or +/-) to zoom
  * about the pointer, "Fit" (or 0) to see it all. The view stays where the
- * user put it while the tree grows; until then it follows the whole tree.
+ * user put it while the tree grows; until then it follows the whole tree, or,
+ * where the whole tree would draw its nodes smaller than MIN_NODE_PX (a search
+ * of a few hundred attempts), the best node at a size that can be read.
  */
 import type { FromWebview, NodeDetail, ToWebview } from '../tree/messages';
 
@@ -20,8 +22,29 @@ interface Box {
   w: number;
   h: number;
 }
-let view: Box | undefined; // undefined: fit the whole tree
+let view: Box | undefined; // undefined: follow the tree (autoBox)
 let natural: Box = { x: 0, y: 0, w: 1, h: 1 };
+const MIN_NODE_PX = 9; // a node's radius on screen below which the tree opens zoomed in, not fitted
+
+/** The view while the user has not moved it: the whole tree, or a legible part of it around the best node. */
+function autoBox(): Box {
+  const s = svg();
+  const pane = $('tree-pane').getBoundingClientRect();
+  const circle = s?.querySelector('.best-node circle') ?? s?.querySelector('.root circle') ?? s?.querySelector('circle');
+  const r = Number(circle?.getAttribute('r')) || 0;
+  const fit = Math.min(pane.width / natural.w, pane.height / natural.h) || 1;
+  if (!circle || !r || r * fit >= MIN_NODE_PX || !pane.width || !pane.height) return natural;
+  const k = MIN_NODE_PX / r; // pixels per tree unit
+  const w = Math.min(natural.w, pane.width / k);
+  const h = Math.min(natural.h, pane.height / k);
+  const cx = Number(circle.getAttribute('cx'));
+  const cy = Number(circle.getAttribute('cy'));
+  const x = Math.max(natural.x, Math.min(natural.x + natural.w - w, cx - w / 2));
+  const y = Math.max(natural.y, Math.min(natural.y + natural.h - h, cy - h / 2));
+  return { x, y, w, h };
+}
+
+const current = (): Box => view ?? autoBox();
 
 function svg(): SVGSVGElement | null {
   return $('tree').querySelector('svg');
@@ -30,20 +53,20 @@ function svg(): SVGSVGElement | null {
 function applyView(): void {
   const s = svg();
   if (!s) return;
-  const b = view ?? natural;
+  const b = current();
   s.setAttribute('viewBox', `${b.x} ${b.y} ${b.w} ${b.h}`);
-  $('zoom-level').textContent = view ? `${Math.round((natural.w / b.w) * 100)}%` : '';
+  $('zoom-level').textContent = b.w !== natural.w || b.h !== natural.h ? `${Math.round((natural.w / b.w) * 100)}%` : '';
 }
 
 /** Pixels per tree unit at the current view (the SVG keeps its aspect ratio, "meet"). */
 function scale(): number {
   const pane = $('tree-pane').getBoundingClientRect();
-  const b = view ?? natural;
+  const b = current();
   return Math.min(pane.width / b.w, pane.height / b.h) || 1;
 }
 
 function zoom(factor: number, clientX?: number, clientY?: number): void {
-  const b = view ?? { ...natural };
+  const b = { ...current() };
   const pane = $('tree-pane').getBoundingClientRect();
   const s = scale();
   // the tree point under the pointer (or the middle of what is shown) stays put
@@ -137,7 +160,7 @@ document.addEventListener('keydown', (e) => {
   if (e.key === '+' || e.key === '=') zoom(1.25);
   else if (e.key === '-') zoom(1 / 1.25);
   else if (e.key === '0') {
-    view = undefined;
+    view = { ...natural };
     applyView();
   }
 });
@@ -147,7 +170,7 @@ let drag: { x: number; y: number; box: Box } | undefined;
 let dragged = false;
 $('tree-pane').addEventListener('mousedown', (e) => {
   if (e.button !== 0) return;
-  drag = { x: e.clientX, y: e.clientY, box: { ...(view ?? natural) } };
+  drag = { x: e.clientX, y: e.clientY, box: { ...current() } };
   dragged = false;
 });
 window.addEventListener('mousemove', (e) => {
@@ -175,7 +198,7 @@ $('tree-pane').addEventListener(
   { passive: false },
 );
 $('fit').addEventListener('click', () => {
-  view = undefined;
+  view = { ...natural }; // the whole tree, however small its nodes; the view then stays there
   applyView();
 });
 $('zoom-in').addEventListener('click', () => zoom(1.25));

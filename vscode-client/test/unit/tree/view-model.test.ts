@@ -22,6 +22,11 @@ describe('tree view model', () => {
     assert.equal(m.continueBy, undefined);
   });
 
+  it('counts attempts as the CLI does, the free ones apart', () => {
+    const m = treeMessage({ ...sampleTree(), attempts: 200, free: 26, correct: 145 }, 'k.py');
+    assert.match(m.type === 'tree' ? m.subtitle : '', /· 200 attempts, 145 correct, 26 free \(nothing new, or duplicates\) ·/);
+  });
+
   it('offers to continue when the budget is spent and nothing runs', () => {
     const m = treeMessage({ ...sampleTree(), running: false, budget: 3 }, 'k.py');
     assert.equal(m.type === 'tree' && m.continueBy, 3);
