@@ -188,8 +188,9 @@ def run(args: argparse.Namespace) -> int:
             store = TreeStore.open(path)
         except StoreError as e:
             raise refusal.Refusal(str(e)) from None
-        if args.concurrency is None and evaluator_protocol.placement(evaluator) is not None:
-            config.concurrency = evaluator_protocol.placement(evaluator).actors + 1  # keep every actor busy while agents work
+        placement = evaluator_protocol.placement(evaluator)
+        if args.concurrency is None and placement is not None:
+            config.concurrency = placement.actors + 1  # keep every actor busy while agents work
         with store:
             return _search(args, task, store, path, evaluator, team, config, out)
     finally:

@@ -754,10 +754,10 @@ class Search:
             with self._gate.shared(), phases.listening(lambda p: self._evaluation_phase(node.id, p)):
                 result: EvalResult = self.evaluator.evaluate(self.task, node.source, self._options(node))
         except Exception as e:
-            self._evaluation_done(node.id)
             self._update(node.id, status=ABANDONED, error=f"the evaluator failed: {type(e).__name__}: {e}")
             raise EvaluatorFailed(f"the evaluator failed on node #{node.id}: {type(e).__name__}: {e}") from e
-        self._evaluation_done(node.id)
+        finally:
+            self._evaluation_done(node.id)
         if result.status.failed:
             self._task_gone(node)  # it went while this evaluation ran: the failure is not the candidate's
         if result.status is Status.TASK_ERROR:
