@@ -90,9 +90,11 @@ def _stark_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_ab, s_am, s_ak, s_bb, s
 
 @triton.jit(do_not_specialize=["R", "K", "k_split"])
 def _stark_gemv_kernel(x_ptr, v_ptr, y_ptr, R, K, s_xb, s_xr, s_xk, s_vb, s_vk, s_ys, s_yb, k_split,
-                       BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+                       BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, ALIGN: tl.constexpr):
     # y[b, r] (over a slice of K) = sum_k x[b, r, k] * v[b, k]: a [BLOCK_R, BLOCK_K] tile of partial sums,
     # reduced as a tree at the end; axis 1: the batch; axis 2: the slice of K
+    K = K // ALIGN * ALIGN  # unchanged (ALIGN divides both): K's mask is constant over ALIGN elements,
+    k_split = k_split // ALIGN * ALIGN  # so x's rows are read ALIGN elements at once
     rows = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
     batch = tl.program_id(1).to(tl.int64)
     split = tl.program_id(2).to(tl.int64)
@@ -127,6 +129,15 @@ def _stark_sms(device):
     if device.type != "cuda":
         return 4
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _stark_align(*sizes):
+    """The largest power of two up to 16 that divides every size."""
+    a = 16
+    for s in sizes:
+        while a > 1 and s % a:
+            a //= 2
+    return a
 
 
 def _stark_k_split(K, programs, sms, block_k):
@@ -173,7 +184,7 @@ class ModelNew(Model):
             ws = C if nsplit == 1 else torch.empty((nsplit, batch, R), device=A.device, dtype=torch.float32)
             _stark_gemv_kernel[(triton.cdiv(R, GEMV_BLOCK_R), batch, nsplit)](
                 X, V, ws, R, K, s_xb, s_xr, s_xk, s_vb, s_vk, batch * R, R, k_split,
-                BLOCK_R=GEMV_BLOCK_R, BLOCK_K=GEMV_BLOCK_K, num_warps=4)
+                BLOCK_R=GEMV_BLOCK_R, BLOCK_K=GEMV_BLOCK_K, ALIGN=_stark_align(K, k_split), num_warps=4)
         else:
             BLOCK_M = 128
             BLOCK_N = 128

@@ -24,8 +24,18 @@ def _op_params(n: int, slots: int) -> str:
 
 
 def _sizes(names: str) -> str:
-    """Sizes are never specialized (a size of 1 would become a constant and change the arithmetic's types)."""
+    """Sizes are never specialized (a size of 1 would become a constant and change the arithmetic's types).
+    What the compiler loses by that, that a vector's size is a multiple of 16, comes back through
+    ``_aligned``."""
     return ", ".join(repr(n) for n in names.split())
+
+
+def _aligned(size: str, align: str) -> str:
+    """``size`` rewritten as a visible multiple of the constexpr ``align`` (the runtime's ``_stark_align``:
+    a power of two that divides it, so the value is unchanged). Triton's analysis then knows a mask
+    ``i < size`` over a contiguous ``i`` is constant over ``align`` elements, and loads and stores that
+    many elements as one vector; without it every masked access is one element."""
+    return f"{size} = {size} // {align} * {align}"
 
 
 def _modes(n: int) -> str:
@@ -56,8 +66,10 @@ def pointwise_kernel(name: str, tree: Tree, doc: str) -> str:
     return f'''
 @triton.jit(do_not_specialize=["G0", "G1", "G2", "G3", "N"])
 def {name}(y_ptr, {_op_params(n, 4)}G0, G1, G2, G3, N, {_modes(n)}CDT: tl.constexpr, FLAT: tl.constexpr,
-           BLOCK: tl.constexpr):
+           BLOCK: tl.constexpr, ALIGN: tl.constexpr):
     # {doc}
+    {_aligned("G3", "ALIGN")}
+    {_aligned("N", "ALIGN")}
     pid = tl.program_id(0).to(tl.int64)
     if FLAT:  # one vector over every element
         f = pid * BLOCK + tl.arange(0, BLOCK)
@@ -208,8 +220,11 @@ def reduce_kernel(name: str, tree: Tree, acc: str, finish: str, doc: str) -> str
     return f'''
 @triton.jit(do_not_specialize=[{_sizes("K0 K1 K2 KV R0 R1 RV REPEAT REP_STRIDE")}])
 def {name}({_op_params(n, 7)}{outs}{ws}K0, K1, K2, KV, R0, R1, RV, REPEAT, REP_STRIDE, {_modes(n)}
-           CDT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
+           CDT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr,
+           ALIGN_K: tl.constexpr, ALIGN_R: tl.constexpr):
     # {doc}
+    {_aligned("KV", "ALIGN_K")}
+    {_aligned("RV", "ALIGN_R")}
     pid = tl.program_id(0).to(tl.int64)
     sp = pid % SPLIT
     q = pid // SPLIT

@@ -242,6 +242,16 @@ def _stark_sms(device):
     return _STARK_SMS[key]
 
 
+def _stark_align(*sizes):
+    """The largest power of two up to 16 that divides every size: a kernel may take its vector's size
+    as a multiple of it (``kernels._aligned``) and move that many elements at once."""
+    a = 16
+    for s in sizes:
+        while a > 1 and s % a:
+            a //= 2
+    return a
+
+
 class _StarkLaunch:
     """What one kernel launch needs: ``grid``, positional ``args`` and constexpr ``meta``."""
 
@@ -268,7 +278,7 @@ def _stark_pointwise(shape, ops, block):
     for i, v in enumerate(args):
         flat_args.append(v)
         flat_args.extend(g[2][i] for g in groups)
-    meta.update(FLAT=flat, BLOCK=block)
+    meta.update(FLAT=flat, BLOCK=block, ALIGN=_stark_align(last))  # total is a multiple of last
     return _StarkLaunch(grid, flat_args + sizes + [total], meta)
 
 
@@ -354,7 +364,8 @@ def _stark_reduce(shape, dims, ops, outs, block_r, block_k, split_groups=None):
         flat.append(o)
         flat.extend(slots[s][2][n_in + j] for s in range(4))
     kept_total = kept_programs // triton.cdiv(sizes[3], block_k) * sizes[3]
-    meta.update(BLOCK_R=block_r, BLOCK_K=block_k, SPLIT=split)
+    meta.update(BLOCK_R=block_r, BLOCK_K=block_k, SPLIT=split, ALIGN_K=_stark_align(sizes[3]),
+                ALIGN_R=_stark_align(RV))
     return _StarkLaunch((kept_programs * split,), None, meta, head=flat, tail=sizes + [repeat, rep_stride],
                         split=split, kept=kept_total, sizes=sizes, block_k=block_k,
                         out_strides=[[slots[s][2][n_in + j] for s in range(4)] for j in range(len(outs))],
