@@ -1,7 +1,8 @@
 /**
  * The search-tree webview: one panel, showing one file's tree at a time,
  * refreshed on `stark/treeChanged`. A node's source and diff are fetched
- * (`stark/node`) when it is clicked.
+ * (`stark/node`) when it is clicked. Which folded subtrees the user opened
+ * is kept here, per file and kernel shown, and the tree redrawn when it changes.
  */
 import * as vscode from 'vscode';
 import type { ServerManager } from './server';
@@ -20,6 +21,8 @@ export class TreePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private target: TreeParams | undefined;
   private tree: SearchTree | undefined;
+  /** The top nodes of the folded subtrees the user opened. */
+  private readonly expanded = new Set<number>();
   private readonly shown = new vscode.EventEmitter<SearchTree>();
   /** Fires each time a tree has been sent to the webview. */
   readonly onDidShowTree = this.shown.event;
@@ -35,6 +38,7 @@ export class TreePanel implements vscode.Disposable {
   }
 
   show(target: TreeParams): void {
+    if (this.target?.uri !== target.uri || this.target?.kernel !== target.kernel) this.expanded.clear();
     this.target = target;
     this.tree = undefined;
     if (!this.panel) this.panel = this.createPanel();
@@ -52,7 +56,7 @@ export class TreePanel implements vscode.Disposable {
   update(tree: SearchTree): void {
     if (!this.panel || !this.target) return;
     this.tree = tree;
-    this.post(treeMessage(tree, vscode.workspace.asRelativePath(vscode.Uri.parse(this.target.uri))));
+    this.post(treeMessage(tree, vscode.workspace.asRelativePath(vscode.Uri.parse(this.target.uri)), { expanded: this.expanded }));
     this.shown.fire(tree);
   }
 
@@ -72,7 +76,7 @@ export class TreePanel implements vscode.Disposable {
   private async select(id: number): Promise<void> {
     if (!this.target) return;
     if (id < 0) {
-      const detail = this.tree && clusterDetail(this.tree, id);
+      const detail = this.tree && clusterDetail(this.tree, id, { expanded: this.expanded });
       if (detail) this.post({ type: 'detail', detail });
       return;
     }
@@ -104,6 +108,10 @@ export class TreePanel implements vscode.Disposable {
       if (m.type === 'ready') {
         if (this.tree) this.update(this.tree);
         else await this.refresh();
+      } else if (m.type === 'fold') {
+        if (m.open) this.expanded.add(m.id);
+        else this.expanded.delete(m.id);
+        if (this.tree) this.update(this.tree);
       } else if (m.type === 'select') {
         await this.select(m.id);
       } else if (m.type === 'apply') {

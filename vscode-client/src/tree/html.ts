@@ -34,6 +34,7 @@ header p { margin: 0 0 6px; opacity: .85; font-size: .92em; overflow-wrap: anywh
 .legend i.failed { background: #c0392b; } .legend i.running { background: #888; }
 .legend i.nothing-new { background: transparent; border: 1.5px dashed #999; width: 7px; height: 7px; }
 .legend i.best { border: 3px solid #f5c518; width: 6px; height: 6px; }
+.legend i.folded { background: transparent; border: 3px solid #c0392b; border-right-color: #b08a3a; width: 6px; height: 6px; }
 main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(320px, 42%); min-height: 0; }
 @media (max-width: 760px) {
   main { grid-template-columns: minmax(0, 1fr); grid-template-rows: minmax(0, 40%) minmax(0, 60%); }
@@ -43,7 +44,22 @@ main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(320px, 42%); 
 #tree-pane.dragging { cursor: grabbing; }
 #tree { width: 100%; height: 100%; }
 #tree svg { width: 100%; height: 100%; display: block; }
-#zoom-level { position: absolute; right: 8px; bottom: 6px; font-size: .8em; opacity: .7; }
+#zoom-level { position: absolute; left: 8px; bottom: 6px; font-size: .8em; opacity: .7; pointer-events: none; }
+#minimap { position: absolute; right: 8px; bottom: 8px; z-index: 1; cursor: pointer; line-height: 0;
+  background: var(--vscode-editorWidget-background, var(--vscode-editor-background, #1e1e1e));
+  border: 1px solid var(--vscode-editorWidget-border, var(--vscode-panel-border, #8886)); box-shadow: 0 1px 6px #0006; }
+#minimap:focus { outline: 1px solid var(--vscode-focusBorder, #09f); outline-offset: 1px; }
+#minimap svg { display: block; width: 100%; height: 100%; }
+.mini-back { fill: transparent; }
+.mini-edge { fill: none; stroke: var(--vscode-foreground); stroke-opacity: .25; stroke-width: .75; }
+.mini-path { fill: none; stroke: #f5c518; stroke-width: 2; }
+.mini-dot { fill: none; stroke-linecap: round; stroke-width: 3.5; }
+.mini-dot.root { stroke: #6c8ebf; } .mini-dot.faster { stroke: #3fa34d; } .mini-dot.slower { stroke: #b08a3a; }
+.mini-dot.failed { stroke: #c0392b; } .mini-dot.running { stroke: #888; } .mini-dot.nothing-new { stroke: #999; }
+.mini-dot.abandoned { stroke: #777; }
+.mini-dot.best { stroke-width: 4.5; }
+.mini-dot.best-node { stroke: #f5c518; stroke-width: 7; }
+.mini-view { fill: var(--vscode-focusBorder, #09f); fill-opacity: .12; stroke: var(--vscode-focusBorder, #09f); stroke-width: 1.5; }
 aside { display: flex; flex-direction: column; min-height: 0; min-width: 0; border-left: 1px solid var(--vscode-panel-border, #8884); }
 #detail { flex: 1; min-height: 0; overflow: auto; padding: 8px 12px; }
 #detail h3 { margin: 0 0 4px; font-size: 1em; }
@@ -74,6 +90,17 @@ aside { display: flex; flex-direction: column; min-height: 0; min-width: 0; bord
 .node text { fill: #fff; font-size: 11px; font-weight: 600; pointer-events: none; }
 svg.compact .node text { font-size: 8px; }
 .node text.id { fill: var(--vscode-foreground); font-weight: 400; opacity: .7; }
+.node.folded circle.fold-back { fill: var(--vscode-editor-background, #1e1e1e); stroke-dasharray: 2 2; stroke-opacity: .8; }
+.node.folded circle.slice { fill: none; stroke-opacity: 1; }
+.node.folded circle.hole { fill: var(--vscode-editor-background, #1e1e1e); stroke: none; }
+.node.folded text.count { fill: var(--vscode-foreground); }
+svg.compact .node.folded text.count { font-size: 9px; }
+.slice.failed { stroke: #c0392b; } .slice.slower { stroke: #b08a3a; } .slice.nothing-new { stroke: #999; } .slice.abandoned { stroke: #777; }
+.fold-toggle { cursor: pointer; }
+.fold-toggle circle { fill: var(--vscode-button-secondaryBackground, #555); stroke: var(--vscode-foreground); stroke-opacity: .6; stroke-width: 1; }
+.fold-toggle path { stroke: var(--vscode-button-secondaryForeground, #fff); stroke-width: 1.6; }
+.fold-toggle:focus { outline: none; }
+.fold-toggle:focus circle, .fold-toggle:hover circle { stroke: var(--vscode-focusBorder, #09f); stroke-opacity: 1; stroke-width: 2; }
 .chart .axis { stroke: var(--vscode-foreground); stroke-opacity: .5; }
 .chart .baseline { stroke: var(--vscode-foreground); stroke-opacity: .3; stroke-dasharray: 3 3; }
 .chart .curve { fill: none; stroke: #3fa34d; stroke-width: 2.5; }
@@ -109,14 +136,16 @@ export function treePageHtml(opts: { cspSource: string; nonce: string; scriptUri
     <span class="sep"></span>
     <button id="stop" class="secondary hidden" type="button">Stop search</button>
     <button id="continue" class="hidden" type="button">Continue search</button>
-    <div class="legend"><span><i class="root"></i>your kernel</span><span><i class="faster"></i>faster</span><span><i class="slower"></i>not faster</span><span><i class="failed"></i>failed</span><span><i class="nothing-new"></i>nothing new to try</span><span><i class="running"></i>running</span><span><i class="best"></i>best path</span></div>
+    <div class="legend"><span><i class="root"></i>your kernel</span><span><i class="faster"></i>faster</span><span><i class="slower"></i>not faster</span><span><i class="failed"></i>failed</span><span><i class="nothing-new"></i>nothing new to try</span><span><i class="running"></i>running</span><span><i class="folded"></i>folded: nothing faster in it (click to open)</span><span><i class="best"></i>best path</span></div>
   </div>
 </header>
 <main>
-  <div id="tree-pane"><div id="tree"></div><span id="zoom-level"></span></div>
+  <div id="tree-pane"><div id="tree"></div><span id="zoom-level"></span>
+    <div id="minimap" class="hidden" tabindex="0" role="group" title="The whole tree: click or drag to move the view"
+      aria-label="Overview of the whole tree: click or drag to move the view; arrow keys move it, Home goes to the best node"></div></div>
   <aside>
     <section id="detail">
-      <p class="placeholder" id="detail-placeholder">Click a node to see what it changed. Drag to pan, scroll to zoom.</p>
+      <p class="placeholder" id="detail-placeholder">Click a node to see what it changed. Drag to pan, scroll to zoom; a numbered ring is a folded subtree, click it to open it.</p>
       <div id="detail-body" class="hidden">
         <h3 id="detail-title"></h3>
         <p id="detail-summary"></p>

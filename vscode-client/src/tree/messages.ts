@@ -17,6 +17,8 @@ export type ToWebview =
       title: string;
       subtitle: string;
       treeSvg: string;
+      /** The whole tree in small (src/tree/svg.ts's renderMinimapSvg); the webview shows it when the pane does not. */
+      minimapSvg: string;
       chartSvg: string;
       empty: boolean;
       error?: string;
@@ -31,6 +33,8 @@ export type ToWebview =
 export type FromWebview =
   | { type: 'ready' }
   | { type: 'select'; id: number }
+  /** Open (or fold again) the folded subtree whose top node is ``id``. */
+  | { type: 'fold'; id: number; open: boolean }
   | { type: 'apply'; id: number }
   | { type: 'stop' }
   | { type: 'continue' };
@@ -39,5 +43,6 @@ export function isFromWebview(m: unknown): m is FromWebview {
   if (typeof m !== 'object' || m === null) return false;
   const t = (m as { type?: unknown }).type;
   if (t === 'ready' || t === 'stop' || t === 'continue') return true;
-  return (t === 'select' || t === 'apply') && Number.isInteger((m as { id?: unknown }).id);
+  if (t === 'fold' && typeof (m as { open?: unknown }).open !== 'boolean') return false;
+  return (t === 'select' || t === 'apply' || t === 'fold') && Number.isInteger((m as { id?: unknown }).id);
 }

@@ -8,13 +8,17 @@
  * half of the tree. Likewise a node's failed children that led nowhere (no
  * child of their own: no repair was tried from them) are one "5×" failed
  * cluster, whose detail lists each with its error: at 200 nodes and more the
- * tree is then the attempts that mattered.
+ * tree is then the attempts that mattered. A whole subtree where nothing is
+ * correct and faster (fold.ts) is one folded node that says how many
+ * attempts it holds and their statuses; the user opens it by clicking it
+ * (``expanded``), and folds it again from its top node's "−" toggle.
  */
 import { bestGainSeries } from './chart';
 import { layoutTree } from './layout';
+import { folds, foldOutcome, foldSummary, refoldable, type Fold } from './fold';
 import type { NodeDetail, ToWebview } from './messages';
 import { bestCandidate, isAttempt, isRunning, pathToRoot } from './outcome';
-import { renderChartSvg, renderTreeSvg } from './svg';
+import { renderChartSvg, renderMinimapSvg, renderTreeSvg } from './svg';
 import type { NodeDetailReply, Outcome, SearchTree, TreeNode } from './types';
 
 export interface ViewNode {
@@ -25,27 +29,49 @@ export interface ViewNode {
   title: string; // the tooltip
   best: boolean; // the best node
   onPath: boolean; // on the path from the root to the best node
-  count?: number; // a cluster: how many attempts it stands for
+  count?: number; // a cluster or a folded subtree: how many attempts it stands for
+  /** A folded subtree: how many of its attempts had each outcome (drawn as a ring of slices). */
+  fold?: Partial<Record<Outcome, number>>;
+  /** A folded subtree: the id of its top node, and how many rows it goes below it. */
+  foldTop?: number;
+  foldDepth?: number;
+  /** The top of a subtree the user opened: it offers to fold it again. */
+  expanded?: boolean;
 }
 
-export type ClusterKind = 'nothing_new' | 'failed';
+export type ClusterKind = 'nothing_new' | 'failed' | 'fold';
 
-/** A cluster's id: negative, odd for "nothing new", even for failed leaves. */
-export const clusterId = (parent: number, kind: ClusterKind = 'nothing_new') =>
-  kind === 'nothing_new' ? -(2 * parent + 1) : -(2 * parent + 2);
+const KINDS: ClusterKind[] = ['nothing_new', 'failed', 'fold'];
 
-/** The parent and kind of a cluster's id (``clusterId``'s inverse). */
+/**
+ * A cluster's id: negative, -(3p+1) for "nothing new", -(3p+2) for failed
+ * leaves (p: their parent), -(3p+3) for a folded subtree (p: its top node).
+ */
+export const clusterId = (parent: number, kind: ClusterKind = 'nothing_new') => -(3 * parent + 1 + KINDS.indexOf(kind));
+
+/** The parent (for a fold: the top node) and kind of a cluster's id (``clusterId``'s inverse). */
 export function clusterOf(id: number): { parent: number; kind: ClusterKind } {
-  const n = -id;
-  return n % 2 === 1 ? { parent: (n - 1) / 2, kind: 'nothing_new' } : { parent: (n - 2) / 2, kind: 'failed' };
+  const n = -id - 1;
+  return { parent: Math.floor(n / 3), kind: KINDS[n % 3] };
+}
+
+/** The options a tree is drawn with: which folded subtrees the user opened (their top nodes). */
+export interface ViewOptions {
+  expanded?: ReadonlySet<number>;
+}
+
+/** The subtrees that fold, and every node they hide. */
+function folded(tree: SearchTree, path: Set<number>, opts: ViewOptions): { folds: Map<number, Fold>; hidden: Set<number> } {
+  const f = folds(tree.nodes, path, opts.expanded);
+  return { folds: f, hidden: new Set([...f.values()].flatMap((x) => x.ids)) };
 }
 
 /** Each parent's children of ``kind`` that are drawn as one cluster (two or more of them). */
-function clusters(tree: SearchTree, kind: ClusterKind, keep: Set<number>): Map<number, TreeNode[]> {
+function clusters(tree: SearchTree, kind: ClusterKind, keep: Set<number>, hidden: Set<number> = new Set()): Map<number, TreeNode[]> {
   const parents = new Set(tree.nodes.map((n) => n.parent));
   const groups = new Map<number, TreeNode[]>();
   for (const n of tree.nodes) {
-    if (n.parent === null || n.outcome !== kind || keep.has(n.id)) continue;
+    if (n.parent === null || n.outcome !== kind || keep.has(n.id) || hidden.has(n.id)) continue;
     if (kind === 'failed' && parents.has(n.id)) continue; // a failure the Debug agent worked from stays drawn
     groups.set(n.parent, [...(groups.get(n.parent) ?? []), n]);
   }
@@ -64,15 +90,17 @@ function bestPath(tree: SearchTree): Set<number> {
   return new Set(best ? pathToRoot(tree.nodes, best.id) : []);
 }
 
-export function viewNodes(tree: SearchTree): ViewNode[] {
+export function viewNodes(tree: SearchTree, opts: ViewOptions = {}): ViewNode[] {
   const best = bestCandidate(tree.nodes, tree.best);
   const path = bestPath(tree);
-  const nothingNew = clusters(tree, 'nothing_new', path);
-  const failed = clusters(tree, 'failed', path);
+  const { folds: subtrees, hidden } = folded(tree, path, opts);
+  const nothingNew = clusters(tree, 'nothing_new', path, hidden);
+  const failed = clusters(tree, 'failed', path, hidden);
   const inCluster = new Set([...nothingNew.values(), ...failed.values()].flat().map((n) => n.id));
+  const toggles = refoldable(tree.nodes, path, opts.expanded);
   const out: ViewNode[] = [];
   for (const n of tree.nodes) {
-    if (inCluster.has(n.id)) continue; // drawn as its parent's cluster
+    if (inCluster.has(n.id) || hidden.has(n.id)) continue; // drawn as its parent's cluster, or in a fold
     out.push({
       id: n.id,
       parent: n.parent,
@@ -81,6 +109,22 @@ export function viewNodes(tree: SearchTree): ViewNode[] {
       title: title(n),
       best: n.id === best?.id,
       onPath: path.has(n.id),
+      ...(toggles.has(n.id) ? { expanded: true } : {}),
+    });
+  }
+  for (const f of subtrees.values()) {
+    out.push({
+      id: clusterId(f.root, 'fold'),
+      parent: f.parent,
+      outcome: foldOutcome(f),
+      label: `${f.ids.length}`,
+      title: `${foldSummary(f)}\n#${f.root} and what was tried from it (${f.depth + 1} levels), none of it faster. Click to open.`,
+      best: false,
+      onPath: false,
+      count: f.ids.length,
+      fold: f.outcomes,
+      foldTop: f.root,
+      foldDepth: f.depth,
     });
   }
   for (const [parent, group] of failed) {
@@ -110,7 +154,7 @@ export function viewNodes(tree: SearchTree): ViewNode[] {
   return out;
 }
 
-export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
+export function treeMessage(tree: SearchTree, fileLabel: string, opts: ViewOptions = {}): ToWebview {
   const attempts = tree.attempts ?? tree.nodes.filter(isAttempt).length;
   const running = tree.running ?? tree.nodes.some(isRunning);
   const baselineMs = tree.baseline_ms ?? tree.nodes.find((n) => n.parent === null)?.runtime_ms;
@@ -123,13 +167,15 @@ export function treeMessage(tree: SearchTree, fileLabel: string): ToWebview {
     tree.cpu ? 'CPU interpreter: for checking, not speed' : '',
     tree.usage_text ?? '',
   ].filter(Boolean);
-  const nodes = viewNodes(tree);
+  const nodes = viewNodes(tree, opts);
+  const layout = layoutTree(nodes);
   const spent = !running && tree.nodes.length > 0 && typeof tree.budget === 'number' && attempts >= tree.budget;
   return {
     type: 'tree',
     title: `${tree.kernel} — ${fileLabel}`,
     subtitle: parts.join(' · '),
-    treeSvg: renderTreeSvg(nodes, layoutTree(nodes)),
+    treeSvg: renderTreeSvg(nodes, layout),
+    minimapSvg: renderMinimapSvg(nodes, layout),
     chartSvg: renderChartSvg(bestGainSeries(tree.nodes), tree.baseline ?? 'your kernel'),
     empty: tree.nodes.length === 0,
     error: tree.error,
@@ -156,9 +202,29 @@ export function nodeDetail(reply: NodeDetailReply): NodeDetail {
   };
 }
 
-export function clusterDetail(tree: SearchTree, id: number): NodeDetail | undefined {
+export function clusterDetail(tree: SearchTree, id: number, opts: ViewOptions = {}): NodeDetail | undefined {
   const { parent, kind } = clusterOf(id);
-  const group = clusters(tree, kind, bestPath(tree)).get(parent) ?? [];
+  const path = bestPath(tree);
+  const { folds: subtrees, hidden } = folded(tree, path, opts);
+  if (kind === 'fold') {
+    const f = subtrees.get(parent);
+    if (!f) return undefined;
+    const byId = new Map(tree.nodes.map((n) => [n.id, n]));
+    return {
+      id,
+      title: `${f.ids.length} attempts from #${f.root} on, folded`,
+      summary: `${foldSummary(f)}.\nNothing under #${f.root} was faster, so the subtree is drawn as one node; click it to open it:\n` +
+        f.ids.map((i) => byId.get(i)).filter((g): g is TreeNode => !!g)
+          .map((g) => `#${g.id} (from #${g.parent}) ${g.outcome === 'failed' ? g.status.replace(/_/g, ' ') : g.outcome.replace('_', ' ')}` +
+            `${g.label ? ` ${g.label}` : ''}: ${g.summary.split('\n')[0]}`)
+          .join('\n'),
+      source: '',
+      diff: '(a folded subtree: open it to see each attempt\'s diff)',
+      canApply: false,
+      whyNot: 'nothing in it is faster',
+    };
+  }
+  const group = clusters(tree, kind, path, hidden).get(parent) ?? [];
   if (group.length === 0) return undefined;
   if (kind === 'failed') {
     return {

@@ -42,8 +42,44 @@ const checks = {
     [r.pannedViewBox && r.pannedViewBox !== r.zoomedViewBox, 'dragging did not pan the view'],
     [/^#\d+/.test(r.detailTitle ?? ''), 'clicking a node showed no detail'],
     [r.detailVisible === true, 'the detail panel is not visible without scrolling'],
+    ...minimapChecks(r),
+    ...foldChecks(r),
   ],
 };
+
+const overlap = (a, b) => a && b && a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5 && a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5;
+const inside = (a, b) => a && b && a.x >= b.x - 0.5 && a.y >= b.y - 0.5 && a.x + a.w <= b.x + b.w + 0.5 && a.y + a.h <= b.y + b.h + 0.5;
+
+function minimapChecks(r) {
+  const m = r.minimap ?? {};
+  const opensOnPart = r.fitViewBox !== r.naturalBox; // the tree opened zoomed in on its best node
+  if (!opensOnPart) return [[m.shown === false, 'the minimap shows while the pane shows the whole tree']];
+  return [
+    [m.shown === true, 'the pane opened on part of the tree, and there is no minimap'],
+    [inside(m.box, m.pane), `the minimap is not inside the tree pane: ${JSON.stringify(m.box)} in ${JSON.stringify(m.pane)}`],
+    [!overlap(m.box, m.header) && !overlap(m.box, m.aside), 'the minimap covers the header or the detail panel'],
+    [Array.isArray(m.view) && m.view[2] > 0 && m.view[3] > 0, 'the minimap has no rectangle for the part shown'],
+    [r.minimapClickMoved === true, 'a click in the minimap did not move the view'],
+    [r.minimapDragViewBox && r.minimapDragViewBox !== r.minimapClickViewBox, 'dragging in the minimap did not move the view'],
+    [r.minimapKeyViewBox && r.minimapKeyViewBox !== r.minimapDragViewBox, 'an arrow key on the focused minimap did not move the view'],
+    [r.focusLeftMinimap === true, 'Tab did not leave the minimap'],
+    [r.minimapAfterFit === false, 'the minimap stayed after Fit showed the whole tree'],
+  ];
+}
+
+function foldChecks(r) {
+  if (!r.folded) return [];
+  const o = r.foldOpen ?? {};
+  return [
+    [r.foldInView === true, 'the minimap did not bring the folded subtree into view'],
+    [o.nodesAfter > o.nodesBefore && o.toggle === true, `clicking a folded subtree of ${o.size} did not open it: ${JSON.stringify(o)}`],
+    // it stays where its fold was, only moved up when the opened subtree would go past the pane's bottom
+    [o.movedX < 4 && o.topInView === true, `the opened subtree's top moved ${o.moved?.toFixed(1)} px from where its fold was, or left the view`],
+    [typeof o.detail === 'string', "opening a folded subtree did not show its top node's detail"],
+    [r.foldClosed?.folded === r.folded && r.foldClosed?.nodes === o.nodesBefore, `its toggle did not fold it again: ${JSON.stringify(r.foldClosed)}`],
+    [r.subtitleAfter === r.subtitle, 'the header changed while folding and opening'],
+  ];
+}
 
 export function checkReport(report, only = []) {
   if (!report?.scenarios) return ['no report'];

@@ -345,7 +345,11 @@ const scenarios = {
     await shot(page, 'harness-optimized.png');
   },
 
-  /** A tree of 100+ nodes: drawn compactly, fits, zooms, a node opens its detail beside it. */
+  /**
+   * A tree of 100+ nodes: drawn compactly, opened legibly, zooms, a node opens its detail beside it; the
+   * minimap (while the pane shows part of the tree) moves the view by click, drag and keys; a folded
+   * subtree opens on a click and folds again from its toggle; Fit shows the whole and hides the minimap.
+   */
   async bigtree(page, r) {
     await closePanel(page);
     await openFile(page, 'big_tree.py');
@@ -362,6 +366,21 @@ const scenarios = {
     r.subtitle = await frame.textContent('#subtitle');
     const box = () => frame.$eval('#tree svg', (s) => s.getAttribute('viewBox'));
     r.fitViewBox = await box();
+    r.naturalBox = await frame.$eval('#tree svg', (s) => `0 0 ${s.dataset.width} ${s.dataset.height}`);
+    r.folded = await frame.$$eval('#tree .node.folded', (els) => els.length);
+    r.inFolds = await frame.$$eval('#tree .node.folded text.count', (els) => els.reduce((a, t) => a + Number(t.textContent), 0));
+    const rectOf = (sel) => frame.$eval(sel, (e) => {
+      const b = e.getBoundingClientRect();
+      return { x: b.x, y: b.y, w: b.width, h: b.height };
+    });
+    r.minimap = {
+      shown: await frame.$eval('#minimap', (e) => !e.classList.contains('hidden') && e.getBoundingClientRect().width > 0),
+      box: await rectOf('#minimap'),
+      pane: await rectOf('#tree-pane'),
+      header: await rectOf('header'),
+      aside: await rectOf('aside'),
+      view: await frame.$eval('#minimap .mini-view', (e) => ['x', 'y', 'width', 'height'].map((a) => Number(e.getAttribute(a)))).catch(() => null),
+    };
     r.labelPxShown = await frame.$eval('#tree svg', (svg) => {
       const c = svg.querySelector('.best-node circle') ?? svg.querySelector('circle');
       return c ? c.getBoundingClientRect().height / 2 : 0; // the best node's radius on screen, px
@@ -371,10 +390,13 @@ const scenarios = {
     r.zoomedViewBox = await box();
     // a node the pane shows (at a few hundred attempts the tree opens zoomed in on its best node)
     const paneBox = await (await frame.$('#tree-pane')).boundingBox();
+    const miniBox = await (await frame.$('#minimap')).boundingBox(); // null while hidden; nodes under it cannot be clicked
     const shown = [];
     for (const n of await frame.$$('#tree .node.faster')) {
       const b = await n.boundingBox();
-      if (b && b.x > paneBox.x && b.y > paneBox.y && b.x + b.width < paneBox.x + paneBox.width
+      const underMinimap = miniBox && b && b.x < miniBox.x + miniBox.width && b.x + b.width > miniBox.x
+          && b.y < miniBox.y + miniBox.height && b.y + b.height > miniBox.y;
+      if (b && !underMinimap && b.x > paneBox.x && b.y > paneBox.y && b.x + b.width < paneBox.x + paneBox.width
           && b.y + b.height < paneBox.y + paneBox.height) shown.push(n);
     }
     r.nodesShown = shown.length;
@@ -393,6 +415,92 @@ const scenarios = {
     await page.mouse.up();
     r.pannedViewBox = await box();
     await shot(page, `tree-${r.attempts}-zoomed.png`);
+
+    // the minimap: click, drag, keys; it does not keep the focus
+    const mini = await frame.$('#minimap');
+    const mb = r.minimap.shown ? await mini.boundingBox() : null;
+    if (mb) {
+      const before = await box();
+      await page.mouse.click(mb.x + mb.width * 0.15, mb.y + mb.height * 0.5);
+      r.minimapClickViewBox = await box();
+      r.minimapClickMoved = r.minimapClickViewBox !== before;
+      await page.mouse.move(mb.x + mb.width * 0.2, mb.y + mb.height * 0.5);
+      await page.mouse.down();
+      await page.mouse.move(mb.x + mb.width * 0.8, mb.y + mb.height * 0.4, { steps: 6 });
+      await page.mouse.up();
+      r.minimapDragViewBox = await box();
+      await mini.focus();
+      await page.keyboard.press('ArrowLeft');
+      r.minimapKeyViewBox = await box();
+      await page.keyboard.press('Tab');
+      r.focusLeftMinimap = await frame.evaluate(() => document.activeElement?.id !== 'minimap');
+      await shot(page, `tree-${r.attempts}-minimap.png`);
+    }
+
+    // a folded subtree: bring it into view (through the minimap while there is one), open it, fold it again
+    if (r.folded > 0) {
+      // the largest fold, and where the minimap draws it (the minimap keeps the tree's shape, centred: "meet")
+      const spot = await frame.evaluate(() => {
+        const gs = [...document.querySelectorAll('#tree .node.folded')];
+        const size = (g) => Number(g.querySelector('text.count')?.textContent ?? 0);
+        gs.sort((a, b) => size(b) - size(a));
+        const c = gs[0].querySelector('circle');
+        const s = document.querySelector('#tree svg');
+        const [cx, cy, w, h] = [c.getAttribute('cx'), c.getAttribute('cy'), s.dataset.width, s.dataset.height].map(Number);
+        const mini = document.getElementById('minimap');
+        const m = mini.classList.contains('hidden') ? null : mini.querySelector('svg')?.getBoundingClientRect();
+        const k = m && Math.min(m.width / w, m.height / h);
+        return { top: Number(gs[0].getAttribute('data-fold-top')), size: size(gs[0]),
+          at: m ? { x: m.left + (m.width - w * k) / 2 + cx * k, y: m.top + (m.height - h * k) / 2 + cy * k } : null };
+      });
+      if (spot.at) {
+        const fb = await (await frame.$('#minimap')).boundingBox(); // the frame's offset on the page
+        const inFrame = await frame.$eval('#minimap', (e) => e.getBoundingClientRect().left);
+        const dx = fb.x - inFrame;
+        const dy = fb.y - (await frame.$eval('#minimap', (e) => e.getBoundingClientRect().top));
+        await page.mouse.click(spot.at.x + dx, spot.at.y + dy);
+        await sleep(300);
+      }
+      r.foldInView = await frame.$eval(`#tree .node.folded[data-fold-top="${spot.top}"]`, (g) => {
+        const b = g.getBoundingClientRect();
+        const p = document.getElementById('tree-pane').getBoundingClientRect();
+        return b.left >= p.left && b.right <= p.right && b.top >= p.top && b.bottom <= p.bottom;
+      });
+      const fold = await frame.$(`#tree .node.folded[data-fold-top="${spot.top}"]`);
+      const fb = await fold.boundingBox();
+      const nodesBefore = await frame.$$eval('#tree .node', (els) => els.length);
+      await fold.click();
+      await frame.waitForSelector(`#tree .node[data-id="${spot.top}"]`, { timeout: 20_000 });
+      const tb = await (await frame.$(`#tree .node[data-id="${spot.top}"] circle`)).boundingBox();
+      r.foldOpen = {
+        top: spot.top,
+        size: spot.size,
+        nodesBefore,
+        nodesAfter: await frame.$$eval('#tree .node', (els) => els.length),
+        toggle: !!(await frame.$(`#tree .fold-toggle[data-fold="${spot.top}"]`)),
+        moved: Math.hypot(tb.x + tb.width / 2 - (fb.x + fb.width / 2), tb.y + tb.height / 2 - (fb.y + fb.height / 2)),
+        movedX: Math.abs(tb.x + tb.width / 2 - (fb.x + fb.width / 2)),
+        topInView: await frame.$eval(`#tree .node[data-id="${spot.top}"]`, (g) => {
+          const b = g.getBoundingClientRect();
+          const p = document.getElementById('tree-pane').getBoundingClientRect();
+          return b.left >= p.left && b.right <= p.right && b.top >= p.top && b.bottom <= p.bottom;
+        }),
+      };
+      r.foldOpen.detail = await frame
+        .waitForFunction((top) => document.getElementById('detail-title')?.textContent?.startsWith(`#${top} `) && document.getElementById('detail-title').textContent, spot.top, { timeout: 20_000 })
+        .then((h) => h.jsonValue()).catch(() => null);
+      await shot(page, `tree-${r.attempts}-fold-open.png`);
+      await frame.click(`#tree .fold-toggle[data-fold="${spot.top}"]`);
+      await frame.waitForSelector(`#tree .node.folded[data-fold-top="${spot.top}"]`, { timeout: 20_000 });
+      r.foldClosed = {
+        nodes: await frame.$$eval('#tree .node', (els) => els.length),
+        folded: await frame.$$eval('#tree .node.folded', (els) => els.length),
+      };
+    }
+
+    await frame.click('#fit');
+    r.minimapAfterFit = await frame.$eval('#minimap', (e) => !e.classList.contains('hidden'));
+    r.subtitleAfter = await frame.textContent('#subtitle');
   },
 };
 

@@ -45,4 +45,14 @@ describe('tree page layout', () => {
     for (const id of ['fit', 'zoom-in', 'zoom-out', 'stop', 'continue']) assert.match(html, new RegExp(`id="${id}"`));
     assert.match(html, /<i class="nothing-new"><\/i>nothing new to try/);
   });
+
+  it('puts the minimap in a corner of the tree pane (not over the header or the detail), hidden until needed, focusable', () => {
+    const pane = html.slice(html.indexOf('<div id="tree-pane">'), html.indexOf('<aside>'));
+    assert.match(pane, /<div id="minimap" class="hidden" tabindex="0" role="group"/);
+    assert.match(pane, /aria-label="Overview of the whole tree: [^"]*arrow keys/);
+    assert.equal(html.indexOf('id="minimap"') > html.indexOf('</header>'), true);
+    assert.match(html, /#tree-pane \{ position: relative; [^}]*overflow: hidden;/);
+    assert.match(html, /#minimap \{ position: absolute; right: 8px; bottom: 8px;/);
+    assert.match(html, /<i class="folded"><\/i>folded/);
+  });
 });

@@ -49,7 +49,8 @@ describe('tree view model', () => {
 
   it('draws "nothing new" attempts as one cluster per parent, not as failed candidates', () => {
     const t = sampleTree();
-    t.nodes.push(node(6, 1, null, 'nothing_new'), node(7, 1, null, 'nothing_new'), node(8, 3, null, 'nothing_new'));
+    // (#8 under the best, #4: under #3, not faster, the two would be a folded subtree)
+    t.nodes.push(node(6, 1, null, 'nothing_new'), node(7, 1, null, 'nothing_new'), node(8, 4, null, 'nothing_new'));
     const v = viewNodes(t);
     const cluster = v.find((n) => n.id === clusterId(1));
     assert.equal(cluster?.count, 2);
@@ -77,8 +78,11 @@ describe('tree view model', () => {
     assert.match(d?.summary ?? '', /#7 runtime error: oob$/m);
     assert.doesNotMatch(d?.summary ?? '', /#8/);
     for (const parent of [0, 1, 7, 1234]) {
-      for (const kind of ['nothing_new', 'failed'] as const) assert.deepEqual(clusterOf(clusterId(parent, kind)), { parent, kind });
+      for (const kind of ['nothing_new', 'failed', 'fold'] as const) assert.deepEqual(clusterOf(clusterId(parent, kind)), { parent, kind });
     }
+    const ids = [0, 1, 2, 3].flatMap((p) => (['nothing_new', 'failed', 'fold'] as const).map((k) => clusterId(p, k)));
+    assert.equal(new Set(ids).size, ids.length); // no two clusters share an id
+    assert.ok(ids.every((i) => i < 0));
   });
 
   it('draws a 1000-attempt search of mostly failures as the attempts that mattered', () => {
@@ -94,6 +98,51 @@ describe('tree view model', () => {
     assert.equal(nodes.length, 1001);
     assert.equal(v.length, 1 + 100 * 3); // the root, each tried node, its failed cluster and its nothing-new cluster
     assert.equal(v.filter((n) => n.count).reduce((a, n) => a + (n.count ?? 0), 0), 900);
+  });
+
+  it('folds a subtree where nothing is faster into one node with its count and statuses, and opens it on request', () => {
+    const t = sampleTree();
+    // under #2 (failed, off the best path): a repair that failed again, and a move from it that was not faster
+    t.nodes.push(node(6, 2, null, 'failed', { kind: 'debug', status: 'incorrect' }), node(7, 6, 0.8, 'slower'));
+    const v = viewNodes(t);
+    const f = v.find((n) => n.id === clusterId(2, 'fold'));
+    assert.ok(f);
+    assert.equal(f.parent, 0);
+    assert.equal(f.count, 3);
+    assert.equal(f.label, '3');
+    assert.equal(f.foldTop, 2);
+    assert.deepEqual(f.fold, { failed: 2, slower: 1 });
+    assert.equal(f.outcome, 'failed');
+    assert.match(f.title, /^3 attempts: 2 failed \(1 compile error, 1 incorrect\), 1 not faster\n#2 and what was tried from it/);
+    assert.equal(v.some((n) => [2, 6, 7].includes(n.id)), false);
+    assert.ok(v.some((n) => n.id === 4 && n.best) && v.some((n) => n.id === 1 && n.onPath)); // the best path is drawn
+    const d = clusterDetail(t, clusterId(2, 'fold'));
+    assert.equal(d?.canApply, false);
+    assert.match(d?.summary ?? '', /^#6 \(from #2\) incorrect: node 6$/m);
+    assert.match(d?.summary ?? '', /^#7 \(from #6\) slower 0\.80×: node 7$/m);
+    // opened: every node drawn, the top offers to fold it again; the header counts are the same
+    const open = viewNodes(t, { expanded: new Set([2]) });
+    assert.equal(open.some((n) => n.fold), false);
+    assert.ok([2, 6, 7].every((id) => open.some((n) => n.id === id)));
+    assert.equal(open.find((n) => n.id === 2)?.expanded, true);
+    assert.equal(clusterDetail(t, clusterId(2, 'fold'), { expanded: new Set([2]) }), undefined);
+    const a = treeMessage({ ...t, attempts: 6, correct: 3 }, 'k.py');
+    const b = treeMessage({ ...t, attempts: 6, correct: 3 }, 'k.py', { expanded: new Set([2]) });
+    assert.ok(a.type === 'tree' && b.type === 'tree');
+    assert.equal(a.subtitle, b.subtitle);
+    assert.match(a.treeSvg, /class="node failed folded" data-id="-9" data-fold-top="2"/);
+    assert.doesNotMatch(a.treeSvg, /fold-toggle/);
+    assert.match(b.treeSvg, /<g class="fold-toggle" data-fold="2" tabindex="0" role="button"/);
+    assert.match(a.minimapSvg, /class="mini-view"/);
+  });
+
+  it('keeps the failed-leaf clusters beside the folds, and never folds into the best path', () => {
+    const t = sampleTree();
+    t.nodes.push(node(6, 1, null, 'failed'), node(7, 1, null, 'failed'), node(8, 2, null, 'failed', { kind: 'debug' }));
+    const v = viewNodes(t);
+    assert.equal(v.find((n) => n.id === clusterId(1, 'failed'))?.count, 2);
+    assert.equal(v.find((n) => n.id === clusterId(2, 'fold'))?.count, 2);
+    assert.equal(v.filter((n) => n.onPath).length, 3);
   });
 
   it("builds the detail from stark/node, with why Apply is disabled", () => {
@@ -112,6 +161,9 @@ describe('tree view model', () => {
     assert.equal(isFromWebview({ type: 'ready' }), true);
     assert.equal(isFromWebview({ type: 'stop' }), true);
     assert.equal(isFromWebview({ type: 'select', id: -2 }), true); // a cluster
+    assert.equal(isFromWebview({ type: 'fold', id: 12, open: true }), true);
+    assert.equal(isFromWebview({ type: 'fold', id: 12 }), false);
+    assert.equal(isFromWebview({ type: 'fold', id: 1.5, open: false }), false);
     assert.equal(isFromWebview({ type: 'apply', id: '3' }), false);
     assert.equal(isFromWebview({ type: 'run', id: 3 }), false);
     assert.equal(isFromWebview(null), false);
