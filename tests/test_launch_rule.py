@@ -54,7 +54,7 @@ def test_a_kernel_reached_but_not_launched_is_a_failed_launch_even_when_another_
 
 
 def test_kernel_names_behind_launch_bounds_and_other_attributes():
-    from stark_lsp.evaluate.judge.launch_rule import custom_kernel_names
+    from stark_lsp.tasks.kernel_names import defined_kernel_names
 
     src = """
 __global__ void __launch_bounds__(256) add(const float* x) {}
@@ -67,6 +67,6 @@ extern "C" __global__ void softmax_rows_kernel(const float *x, float *y, int r, 
 static __global__ void __cluster_dims__(2, 1, 1) clustered(float* x) {}
 __global__ void (*pointer)(int);
 """
-    assert custom_kernel_names(src) == ["add", "scale", "tiled", "softmax_rows_kernel", "clustered"]
+    assert defined_kernel_names(src) == ["add", "scale", "tiled", "softmax_rows_kernel", "clustered"]
     py = 'CUDA = """__global__ void relu_kernel(const float* a, float* b, int n) {}"""'
-    assert custom_kernel_names(py) == ["relu_kernel"]
+    assert defined_kernel_names(py) == ["relu_kernel"]

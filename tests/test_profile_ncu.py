@@ -15,9 +15,10 @@ import pytest
 from stark_lsp.evaluate.evaluator import gpu_present
 
 from stark_lsp.profile import ncu as N
-from stark_lsp.profile.ncu import (METRICS, NcuProfiler, failure_reason, find_ncu, kernel_names, ncu_command,
-                                   parse_csv, unknown_metrics)
+from stark_lsp.profile.ncu import (METRICS, NcuProfiler, failure_reason, find_ncu, ncu_command, parse_csv,
+                                   unknown_metrics)
 from stark_lsp.profile.report import KernelProfile, ProfileReport
+from stark_lsp.tasks.kernel_names import defined_kernel_names
 from stark_lsp.tasks.spec import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,10 +110,10 @@ def test_command_shape():
 
 
 def test_kernel_names_of_the_samples():
-    assert kernel_names((ROOT / "samples/triton/softmax.py").read_text()) == ["softmax_kernel"]
-    assert kernel_names((ROOT / "samples/cuda/softmax_rows.cu").read_text()) == ["softmax_rows_kernel"]
+    assert defined_kernel_names((ROOT / "samples/triton/softmax.py").read_text()) == ["softmax_kernel"]
+    assert defined_kernel_names((ROOT / "samples/cuda/softmax_rows.cu").read_text()) == ["softmax_rows_kernel"]
     src = "__global__ void __launch_bounds__(256) a_k(float* x) {}\n@triton.jit\ndef b_k(x):\n    pass\n"
-    assert kernel_names(src) == ["a_k", "b_k"]
+    assert defined_kernel_names(src) == ["a_k", "b_k"]
 
 
 def _exe(path: Path, text: str) -> Path:

@@ -2,8 +2,7 @@
 candidates. See ``ncu.py`` (the tool), ``report.py`` (the stored data) and
 ``run_once.py`` (the process ncu watches); docs/SEARCH.md, "Profiling"."""
 
-from stark_lsp.profile.ncu import METRICS, NcuProfiler, find_ncu, kernel_names, ncu_command, parse_csv
+from stark_lsp.profile.ncu import METRICS, NcuProfiler, find_ncu, ncu_command, parse_csv
 from stark_lsp.profile.report import KernelProfile, ProfileReport
 
-__all__ = ["METRICS", "KernelProfile", "NcuProfiler", "ProfileReport", "find_ncu", "kernel_names", "ncu_command",
-           "parse_csv"]
+__all__ = ["METRICS", "KernelProfile", "NcuProfiler", "ProfileReport", "find_ncu", "ncu_command", "parse_csv"]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp.evaluate.diagnostics import find_kernel_line, locate_snippet, parse_compiler_output, traceback_diagnostics
-from stark_lsp.evaluate.judge.launch_rule import custom_kernel_names
 from stark_lsp.safe_text import first_line
 from stark_lsp.evaluate.result import Diagnostic
+from stark_lsp.tasks.kernel_names import defined_kernel_names
 
 STICKY_CUDA = ("illegal memory access", "misaligned address", "unspecified launch failure", "device-side assert",
                "illegal instruction", "an illegal", "CUDA error: unknown error", "launch timed out")
@@ -61,7 +61,7 @@ def load_diagnostics(cause: BaseException, cand_file: Path, source: str) -> list
     diags = traceback_diagnostics(cause, str(cand_file))
     if diags and diags[0].line is None:
         name = None
-        for n in custom_kernel_names(source):
+        for n in defined_kernel_names(source):
             if n in text:
                 name = n
         if name:

@@ -58,8 +58,7 @@ from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
 from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
-from stark_lsp.evaluate.judge.launch_rule import (custom_kernel_names, launched_kernel_names, missing_launches,
-                                                  source_flags, triton_kernel_names)
+from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
 from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrate, memory_calls, output_shapes,
@@ -73,6 +72,7 @@ from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
 from stark_lsp.safe_text import first_line
 from stark_lsp.speedups import ratio_text, speedup_text
+from stark_lsp.tasks.kernel_names import defined_kernel_names, triton_kernel_names
 from stark_lsp.tasks.spec import TaskSpec
 
 READY_LIMIT_S = 120.0
@@ -572,7 +572,7 @@ class Judge:
     # ------------------------------------------------------------------
     def _launch_check(self, conv: Conversation, source: str, spec: TaskSpec, opts: EvalOptions, seeds: Seeds,
                       call_limit: float) -> None:
-        custom = custom_kernel_names(source)
+        custom = defined_kernel_names(source)
         if spec.kind == "cuda" and not self.is_gpu:
             return
         profile = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))  # Triton's counter sees the rest
@@ -596,7 +596,7 @@ class Judge:
                                    message_detail=f"defined: {custom}; ran: {sorted(ran)[:10]}")
 
     def _resources(self, conv: Conversation, source: str) -> list[KernelResources]:
-        names = custom_kernel_names(source)
+        names = defined_kernel_names(source)
         if not self.is_gpu or not names:
             return []
         reply = conv.ask({"op": "resources", "kernels": names}, 30.0, "resources")
@@ -770,4 +770,4 @@ def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: 
 def _cuda_kernels(source: str) -> list[str]:
     """The kernels of ``source`` only the profiler can see (CUDA's; Triton's counter sees the rest)."""
     tri = set(triton_kernel_names(source))
-    return [k for k in custom_kernel_names(source) if k not in tri]
+    return [k for k in defined_kernel_names(source) if k not in tri]

@@ -1,5 +1,5 @@
-"""The launch rule the judge applies: which kernels a candidate's source defines and launches,
-and whether they ran.
+"""The launch rule the judge applies: which kernels a candidate's source launches, and whether
+they ran (which kernels it defines: ``tasks/kernel_names.py``, the profiler's answer too).
 
 ``missing_launches`` says which kernels were reached but never launched, or
 whether none of the kernels the source launches ran, matching exact names (a
@@ -12,50 +12,7 @@ from __future__ import annotations
 import re
 
 from stark_lsp.evaluate.diagnostics import demangle
-
-
-_TRITON_KERNEL = re.compile(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)\s*\(")
-
-
-_CUDA_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec",
-                    "__align__", "alignas", "__grid_constant__", "decltype"}
-_TOKEN = re.compile(r"\s*(\w+|\(|[^\w\s(])")
-
-
-def _cuda_kernel_name(source: str, at: int) -> str | None:
-    """The name of the ``__global__`` function whose qualifiers start at ``at``: the first
-    identifier followed by ``(`` that is not an attribute (``__launch_bounds__(256)``)."""
-    i, prev = at, None
-    for _ in range(64):
-        m = _TOKEN.match(source, i)
-        if not m:
-            return None
-        tok, i = m.group(1), m.end()
-        if tok == "(":
-            if prev is None or prev in _CUDA_ATTRIBUTES:  # skip the attribute's balanced arguments
-                depth = 1
-                while depth and i < len(source):
-                    depth += {"(": 1, ")": -1}.get(source[i], 0)
-                    i += 1
-                prev = None
-                continue
-            return prev if prev != "void" else None  # ``__global__ void (*p)(int)``: a pointer, no kernel
-        if tok in (";", "{", "}", "="):
-            return None
-        prev = tok if re.fullmatch(r"[A-Za-z_]\w*", tok) else None
-    return None
-
-
-def custom_kernel_names(source: str) -> list[str]:
-    """Kernels a candidate defines: ``__global__`` functions (also inside Python strings) and ``@triton.jit`` functions."""
-    names = [n for m in re.finditer(r"\b__global__\b", source) if (n := _cuda_kernel_name(source, m.end()))]
-    names += [m.group(1) for m in _TRITON_KERNEL.finditer(source)]
-    return list(dict.fromkeys(names))
-
-
-def triton_kernel_names(source: str) -> list[str]:
-    """The ``@triton.jit`` functions a candidate defines (Triton's launch counter sees them)."""
-    return list(dict.fromkeys(m.group(1) for m in _TRITON_KERNEL.finditer(source)))
+from stark_lsp.tasks.kernel_names import defined_kernel_names
 
 
 def kernel_base_name(name: str) -> str:
@@ -127,6 +84,6 @@ _SUSPICIOUS = [
 def source_flags(source: str) -> list[str]:
     """Patterns worth a reviewer's look; dynamic checks decide pass or fail."""
     flags = [f"source {why}" for pat, why in _SUSPICIOUS if pat.search(source)]
-    if re.search(r"^\s*except\b", source, re.M) and custom_kernel_names(source):
+    if re.search(r"^\s*except\b", source, re.M) and defined_kernel_names(source):
         flags.append("source has try/except around kernel code (possible fallback)")
     return flags
