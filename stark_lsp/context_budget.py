@@ -1,11 +1,16 @@
-"""The context budget's vocabulary, shared by the search (which builds the entries) and the agents
-(whose prompts fit them): the window sections, an entry's full and one-line forms, ``fit_window``, and
-the token estimate. Pure: no search, no agents (the ground floor both stand on).
+"""The context budget's vocabulary, shared by the search (which builds the window) and the agents
+(whose prompts fit it): the prompt's window sections, ``fit_window`` (an entry's full or one-line form,
+``context_window.WindowEntry``, while it fits), and the token estimate. Pure: no search, no agents (the
+ground floor both stand on).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Sequence
+
+from stark_lsp.context_window import WindowEntry
+
+__all__ = ["ORDER", "TITLES", "WindowEntry", "estimate_tokens", "fit_window"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -32,18 +37,8 @@ ORDER = {
 }
 
 
-@dataclass(frozen=True)
-class WindowEntry:
-    section: str  # a key of TITLES
-    node_id: int
-    order: int  # position in its section
-    priority: int  # kept first when lower
-    full: str  # the entry with its code
-    short: str  # one line
-
-
 # -- fitting ---------------------------------------------------------------------------
-def fit_window(agent: str, entries: list[WindowEntry], budget_tokens: int) -> str:
+def fit_window(agent: str, entries: Sequence[WindowEntry], budget_tokens: int) -> str:
     """The entries that fit ``budget_tokens`` as prompt text, with a closing
     line naming what was shortened or left out ('' when there are none)."""
     if not entries:

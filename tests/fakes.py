@@ -136,6 +136,13 @@ def _usage() -> Usage:
     return Usage(prompt_tokens=100, completion_tokens=20, calls=1)
 
 
+def _prompt(ctx: AgentContext) -> str:
+    """What a fake agent stores as its prompt: the task's line and the window's history as text."""
+    task = ctx.task
+    head = f"Task: {task.name} ({task.kind}, {task.language})" + (f" on {ctx.hardware}" if ctx.hardware else "")
+    return head + "\n" + "\n".join(e.full for e in ctx.window.history)
+
+
 class FakePlanner:
     def __init__(self, team: "FakeTeam"):
         self.team = team
@@ -151,7 +158,7 @@ class FakePlanner:
         text = "\n".join(marked)
         if rng.random() < self.team.bad_plan_rate:
             text = text.replace("# a fake kernel", "# a changed kernel")
-        return PlanResult(text, f"retune (seed {ctx.seed})", [Exchange("plan", ctx.rendered, text, _usage())])
+        return PlanResult(text, f"retune (seed {ctx.seed})", [Exchange("plan", _prompt(ctx), text, _usage())])
 
 
 class FakeCoder:
@@ -166,7 +173,7 @@ class FakeCoder:
         new = round(speed * factor, 6)
         status = "compile_error" if rng.random() < self.team.fail_rate else "ok"
         text = f'SPEED = {new}\nSTATUS = "{status}"\n'
-        return CodeResult({"s1": text}, [Exchange("code", ctx.rendered, text, _usage())])
+        return CodeResult({"s1": text}, [Exchange("code", _prompt(ctx), text, _usage())])
 
 
 class FakeDebugger:
@@ -179,7 +186,7 @@ class FakeDebugger:
             fixed = _STATUS.sub('STATUS = "ok"', ctx.node_source)
         else:
             fixed = ctx.node_source + f"# tried (seed {ctx.seed})\n"
-        return DebugResult(fixed, "set STATUS to ok", [Exchange("debug", ctx.rendered, fixed, _usage())])
+        return DebugResult(fixed, "set STATUS to ok", [Exchange("debug", _prompt(ctx), fixed, _usage())])
 
 
 class FakeTeam(Team):

@@ -21,7 +21,7 @@ from pytest_lsp.client import make_test_lsp_client
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Runtime, Status, Timing
 from stark_lsp.search.node import Node
 from stark_lsp.server.text_edits import apply_text_edits
-from stark_lsp.server.trees import TreeView, tree_view
+from stark_lsp.search.tree_view import TreeView, tree_view
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_BACKEND = f"{REPO / 'tests' / 'fake_backend.py'}:FakeBackend"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.agents.base import AgentContext, ContextItem
+from stark_lsp.agents.base import AgentContext
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.markers.syntax import apply_replacements
 from stark_lsp.tasks.spec import load_task
@@ -43,7 +44,7 @@ def test_triton_sample_and_tuned_variants_are_correct(name, tmp_path):
     team = make_builtin_team()
     paths = [str(task.path)]
     for seed in range(3):
-        ctx = AgentContext(task, 0, root, "1.00x", "", [ContextItem("root", 0, "1.00x", root)], "", seed=seed)
+        ctx = AgentContext(task, 0, root, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", root),)), seed=seed)
         p = team.planner.plan(ctx)
         new = apply_replacements(p.marked_source, team.coder.code(ctx, p.marked_source).replacements)
         f = tmp_path / f"variant{seed}.py"
@@ -86,7 +87,7 @@ def test_cuda_sample_and_tuned_variants_compile(name, tmp_path):
     team = make_builtin_team()
     sources = [root]
     for seed in range(3):
-        ctx = AgentContext(task, 0, root, "1.00x", "", [ContextItem("root", 0, "1.00x", root)], "", seed=seed)
+        ctx = AgentContext(task, 0, root, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", root),)), seed=seed)
         p = team.planner.plan(ctx)
         sources.append(apply_replacements(p.marked_source, team.coder.code(ctx, p.marked_source).replacements))
     for i, src in enumerate(sources):

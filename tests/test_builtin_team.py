@@ -6,7 +6,8 @@ import pytest
 
 from stark_lsp.source_digest import NOTHING_NEW
 
-from stark_lsp.agents.base import AgentContext, AgentError, ContextItem, NothingNew
+from stark_lsp.agents.base import AgentContext, AgentError, NothingNew
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
 from stark_lsp.markers.syntax import apply_replacements, check_plan, insert_marker, parse_markers
@@ -20,8 +21,8 @@ def ctx_for(name, source=None, items=None, seed=0, summary="1.00x", diagnostics=
     task = load_task(SAMPLES / name)
     src = task.root_source() if source is None else source
     if items is None:
-        items = [ContextItem("root", 0, "1.00x: 2 ms vs 2 ms", task.root_source())]
-    return AgentContext(task, 1, src, summary, diagnostics, items, "", seed=seed)
+        items = [WindowEntry("root", 0, "1.00x: 2 ms vs 2 ms", task.root_source())]
+    return AgentContext(task, 1, src, summary, diagnostics, Window(history=tuple(items)), seed=seed)
 
 
 def plan_and_code(ctx):
@@ -67,13 +68,13 @@ def test_exploitation_moves_toward_good_settings():
 def test_plan_avoids_values_already_tried():
     planner = BuiltinPlanner(explore=0.0, noise=0.0)
     base = ctx_for("row_sum.cu")
-    root = base.items[0]
+    root = base.window.history[0]
     tried = base.node_source.replace("#define THREADS 32", "#define THREADS 256")
-    items = [root, ContextItem("leader", 2, "3.10x: 0.6 ms vs 2 ms", tried)]
+    items = [root, WindowEntry("leader", 2, "3.10x: 0.6 ms vs 2 ms", tried)]
     # 256 was tried (and larger did better than the node): go on upward
     assert planner.plan(ctx_for("row_sum.cu", items=items)).summary == "set THREADS to 512 (was 32)"
     diff = "--- a\n+++ b\n@@ -6 +6 @@\n-#define THREADS 32\n+#define THREADS 512\n"
-    items.append(ContextItem("child", 3, "1.2x", diff))  # a child (as a diff) tried 512
+    items.append(WindowEntry("child", 3, "1.2x", diff))  # a child (as a diff) tried 512
     assert planner.plan(ctx_for("row_sum.cu", items=items)).summary == "set THREADS to 128 (was 32)"
 
 
@@ -81,8 +82,8 @@ def test_plan_follows_the_direction_that_improved():
     planner = BuiltinPlanner(explore=0.0, noise=0.0)
     node = ctx_for("swish_add.py").node_source.replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 4096")
     smaller = node.replace("BLOCK_SIZE = 4096", "BLOCK_SIZE = 1024")
-    root = ctx_for("swish_add.py").items[0]
-    items = [root, ContextItem("leader", 2, "2.50x", smaller), ContextItem("node", 1, "1.50x", node)]
+    root = ctx_for("swish_add.py").window.history[0]
+    items = [root, WindowEntry("leader", 2, "2.50x", smaller), WindowEntry("node", 1, "1.50x", node)]
     p = planner.plan(ctx_for("swish_add.py", source=node, items=items, summary="1.50x"))
     assert p.summary in ("set BLOCK_SIZE to 2048 (was 4096)", "set BLOCK_SIZE to 512 (was 4096)") or "num_warps" in p.summary
 
@@ -99,7 +100,7 @@ def test_plan_with_nothing_left_raises():
             assert "nothing left to try" in str(e)
             break
         new = apply_replacements(p.marked_source, make_builtin_team().coder.code(ctx, p.marked_source).replacements)
-        seen.append(ContextItem("child", len(seen) + 2, p.summary, new))
+        seen.append(WindowEntry("child", len(seen) + 2, p.summary, new))
         ctx = ctx_for("row_sum.cu", source=src, items=seen)
     else:
         pytest.fail("the planner never ran out of flag settings")

@@ -2,7 +2,8 @@ import pytest
 
 from fakes import fake_source, make_fake_task, verdict
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, EvalResult, Status
-from stark_lsp.search.context import build_context, estimate_tokens, window
+from stark_lsp.search.context import build_context, estimate_tokens
+from stark_lsp.search.history_window import window
 from stark_lsp.search.node import PLAN_CODE, ROOT, RUNNING, Node, outcome_fields
 
 
@@ -33,6 +34,17 @@ def ids(pairs):
     return {(role, n.id) for role, n in pairs}
 
 
+def text(ctx):
+    """The window's history as text: each entry in full."""
+    return "\n".join(e.full for e in ctx.window.history)
+
+
+def used(ctx, task):
+    """What the history's budget counts: the task's line, then each entry in full."""
+    return estimate_tokens(f"Task: {task.name} ({task.kind}, {task.language})\n") + sum(
+        estimate_tokens(e.full) for e in ctx.window.history)
+
+
 def test_plan_window_is_children_and_leaderboard():
     got = ids(window("plan", tree(), 2, leaderboard_size=2))
     assert got == {("child", 4), ("child", 5), ("leader", 8), ("leader", 6)}
@@ -55,23 +67,23 @@ def test_unknown_agent():
 
 def test_node_and_root_in_full_others_as_diffs(task):
     ctx = build_context("plan", task, tree(), 4, token_budget=100_000)
-    roles = {i.node_id: i.role for i in ctx.items}
+    roles = {i.node_id: i.section for i in ctx.window.history}
     assert roles[4] == "node" and roles[1] == "root"
-    by = {i.node_id: i for i in ctx.items}
+    by = {i.node_id: i for i in ctx.window.history}
     assert by[4].code == fake_source(1.5) and by[1].code == fake_source(1.0)
     assert by[8].code.startswith("--- #4\n+++ #8")
     assert "-SPEED = 1.5" in by[8].code and "+SPEED = 3.0" in by[8].code
     assert ctx.node_source == fake_source(1.5) and ctx.node_id == 4
     assert "3.00× eager" in by[8].summary and "summary of 8" in by[8].summary
-    assert "```diff" in ctx.rendered and "```python" in ctx.rendered
+    assert "```diff" in text(ctx) and "```python" in text(ctx)
 
 
 def test_profile_line_from_resources_and_a_replaceable_profiler(task):
     ctx = build_context("plan", task, tree(), 3, token_budget=100_000)
-    assert ctx.items[0].profile == "entry_kernel: 32 regs, 1024 B smem, spills 0 st / 0 ld"
-    assert "Profile: entry_kernel: 32 regs" in ctx.rendered
+    assert ctx.window.history[0].profile == "entry_kernel: 32 regs, 1024 B smem, spills 0 st / 0 ld"
+    assert "Profile: entry_kernel: 32 regs" in text(ctx)
     ctx = build_context("plan", task, tree(), 3, token_budget=100_000, profiler=lambda n: f"ncu #{n.id}")
-    assert [i.profile for i in ctx.items[:2]] == ["ncu #3", "ncu #1"]
+    assert [i.profile for i in ctx.window.history[:2]] == ["ncu #3", "ncu #1"]
 
 
 def test_diagnostics_for_a_failed_node_are_trimmed(task):
@@ -79,7 +91,7 @@ def test_diagnostics_for_a_failed_node_are_trimmed(task):
     many = [Diagnostic(f"error number {k}", line=k) for k in range(1, 101)]
     nodes[4].result = EvalResult(Status.COMPILE_ERROR, "build failed", compile=CompileReport(ok=False, diagnostics=many))
     ctx = build_context("debug", task, nodes, 5, token_budget=100_000)
-    item = ctx.items[0]
+    item = ctx.window.history[0]
     assert item.diagnostics.startswith("build failed\nline 1: error: error number 1\n")
     assert "more lines" in item.diagnostics and "error number 100" not in item.diagnostics
     assert "error number 50" in ctx.node_diagnostics  # the Debug agent gets a longer excerpt
@@ -90,18 +102,18 @@ def test_diagnostics_for_a_failed_node_are_trimmed(task):
 def test_budget_keeps_node_and_root_then_best_first(task):
     nodes = tree()
     full = build_context("plan", task, nodes, 2, token_budget=100_000)
-    assert {i.node_id for i in full.items} == {2, 1, 4, 5, 8, 6, 3}
+    assert {i.node_id for i in full.window.history} == {2, 1, 4, 5, 8, 6, 3}
     tiny = build_context("plan", task, nodes, 2, token_budget=10)
-    assert [i.node_id for i in tiny.items] == [2, 1]
-    # room for exactly two extra items: the best ones (8: 3.0x, then 6: 2.5x) win
-    base = estimate_tokens(tiny.rendered)
-    per_item = max(estimate_tokens(s) for s in full.rendered.split("### ")[3:])
-    mid = build_context("plan", task, nodes, 2, token_budget=base + 2 * per_item + 2)
-    assert [i.node_id for i in mid.items] == [2, 1, 8, 6]
-    assert estimate_tokens(mid.rendered) <= base + 2 * per_item + 2
+    assert [i.node_id for i in tiny.window.history] == [2, 1]
+    # room for exactly two extra entries: the best ones (8: 3.0x, then 6: 2.5x) win
+    base = used(tiny, task)
+    per_item = max(estimate_tokens(e.full) for e in full.window.history[2:])
+    mid = build_context("plan", task, nodes, 2, token_budget=base + 2 * per_item)
+    assert [i.node_id for i in mid.window.history] == [2, 1, 8, 6]
+    assert used(mid, task) <= base + 2 * per_item
 
 
 def test_context_carries_seed_and_hardware(task):
     ctx = build_context("code", task, tree(), 1, hardware="Fake GPU", seed=42)
-    assert ctx.seed == 42 and ctx.hardware == "Fake GPU" and "on Fake GPU" in ctx.rendered
-    assert [i.role for i in ctx.items][:1] == ["node"] and all(i.role != "root" for i in ctx.items)
+    assert ctx.seed == 42 and ctx.hardware == "Fake GPU"
+    assert [i.section for i in ctx.window.history][:1] == ["node"] and all(i.section != "root" for i in ctx.window.history)

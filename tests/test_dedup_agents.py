@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeEvaluator, _SPEED, fake_source, make_fake_task
-from stark_lsp.agents.base import (AgentContext, AgentError, CodeResult, ContextItem, Exchange, NothingNew, PlanResult,
+from stark_lsp.agents.base import (AgentContext, AgentError, CodeResult, Exchange, NothingNew, PlanResult,
                                    Team)
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.plan import BuiltinPlanner
 from stark_lsp.markers.syntax import apply_replacements
@@ -29,8 +30,8 @@ def ctx_for(name, source=None, seen=frozenset(), seed=0, summary="#1 root: ok, 1
     task = load_task(SAMPLES / name)
     src = task.root_source() if source is None else source
     if items is None:
-        items = [ContextItem("root", 0, "#0 root: ok, 1.00x", task.root_source())]
-    return AgentContext(task, 1, src, summary, diagnostics, items, "", seed=seed, seen=frozenset(seen))
+        items = [WindowEntry("root", 0, "#0 root: ok, 1.00x", task.root_source())]
+    return AgentContext(task, 1, src, summary, diagnostics, Window(history=tuple(items)), seed=seed, seen=frozenset(seen))
 
 
 def implement(ctx, plan):

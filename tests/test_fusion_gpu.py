@@ -49,13 +49,14 @@ LEVEL2 = sorted(f"level2_{n}" for n in LEVEL2_MODELS)
 
 
 def _first_plan_source(path: Path) -> tuple[object, str]:
-    from stark_lsp.agents.base import AgentContext, ContextItem
+    from stark_lsp.agents.base import AgentContext
+    from stark_lsp.context_window import Window, WindowEntry
     from stark_lsp.agents.builtin import make_builtin_team
     from stark_lsp.markers.syntax import apply_replacements
 
     task = load_task(path)
     root = task.root_source()
-    ctx = AgentContext(task, 0, root, "1.00x", "", [ContextItem("root", 0, "1.00x", root)], "", seed=0)
+    ctx = AgentContext(task, 0, root, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", root),)), seed=0)
     team = make_builtin_team()
     plan = team.planner.plan(ctx)
     return task, apply_replacements(plan.marked_source, team.coder.code(ctx, plan.marked_source).replacements)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.agents.base import AgentContext, ContextItem
+from stark_lsp.agents.base import AgentContext
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import fusion, make_builtin_team
 from stark_lsp.agents.builtin.kb_lowering import STARTS, implement_lowering, instruction_for
 from stark_lsp.evaluate.evaluator import Evaluator
@@ -55,7 +56,7 @@ def small_source(name: str) -> str:
 
 
 def _ctx(task, source, seed=0):
-    return AgentContext(task, 0, source, "1.00x", "", [ContextItem("root", 0, "1.00x", source)], "", seed=seed)
+    return AgentContext(task, 0, source, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", source),)), seed=seed)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
+from stark_lsp.agents.base import AgentContext, AgentError
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import make_builtin_team
 from stark_lsp.agents.builtin.inductor_seed import DESCRIPTION, describe, write_seed
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
@@ -165,7 +166,7 @@ def test_inductor_code_this_does_not_know_is_refused(edit, why):
 
 
 def _ctx(task, src, code=None, seen=frozenset()):
-    return AgentContext(task, 0, src, "1.00x", "", [ContextItem("root", 0, "1.00x", src)], "", seed=0,
+    return AgentContext(task, 0, src, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", src),)), seed=0,
                         seen=frozenset(seen), compiled_code=code)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.agents.base import AgentContext, AgentError, ContextItem
+from stark_lsp.agents.base import AgentContext, AgentError
+from stark_lsp.context_window import Window, WindowEntry
 from stark_lsp.agents.builtin import fusion, make_builtin_team
 from stark_lsp.agents.builtin.kb_ast import NotRecognized
 from stark_lsp.agents.builtin.kb_forward import analyse
@@ -97,7 +98,7 @@ CASES = {  # name: (init, forward, inputs, init_inputs, params, (kind, op name))
 
 
 def _ctx(task, source, seed=0, seen=frozenset()):
-    return AgentContext(task, 0, source, "1.00x", "", [ContextItem("root", 0, "1.00x", source)], "", seed=seed,
+    return AgentContext(task, 0, source, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", source),)), seed=seed,
                         seen=set(seen))
 
 

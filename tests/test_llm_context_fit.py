@@ -135,6 +135,10 @@ def test_a_prompt_whose_card_and_source_exceed_the_budget_is_said_once_and_still
     assert len(replay.requests) == 2  # the agents need the source whole: sent all the same
     sent = replay.requests[0]["body"]["messages"][1]["content"]
     assert "#define" in sent or "def " in sent  # the source, not cut
+    kept, passing = [], []  # where the search listens for notices apart, the notice goes there, not to on_wait
+    team.planner.client._told.clear()
+    team.planner.plan(replace(ctx, on_wait=passing.append, on_notice=kept.append))
+    assert kept == heard and not any("cannot be cut" in line for line in passing)
     ok = replace(agent_ctx("plan", node=2), on_wait=heard.append)  # the default budget: nothing to say
     team.coder.client._told.clear()
     team.planner.plan(ok)

@@ -67,8 +67,8 @@ def test_the_plan_context_shows_the_profile(tmp_path):
                 result=verdict(fake_source(1.0)), speedup=1.0,
                 profile=ProfileReport(ok=True, kernels=[KP]).to_dict())
     ctx = build_context("plan", task, [root], 1)
-    assert ctx.items[0].profile.endswith(" | " + NCU_LINE)
-    assert "Profile: entry_kernel: 32 regs, 1024 B smem, spills 0 st / 0 ld | " + NCU_LINE in ctx.rendered
+    assert ctx.window.history[0].profile.endswith(" | " + NCU_LINE)
+    assert "Profile: entry_kernel: 32 regs, 1024 B smem, spills 0 st / 0 ld | " + NCU_LINE in ctx.window.history[0].full
 
 
 # -- the store ---------------------------------------------------------------------
@@ -217,7 +217,7 @@ def test_leaders_are_profiled_in_the_background_one_at_a_time_and_stored(tmp_pat
     assert any(p.message.startswith("#1 profiled: ncu: dram 41% of peak") for p in progress)
     # a Plan agent after the root's profile saw it
     plans = [c for a, c in team.contexts if a == "plan"]
-    assert any(NCU_LINE in c.rendered for c in plans)
+    assert any(NCU_LINE in e.full for c in plans for e in c.window.history)
     store.close()
     with TreeStore.open(tmp_path / ".stark" / "tree.sqlite", readonly=True) as ro:  # persisted
         assert [n.id for n in ro.nodes(task.task_id()) if n.profile] == [n.id for n in profiled]
@@ -253,7 +253,7 @@ def test_a_failing_ncu_records_why_and_the_agents_see_nothing_of_it(tmp_path):
     profiled = [n for n in store.nodes(task.task_id()) if n.profile is not None]
     assert profiled and all(not n.profile["ok"] and n.profile["reason"].startswith("cannot start ncu")
                             for n in profiled)
-    assert not any("ncu" in c.rendered for _, c in team.contexts)
+    assert not any("ncu" in e.full for _, c in team.contexts for e in c.window.history)
     store.close()
 
 

@@ -266,7 +266,8 @@ def test_one_ratio_for_your_kernel_on_every_surface():
     from stark_lsp.search.labels import timing_words
     from stark_lsp.search.node import Node, speedup_vs_yours
     from stark_lsp.search.render import node_dict
-    from stark_lsp.server.trees import TreeView, node_view
+    from stark_lsp.search.node_view import node_view
+    from stark_lsp.search.tree_view import TreeView
     from stark_lsp.speedups import ratio_text
 
     root = Node(id=1, task_id="t", parent_id=None, kind="root", status="ok", source="a", speedup=1.0, runtime_ms=1.0)
@@ -324,7 +325,7 @@ def test_one_ratio_through_every_surface_of_a_real_tree(ws, capsys):
 
     from stark_lsp.search.labels import timing_words
     from stark_lsp.server import labels as server_labels
-    from stark_lsp.server.trees import tree_view
+    from stark_lsp.search.tree_view import tree_view
 
     root, task = ws
     cli.main(["optimize", str(task.path), "--budget", "4", "--concurrency", "1"])

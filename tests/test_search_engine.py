@@ -214,9 +214,9 @@ def test_the_plan_agent_sees_the_leaderboard_and_code_gets_marked_source(env):
     team = FakeTeam()
     search(env, budget=6, team=team, leaderboard=2, policy="greedy")[0].run()
     plans = [c for a, c in team.contexts if a == "plan"]
-    assert any(any(i.role == "leader" for i in c.items) for c in plans)
+    assert any(any(i.section == "leader" for i in c.window.history) for c in plans)
     assert all(c.hardware == "Fake GPU" for _, c in team.contexts)
-    assert all(len([i for i in c.items if i.role == "leader"]) <= 2 for c in plans)
+    assert all(len([i for i in c.window.history if i.section == "leader"]) <= 2 for c in plans)
 
 
 def test_unknown_policy_is_refused_up_front(env):
@@ -432,3 +432,22 @@ def test_the_baselines_settings_follow_the_candidates_unless_pinned():
     # screening never asks for more than the search did
     tight = screen_options(EvalOptions(time_budget_s=0.2, reps=10, noise_target=0.1))
     assert (tight.time_budget_s, tight.reps, tight.noise_target) == (0.2, 10, 0.1)
+
+
+def test_an_agents_notice_reaches_the_progress_as_a_lasting_message(env):
+    """What an agent must tell the user once (``ctx.on_notice``: a prompt over its budget) comes to the
+    progress listener marked lasting, so a terminal keeps it; a streamed answer's state does not."""
+    team = FakeTeam(fail_rate=0.0)
+    planner_plan = team.planner.plan
+
+    def plan(ctx):
+        ctx.on_notice("the prompt for the plan agent is over its budget")
+        ctx.on_wait("waiting for the plan agent (1 s, 3 tokens)")
+        return planner_plan(ctx)
+
+    team.planner.plan = plan
+    s, progress = search(env, team=team, budget=1)
+    s.run()
+    said = {p.message: p.lasting for p in progress if p.message}
+    assert said["the prompt for the plan agent is over its budget"] is True
+    assert said["waiting for the plan agent (1 s, 3 tokens)"] is False

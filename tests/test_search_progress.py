@@ -57,6 +57,24 @@ def test_one_rewritten_line_on_a_tty_ending_with_a_newline_when_done():
     assert text.count("\r") == 2 and text.count("\n") == 1 and text.endswith("\n")
 
 
+def test_a_lasting_message_stays_above_the_live_line_on_a_tty():
+    """A notice (an over-budget prompt, a re-timing that stopped) is printed on a line of its own, which the
+    next update's carriage return cannot reach; a passing message rides the live line and is overwritten."""
+    from dataclasses import replace
+
+    out = io.StringIO()
+    p = ProgressPrinter(out, tty=True)
+    p(prog(1, message="waiting for the plan agent (3 s, 40 tokens)"))
+    p(replace(prog(1, message="the prompt for the plan agent is ~900 tokens, over --context-tokens 500"), lasting=True))
+    p(prog(2))
+    kept = [line.split("\r\x1b[2K")[-1] for line in out.getvalue().split("\n")[:-1]]
+    assert kept == ["the prompt for the plan agent is ~900 tokens, over --context-tokens 500"]
+    assert out.getvalue().endswith("\r\x1b[2K" + format_progress(prog(2)))
+    plain = io.StringIO()  # not a TTY: every line stays anyway, the notice on its progress line
+    ProgressPrinter(plain, tty=False)(replace(prog(1, message="notice"), lasting=True))
+    assert plain.getvalue() == format_progress(prog(1, message="notice")) + "\n"
+
+
 def nodes():
     return [
         Node(1, "t", None, ROOT, "ok", speedup=1.0, runtime_ms=2.0, summary="the original kernel"),

@@ -25,7 +25,7 @@ from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_sett
 from stark_lsp.server.text_edits import apply_text_edits
 from stark_lsp.server.tree_cache import TreeCache
 from stark_lsp.server.tree_json import node_detail, tree_json
-from stark_lsp.server.trees import outcome
+from stark_lsp.search.tree_view import outcome
 from stark_lsp.tasks.kernels import find_kernels
 from stark_lsp.tasks.spec import KERNELBENCH_STUB
 from tests.server_fixtures import TRITON_KERNEL, failed_node, line_of, make_tree, ok_node

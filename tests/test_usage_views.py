@@ -12,7 +12,7 @@ from stark_lsp.commands import optimize_cmd
 from stark_lsp.search import TreeStore, usage
 from stark_lsp.search.node import AGENT_ERROR, PLAN_CODE, ROOT, RUNNING, outcome_fields
 from stark_lsp.server.tree_json import tree_json
-from stark_lsp.server.trees import tree_view
+from stark_lsp.search.tree_view import tree_view
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from stark_lsp.context_window import Window
 from stark_lsp.tasks.spec import TaskSpec
 
 
@@ -70,26 +71,14 @@ class Exchange:
 
 
 @dataclass
-class ContextItem:
-    """One node of history shown to an agent."""
-
-    role: str  # node | root | child | leader | cousin | sibling
-    node_id: int
-    summary: str  # plan summary, status, runtime, speedup
-    code: str  # full source, or a unified diff against the parent
-    diagnostics: str = ""  # compiler / runtime messages, trimmed
-    profile: str = ""  # resource report and, where measured, ncu figures
-
-
-@dataclass
 class AgentContext:
     task: TaskSpec
     node_id: int
     node_source: str  # the source of the selected node
     node_summary: str
     node_diagnostics: str  # for Debug: why the node failed
-    items: list[ContextItem]  # the window, already trimmed to the token budget
-    rendered: str  # items rendered as prompt text
+    # what the agent sees of the tree: the built-in team reads its history, the LLM prompts its entries
+    window: Window = field(default_factory=Window)
     hardware: str = ""  # e.g. "NVIDIA H200, 132 SMs" or "CPU (Triton interpreter)"
     seed: int = 0  # per-attempt seed: deterministic agents use it
     seen: frozenset[str] = frozenset()  # source_digest() of every candidate source in the tree (in flight too)
@@ -100,7 +89,6 @@ class AgentContext:
     node_profile: str = ""  # its resources, floor gap and ncu figures
     parent_line: str = ""  # the selected node's parent in one line ("" for the root)
     parent_diff: str = ""  # Debug: the parent version -> the failing source, as a diff
-    window_entries: list[Any] = field(default_factory=list)  # context_budget.WindowEntry, fitted by the prompt
     context_tokens: int = 0  # the token budget of one prompt (estimated as characters / 4)
     attempt: int = 0  # the attempt number (1..budget)
     hint: str = ""  # Plan: this attempt's exploration hint (attempts in flight get different ones)
@@ -111,6 +99,8 @@ class AgentContext:
     # the built-in team's first starting point (``builtin/inductor_seed.py``); None when there is none
     compiled_code: dict[str, Any] | None = None
     on_wait: Any = None  # called with a line ("waiting for the plan agent (41 s, 310 tokens)") as an answer streams
+    # called with a line the user must keep (a prompt over its budget): printed on its own line, not overwritten
+    on_notice: Any = None
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Pure: nodes in, a ``RunRecord`` out. Definitions (docs/BENCH.md):
 
 * *best*: the fastest correct node the search made (an attempt, not the root,
-  not a duplicate), by the rule of ``stark show`` (``tree_store.best_node``);
+  not a duplicate), by the rule of ``stark show`` (``tree_view.best_node``);
   ``success`` is that such a node exists. When the search re-timed its leaders
   (``Node.retimed``), the best is the one with the highest re-timed median, and
   its figures are the re-timed ones, as ``stark show`` prints them
@@ -25,7 +25,7 @@ from typing import Any
 from stark_lsp.agents.builtin.kb_lowering import is_compiled_seed
 from stark_lsp.search import usage
 from stark_lsp.search.node import ABANDONED, ROOT, Node
-from stark_lsp.search.tree_store import best_node
+from stark_lsp.search.tree_view import best_node
 from stark_lsp.speedups import shown_ms
 
 DONE = "done"  # the search ran to its budget (or wall time)
@@ -135,7 +135,7 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     attempts = [n for n in live if n.kind != ROOT]
     finished = [n for n in attempts if n.completed]
     own = [n for n in attempts if n.correct and n.speedup is not None and n.duplicate_of is None]
-    best = best_node(own)  # the store's rule (TreeStore.best) over the team's own candidates
+    best = best_node(own)  # the tree view's rule (TreeStore.best) over the team's own candidates
     evaluated = [n for n in live if n.evaluated and n.duplicate_of is None]
     rec = RunRecord(task=task, task_key=task_key, kind=kind, policy=policy, repeat=repeat, seed=seed, budget=budget,
                     outcome=outcome, error=error, wall_s=wall_s)

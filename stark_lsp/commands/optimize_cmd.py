@@ -220,7 +220,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}{tokens}, "
           f"team {team.name}, store {path}", file=sys.stderr)
     if store.has_tree(tid) and not store.changed(task):  # a changed task's tree is archived, a new one begun
-        spent = sum(1 for n in store.nodes(tid) if n.parent_id is not None and n.spends_budget)
+        spent = store.view(tid).spent
         if spent >= config.budget:
             print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempts): nothing "
                   f"new is tried; give a larger --budget to go on, or --fresh to start anew", file=sys.stderr)
@@ -301,11 +301,12 @@ def resume_argv(argv: list[str]) -> list[str]:
 def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:
     """Write the best kernel when a verified candidate beats the user's kernel, and
     say what happened either way; True when it wrote."""
-    from stark_lsp.search.node import speedup_vs_yours
     from stark_lsp.search.retime import Retimed
+    from stark_lsp.search.tree_view import TreeView
     from stark_lsp.speedups import speedup_text
 
-    root = next((n for n in nodes if n.parent_id is None), None)
+    view = TreeView.of(nodes)
+    root = view.root
     if best is None or best.parent_id is None:
         if root is not None and root.correct:
             print(f"no verified candidate beat your kernel ({root.runtime_ms:.4g} ms): nothing written")
@@ -315,7 +316,7 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
         else:
             print("no correct candidate: nothing written")
         return False
-    gain = speedup_vs_yours(best, root)
+    gain = view.gain(best)
     retimed = Retimed.from_dict(best.retimed) if best.retimed else None
     if retimed is not None and retimed.vs_root is not None:
         gain = retimed.vs_root  # the median of rounds that timed it in turn with your kernel

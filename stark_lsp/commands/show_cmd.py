@@ -85,21 +85,21 @@ def run(args: argparse.Namespace) -> int:
         elif not store.has_tree(tid):
             raise refusal.Refusal(f"{task.path.name} has only archived trees: "
                                   f"'stark show {args.task} --archived' lists them")
-        nodes = store.nodes(tid)
-        best = store.best(tid)
-    return print_tree(args, task, tid, nodes, best)
+        view = store.view(tid)
+    return print_tree(args, task, view)
 
 
-def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], best: Any) -> int:
-    """The tree, then the agents' total (tokens, and cost where priced) when they made any call;
-    ``--json``: the nodes, with that total as ``usage`` (null for the built-in team)."""
+def print_tree(args: argparse.Namespace, task: Any, view: Any) -> int:
+    """The tree (a ``search.tree_view.TreeView``: its root, best and counts), then the agents' total
+    (tokens, and cost where priced) when they made any call; ``--json``: the nodes, with that total as
+    ``usage`` (null for the built-in team)."""
     from stark_lsp.search import usage
     from stark_lsp.search.render import best_line, node_dict, tree
 
-    root = next((n for n in nodes if n.parent_id is None), None)
+    tid, nodes, root, best = view.task_id, list(view.nodes), view.root, view.best
     best_id = best.id if best else None
     if getattr(args, "node", None) is not None:
-        return show_node(args, nodes)
+        return show_node(args, view)
     spent = usage.total(nodes)
     if args.json:
         print(json.dumps({
@@ -107,10 +107,8 @@ def print_tree(args: argparse.Namespace, task: Any, tid: str, nodes: list[Any], 
             "nodes": [node_dict(n, with_source=args.sources, root=root) for n in nodes],
         }, indent=2))
         return exit_codes.OK
-    attempts = [n for n in nodes if n.parent_id is not None and n.status != "abandoned"]
-    done = sum(1 for n in attempts if n.completed)
     label = f" (archived tree {tid.rsplit('~', 1)[1]})" if "~" in tid else ""
-    print(f"{task.path.name} ({task.kind}){label}: {done} attempts, {sum(n.correct for n in attempts)} correct, "
+    print(f"{task.path.name} ({task.kind}){label}: {view.finished} attempts, {view.correct} correct, "
           f"best {best_line(nodes, best)}")
     print(tree(nodes, best_id))
     if usage.used(spent):
@@ -126,24 +124,23 @@ def list_archived(task: Any, store: Any) -> int:
         print(f"{task.path.name}: no archived trees", file=sys.stderr)
         return exit_codes.OK
     for aid in ids:
-        nodes = store.nodes(aid)
-        attempts = [n for n in nodes if n.parent_id is not None and n.completed]
+        view = store.view(aid)
+        nodes = list(view.nodes)
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(min((n.created for n in nodes), default=0)))
-        print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {len(attempts)} attempts, best {best_line(nodes, store.best(aid))}")
+        print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {view.finished} attempts, best {best_line(nodes, view.best)}")
     print(f"(stark show {task.path.name} --archived N shows one; stark export {task.path.name} NODE_ID writes a node)")
     return exit_codes.OK
 
 
-def show_node(args: argparse.Namespace, nodes: list) -> int:
+def show_node(args: argparse.Namespace, view: Any) -> int:
     from stark_lsp.redaction import redact
     from stark_lsp.safe_text import for_terminal
     from stark_lsp.search.render import node_detail, node_dict, transcript
 
-    node = next((n for n in nodes if n.id == args.node), None)
+    nodes, node, root = view.nodes, view.get(args.node), view.root
     if node is None:
         ids = f"{nodes[0].id}..{nodes[-1].id}" if nodes else "none"
         raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {ids})")
-    root = next((n for n in nodes if n.parent_id is None), None)
     if args.json:
         d = node_dict(node, with_source=args.sources, root=root)
         if args.transcript:

@@ -1,23 +1,26 @@
-"""Dynamic context windows: which nodes each agent sees, and how.
+"""The context of one agent call (``AgentContext``): the selected node, the cards, and the window.
 
-* Plan:  the node, the root, the node's children, the top-r leaderboard.
-* Code:  the node, the root, the node's children, its cousins (children of
-  the node's parent's other children).
-* Debug: the node, the root, its siblings.
+The window (``context_window.Window``) is built here, once, for both teams:
 
-Each item shows code (in full for the node and the root, else a unified diff
-against its parent), an outcome line, trimmed diagnostics and a profile line
-(resources, the runtime against the hardware floor, Nsight Compute figures).
-The window is trimmed to a token budget (tokens ~ chars / 4): the node and the
-root always stay; the others are kept best first (correct, by speedup), then
-most recent first, while they fit. Pure: no store, no threads.
+* its history (``history_window.py``): the node and the root in full, then the nodes tried near
+  it as diffs against their parents, fitted to the token budget: what the built-in team reads;
+* its entries (``windows.py``): STARK's windows for the LLM prompts (Plan: leaderboard, your
+  kernel, children, failures; Code: similar plans, children; Debug: fixed failures, siblings),
+  fitted by the prompt to what the rest of it leaves.
+
+Besides: the task card (``task_card.py``, with the project's files the kernel uses:
+``project_files.py``), the hardware card (``hardware_card.py``), the node's and its parent's lines,
+the profile line (resources, the runtime against the hardware floor, Nsight Compute figures), the
+sources already in the tree (``seen``), the attempt's hint and the attempts in flight. Pure: no
+store, no threads.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from stark_lsp.agents.base import AgentContext, ContextItem
+from stark_lsp.agents.base import AgentContext
+from stark_lsp.context_window import Window
 from stark_lsp.evaluate.result import EvalResult
 from stark_lsp.speedups import ratio_text
 from stark_lsp.tasks.describe import TaskFacts
@@ -25,19 +28,9 @@ from stark_lsp.tasks.spec import TaskSpec
 
 from stark_lsp.source_digest import source_digest
 from .excerpts import diagnostics_text, diff, estimate_tokens, trim  # noqa: F401  (re-exported)
+from .history_window import DIAG_CHARS, DIAG_LINES, Profiler, history, outcome_summary
 from .node import ABANDONED, Node
 from .policies.common import TreeView, leaderboard
-
-AGENTS = ("plan", "code", "debug")
-WINDOWS = {
-    "plan": ("child", "leader"),
-    "code": ("child", "cousin"),
-    "debug": ("sibling",),
-}
-DIAG_LINES = 20
-DIAG_CHARS = 2000
-
-Profiler = Callable[[Node], str]
 
 
 def resource_profile(node: Node) -> str:
@@ -101,76 +94,6 @@ def node_profile(node: Node) -> str:
     memory floor (0.12 ms, memory-bound) | ncu: dram 41% of peak, sm 12%,
     occupancy 48%, stalls: long_scoreboard 63%, barrier 12%``."""
     return " | ".join(p for p in (resource_profile(node), floor_text(node), ncu_text(node)) if p)
-
-
-def _summary(node: Node) -> str:
-    what = node.summary or ("the original kernel" if node.parent_id is None else "")
-    head = f"#{node.id} {node.kind}: {node.outcome()}"
-    return f"{head}: {what}" if what else head
-
-
-def window(agent: str, nodes: Iterable[Node], node_id: int, leaderboard_size: int = 5) -> list[tuple[str, Node]]:
-    """The (role, node) pairs an agent may see beyond the node and the root,
-    each node once (its first role), in-flight and abandoned nodes left out."""
-    if agent not in WINDOWS:
-        raise ValueError(f"unknown agent {agent!r}: one of {', '.join(AGENTS)}")
-    view = TreeView(nodes)
-    node = view.nodes[node_id]
-    groups: dict[str, list[Node]] = {
-        "child": view.children(node.id),
-        "leader": leaderboard(view.nodes.values(), leaderboard_size),
-        "sibling": [],
-        "cousin": [],
-    }
-    if node.parent_id is not None:
-        others = [s for s in view.children(node.parent_id) if s.id != node.id]
-        groups["sibling"] = others
-        groups["cousin"] = [c for s in others for c in view.children(s.id)]
-    skip = {node.id, view.root.id if view.root else None}
-    out: list[tuple[str, Node]] = []
-    for role in WINDOWS[agent]:
-        for n in groups[role]:
-            if n.id in skip or n.in_flight:
-                continue
-            skip.add(n.id)
-            out.append((role, n))
-    return out
-
-
-def _priority(n: Node) -> tuple:
-    return (not n.correct, -(n.speedup or 0.0), -n.id)
-
-
-def make_item(role: str, node: Node, nodes: dict[int, Node], full: bool, profiler: Profiler,
-              max_code_chars: int) -> ContextItem:
-    text = node.source or node.plan
-    if not full:
-        parent = nodes.get(node.parent_id) if node.parent_id is not None else None
-        if parent is not None and parent.source and text:
-            text = trim(diff(parent.source, text, parent.id, node.id), max_code_chars)
-        else:
-            text = trim(text, max_code_chars)
-    return ContextItem(
-        role=role,
-        node_id=node.id,
-        summary=_summary(node),
-        code=text,
-        diagnostics=trim(diagnostics_text(node), DIAG_CHARS, DIAG_LINES),
-        profile=profiler(node),
-    )
-
-
-def render_item(item: ContextItem, language: str) -> str:
-    full = item.role in ("node", "root")
-    lines = [f"### [{item.role}] {item.summary}"]
-    if item.profile:
-        lines.append(f"Profile: {item.profile}")
-    if item.diagnostics:
-        lines.append("Diagnostics:\n" + item.diagnostics)
-    if item.code:
-        fence = language if full else "diff"
-        lines.append(f"```{fence}\n{item.code.rstrip()}\n```")
-    return "\n".join(lines) + "\n"
 
 
 def seen_digests(nodes: Iterable[Node]) -> frozenset[str]:
@@ -242,24 +165,9 @@ def build_context(
     root = next((n for n in sorted(nodes, key=lambda n: n.id) if n.parent_id is None), node)
     budget_chars = token_budget * 4
     max_code = max(400, budget_chars // 4)
+    tried = history(agent, task, nodes, node, root, leaderboard_size=leaderboard_size, token_budget=token_budget,
+                    hardware=hardware, profiler=profiler, max_code_chars=max_code)
 
-    header = f"Task: {task.name} ({task.kind}, {task.language})" + (f" on {hardware}" if hardware else "") + "\n"
-    items = [make_item("node", node, by_id, True, profiler, max_code)]
-    if root.id != node.id:
-        items.append(make_item("root", root, by_id, True, profiler, max_code))
-    used = estimate_tokens(header) + sum(estimate_tokens(render_item(i, task.language)) for i in items)
-
-    extra = sorted(window(agent, nodes, node_id, leaderboard_size), key=lambda rn: _priority(rn[1]))
-    for role, n in extra:
-        item = make_item(role, n, by_id, False, profiler, max_code)
-        cost = estimate_tokens(render_item(item, task.language))
-        if used + cost <= token_budget:
-            items.append(item)
-            used += cost
-
-    rendered = header + "\n".join(render_item(i, task.language) for i in items)
-
-    # -- what the LLM agents read ---------------------------------------------------
     view = TreeView(nodes)
     live_root = view.root or root
     facts = facts if facts is not None else describe_task(task)
@@ -280,10 +188,9 @@ def build_context(
         task=task,
         node_id=node.id,
         node_source=node.source,
-        node_summary=_summary(node),
+        node_summary=outcome_summary(node),
         node_diagnostics=trim(diagnostics_text(node), 4 * DIAG_CHARS, 4 * DIAG_LINES) if node.failed else "",
-        items=items,
-        rendered=rendered,
+        window=Window(history=tried, entries=tuple(entries)),
         hardware=hardware,
         seed=seed,
         seen=seen_digests(nodes),
@@ -295,7 +202,6 @@ def build_context(
         node_profile=profiler(node),
         parent_line=node_line(parent, live_root) if parent is not None else "",
         parent_diff=parent_diff,
-        window_entries=entries,
         context_tokens=token_budget,
         attempt=attempt,
         hint=exploration_hint(attempt, search_seed) if agent == "plan" else "",

@@ -29,14 +29,16 @@ from stark_lsp.tasks.spec import TaskSpec
 from stark_lsp.tasks.describe import describe_task
 
 from .context import build_context
+from .given_plan import GivenPlan
 from stark_lsp.source_digest import source_digest
 from .hardware_card import hardware_facts
 from .lock import tree_lock
-from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, outcome_fields, speedup_vs_yours
+from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, had_nothing_new, outcome_fields
 from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
 from .retime import retime_options, screen_options, summarize
 from .usage import budget_spent
-from .tree_store import TreeStore, best_node, source_hash
+from .tree_store import TreeStore, source_hash
+from .tree_view import TreeView
 
 
 RACE_RETRIES = 3  # agents asked again when a concurrent attempt made the same source meanwhile
@@ -93,18 +95,14 @@ class Progress:
     message: str = ""
     free: int = 0  # finished attempts that spent no budget: an agent's "nothing new", a duplicate source
     root_speedup: float | None = None  # the user's kernel against eager
-    best_vs_yours: float | None = None  # the best against the user's kernel (node.speedup_vs_yours)
+    best_vs_yours: float | None = None  # the best against the user's kernel (TreeView.gain)
     best_is_root: bool = False  # nothing has beaten the user's kernel yet
     best_is_reference: bool = False  # ... and that kernel is the KernelBench reference itself
     cpu: bool = False  # the best's timings come from the CPU (interpreter), not a GPU
     # what the evaluations in flight are doing (evaluate/phases.py), in the order an evaluation goes:
     # (("building", 1), ("queued", 2), ...); words for a person, never a figure
     doing: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def best_vs_root(self) -> float | None:
-        """The best against the user's kernel: ``node.speedup_vs_yours`` (the one ratio), never recomputed."""
-        return self.best_vs_yours
+    lasting: bool = False  # ``message`` is a notice to keep (a terminal prints it on its own line), not a passing state
 
 
 # a stopped attempt's note: its budget slot is redone by the next run of the search, which then says so
@@ -282,7 +280,7 @@ class Search:
         nodes = self._snapshot()
         root = next((n for n in nodes if n.parent_id is None), None)
         kids = [n for n in nodes if root is not None and n.parent_id == root.id and n.status != ABANDONED]
-        if kids and all(n.status == AGENT_ERROR and n.nothing_new for n in kids):
+        if kids and all(had_nothing_new(n) for n in kids):
             return kids[-1].error
         return ""
 
@@ -296,9 +294,9 @@ class Search:
     def progress(self, done: bool = False, message: str = "") -> Progress:
         attempts = self._attempts()
         snapshot = self._snapshot()
-        # the best and its figures as `stark show` gives them: the store's rule, the re-timed figures first
-        best = best_node(n for n in snapshot if n.duplicate_of is None)
-        root = next((n for n in snapshot if n.parent_id is None), None)
+        # the best and its figures as `stark show` gives them: the tree view's rule, the re-timed figures first
+        view = TreeView.of((n for n in snapshot if n.duplicate_of is None), self.task_id)
+        best, root = view.best, view.root
         return Progress(
             task_id=self.task_id,
             attempt=sum(1 for n in attempts if n.spends_budget),
@@ -312,7 +310,7 @@ class Search:
             done=done,
             message=message,
             root_speedup=root.speedup if root else None,
-            best_vs_yours=speedup_vs_yours(best, root) if best else None,
+            best_vs_yours=view.gain(best) if best else None,
             best_is_root=best is not None and best.parent_id is None,
             best_is_reference=best is not None and best.is_reference_itself,
             cpu=best is not None and best.cpu_timed,
@@ -336,9 +334,10 @@ class Search:
             self._doing[node_id] = phase
         self._emit()
 
-    def _emit(self, done: bool = False, message: str = "") -> None:
+    def _emit(self, done: bool = False, message: str = "", lasting: bool = False) -> None:
         if self.on_progress:
-            self.on_progress(self.progress(done, message))
+            self.on_progress(replace(self.progress(done, message), lasting=lasting) if lasting else
+                             self.progress(done, message))
 
     # -- the loop ----------------------------------------------------------
     def run(self, cancel: threading.Event | None = None) -> Node | None:
@@ -355,15 +354,10 @@ class Search:
                 if n.status == ABANDONED and (n.error or "").endswith(REDONE_LATER):  # this run redoes its slot
                     n = self.store.update_node(n.id, error=n.error[: -len(REDONE_LATER)] + REDONE_NOW)
                 self._record(n)
-            try:
-                self._hardware = str(self.evaluator.hardware())
-            except Exception:
-                self._hardware = ""
-            self._hardware_info = hardware_facts(self.evaluator)
-            self._facts = describe_task(self.task)
+            self._read_machine()
             note = f"resumed: {len(abandoned)} unfinished node(s) abandoned" if abandoned else archived
             if archived:  # said whether or not the new tree's root is evaluated yet
-                self._emit(message=archived)
+                self._emit(message=archived, lasting=True)
             root = self._ensure_root("" if note == archived else note)
             if root is not None and self.config.require_correct_root and not root.correct:
                 self._emit(done=True, message=f"your kernel did not pass ({root.status}): no search")
@@ -372,6 +366,15 @@ class Search:
                 self._start_profiling()
                 self._loop(time.monotonic())
         return self.store.best(self.task_id)
+
+    def _read_machine(self) -> None:
+        """What the agents' context says of the machine and the task, read once per run."""
+        try:
+            self._hardware = str(self.evaluator.hardware())
+        except Exception:
+            self._hardware = ""
+        self._hardware_info = hardware_facts(self.evaluator)
+        self._facts = describe_task(self.task)
 
     # -- re-timing the leaders (search/retime.py) -------------------------------------
     def _retime(self) -> None:
@@ -404,7 +407,7 @@ class Search:
                 if root is None or not root.correct:
                     roots.append(None)
         except Exception as e:  # the figures of the search stand; re-timing is a refinement
-            self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}")
+            self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}", lasting=True)
             return
         done = []
         for n in leaders:
@@ -414,7 +417,7 @@ class Search:
                 done.append((figures, n))
         if done:
             figures, n = max(done, key=lambda fn: (fn[0].speedup, -fn[1].id))
-            self._emit(message=f"re-timed: best #{n.id} {figures.text()}")
+            self._emit(message=f"re-timed: best #{n.id} {figures.text()}", lasting=True)
 
     # -- background profiling -----------------------------------------------------
     def _start_profiling(self) -> None:
@@ -427,7 +430,7 @@ class Search:
             available = getattr(self.profiler, "available", None)
             why = available() if callable(available) else ""
         if why:
-            self._emit(message=f"profiling off: {why}")
+            self._emit(message=f"profiling off: {why}", lasting=True)
             return
         self._profiling = True
         self._prof_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stark-profile")
@@ -505,7 +508,7 @@ class Search:
                 self.task_id, None, ROOT, RUNNING, source=self.task.root_source(), summary="the original kernel"))
         elif root.evaluated:
             if note:
-                self._emit(message=note)
+                self._emit(message=note, lasting=True)
             return root
         else:
             root = self._update(root.id, status=RUNNING)
@@ -588,15 +591,19 @@ class Search:
             attempt=attempt, seed=attempt_seed(self.config.seed, attempt)))
 
     # -- one attempt (worker thread) ------------------------------------------
-    def _context(self, agent: str, node_id: int, attempt_node: Node, plan: tuple[str, str] | None = None):
+    def _context(self, agent: str, node_id: int, attempt_node: Node | None, plan: tuple[str, str] | None = None):
+        """The agent's context for the attempt that fills ``attempt_node`` (None: a given plan's, not a node yet:
+        seed and attempt 0)."""
+        seed, attempt = (attempt_node.seed, attempt_node.attempt) if attempt_node is not None else (0, 0)
         ctx = build_context(
             agent, self.task, self._snapshot(), node_id,
             leaderboard_size=self.config.leaderboard, token_budget=self.config.context_tokens,
-            hardware=self._hardware, seed=attempt_node.seed, hardware_info=self._hardware_info,
-            facts=self._facts, attempt=attempt_node.attempt, attempt_node_id=attempt_node.id, plan=plan,
+            hardware=self._hardware, seed=seed, hardware_info=self._hardware_info,
+            facts=self._facts, attempt=attempt, attempt_node_id=attempt_node.id if attempt_node else None, plan=plan,
             cancel=AnyEvent(self._cancel, self._abort), search_seed=self.config.seed,
         )
         ctx.on_wait = lambda line: self._emit(message=line)  # a streamed answer's progress: the CLI's and the editor's
+        ctx.on_notice = lambda line: self._emit(message=line, lasting=True)  # kept on its own line
         return ctx
 
     def _abandon(self, node_id: int, exchanges: list[Exchange]) -> None:
@@ -696,16 +703,20 @@ class Search:
                          exchanges=exchanges)
             return
         assert source is not None
-        node = self._nodes[node_id]
         if self._cancel.is_set():
             return self._abandon(node_id, exchanges)
-        key = source_hash(source)
+        self._judge(self._nodes[node_id])
+
+    def _judge(self, node: Node) -> None:
+        """The candidate's verdict: a source the tree already judged reuses its verdict (also one being
+        evaluated by another attempt now), any other is evaluated (``_evaluate``)."""
+        key = source_hash(node.source)
         while True:
-            same = self.store.find_evaluated(self.task_id, source)
+            same = self.store.find_evaluated(self.task_id, node.source)
             if same is not None and same.result is not None:
                 status, speed, runtime, err = outcome_fields(same.result)
                 speed = same.speedup if same.correct else speed  # the stored figure (1 for the reference itself)
-                self._update(node_id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
+                self._update(node.id, status=status, result=same.result, speedup=speed, runtime_ms=runtime,
                              error=err, duplicate_of=same.duplicate_of or same.id)
                 return
             with self._lock:
@@ -719,6 +730,39 @@ class Search:
         finally:
             with self._lock:
                 self._evaluating.pop(key).set()
+
+    # -- one attempt on a given plan (the editor's marker) -------------------------------
+    def attempt(self, plan: GivenPlan) -> Node:
+        """One plan+code attempt from the root on a plan the search did not make (``given_plan.py``), on
+        the tree as it stands: beside any search of it (no lock taken; nothing archived or abandoned),
+        the root evaluated first where the tree has none. The Code agent gets the context a search's
+        Code agent gets (``_context``: task card, hardware card, window, ``seen``), and the candidate
+        is judged as a search's are (``_judge``: its verdict reused, or evaluated through the GPU gate),
+        timed in full: nothing re-times it. The node is recorded once the Code agent's answer fits
+        (``GivenPlan.candidate``); raises what the agent raises (``AgentError``), ``MarkerError``, and
+        ``EvaluatorFailed`` / ``TaskBroken`` as a search does. Returns the node."""
+        from stark_lsp.markers.syntax import apply_replacements, strip_markers
+
+        self.config = replace(self.config, screen=False, race=False)
+        self.store.create_tree(self.task)
+        for n in self.store.nodes(self.task_id):
+            self._record(n)
+        self._read_machine()
+        root = self.store.root(self.task_id)
+        if root is None:  # a baseline first, so the candidate has something to beat
+            root = self._record(self.store.add_node(
+                self.task_id, None, ROOT, RUNNING, source=self.task.root_source(), summary="the original kernel"))
+            self._evaluate(root)
+        ctx = replace(self._context("code", root.id, None, (plan.marked, plan.summary)),
+                      node_source=strip_markers(plan.marked))  # the source the plan marks
+        code = self.team.coder.code(ctx, plan.marked)
+        make = plan.candidate or (lambda reps: apply_replacements(plan.marked, reps))
+        source = make(code.replacements)
+        node = self._record(self.store.add_node(
+            self.task_id, root.id, PLAN_CODE, RUNNING, source=source, plan=plan.plan or plan.marked,
+            summary=plan.summary, exchanges=list(code.exchanges)))
+        self._judge(node)
+        return self._nodes[node.id]
 
     def _task_gone(self, node: Node) -> None:
         """The task's file or harness was deleted or moved mid-search: every later candidate would fail for

@@ -7,6 +7,7 @@ read it; nothing here touches SQLite or threads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.evaluate.result import EvalResult, Status
@@ -85,7 +86,7 @@ class Node:
         An agent's "nothing new to try" and a source already evaluated (a duplicate) are free."""
         if not self.completed or self.duplicate_of is not None:
             return False
-        return not (self.status == AGENT_ERROR and self.nothing_new)
+        return not had_nothing_new(self)
 
     @property
     def unsuccessful(self) -> bool:
@@ -131,9 +132,19 @@ class Node:
         return speedup_text(self.eager, "eager", cpu=self.cpu_timed, degenerate=self.degenerate)
 
     @property
+    def retimed_speedup(self) -> float | None:
+        """The re-timing's median against eager (``search/retime.py``); None where it was not re-timed."""
+        return retimed_figure(self.retimed, "speedup")
+
+    @property
+    def retimed_vs_root(self) -> float | None:
+        """The re-timing's median against the root, timed in the same rounds; None where there is none."""
+        return retimed_figure(self.retimed, "vs_root")
+
+    @property
     def eager(self) -> float | None:
         """Its "× eager": re-timed first (``speedups.vs_eager``)."""
-        return vs_eager(self.speedup, self.retimed.get("speedup") if isinstance(self.retimed, dict) else None)
+        return vs_eager(self.speedup, self.retimed_speedup)
 
     def outcome(self) -> str:
         """Status, speedup and runtime in a few words."""
@@ -147,12 +158,27 @@ class Node:
         return ", ".join(parts)
 
 
-def speedup_vs_yours(node: Node, root: Node | None) -> float | None:
-    """How many times faster than the user's kernel (the root) ``node`` is (``speedups.vs_yours``)."""
+def had_nothing_new(node: Any) -> bool:
+    """An agent had nothing new to try from the node's parent (``NothingNew``): an ``agent_error``
+    flagged ``nothing_new``, no candidate made, no budget spent. The one test behind every "nothing
+    new" (budget, policies, the engine's stop, the tree view, the editor); the flag itself is set by
+    the engine, or read from an old row's error text by the store's loader only."""
+    return node.status == AGENT_ERROR and bool(getattr(node, "nothing_new", False))
+
+
+def retimed_figure(retimed: Any, key: str) -> float | None:
+    """One figure of a node's re-timing (``Retimed.to_dict()``): a positive number, else None."""
+    v = retimed.get(key) if isinstance(retimed, dict) else None
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def speedup_vs_yours(node: Any, root: Any | None) -> float | None:
+    """How many times faster than the user's kernel (the root) ``node`` is (``speedups.vs_yours``): the
+    one adapter behind every "× your kernel", for a ``Node`` or a ``NodeView`` (``node_view.py``), which
+    name the figures alike (``retimed_vs_root``, ``is_reference_itself``)."""
     if root is None:
         return None
-    retimed = node.retimed.get("vs_root") if isinstance(node.retimed, dict) else None
-    return vs_yours(node.speedup, node.runtime_ms, retimed, root.runtime_ms, itself=node.id == root.id,
+    return vs_yours(node.speedup, node.runtime_ms, node.retimed_vs_root, root.runtime_ms, itself=node.id == root.id,
                     root_correct=root.correct, root_is_reference=root.is_reference_itself)
 
 

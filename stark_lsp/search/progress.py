@@ -21,8 +21,8 @@ def best_text(p: Progress) -> str:
     eager = speedup_text(p.best_speedup, "eager", cpu=p.cpu)
     if p.best_is_root:
         return f"your kernel, {eager} (#{p.best_node_id})"
-    if p.best_vs_root is not None:
-        return f"{speedup_text(p.best_vs_root, 'yours')}, {eager} (#{p.best_node_id})"
+    if p.best_vs_yours is not None:
+        return f"{speedup_text(p.best_vs_yours, 'yours')}, {eager} (#{p.best_node_id})"
     return f"{eager} (#{p.best_node_id})"
 
 
@@ -41,8 +41,9 @@ def format_progress(p: Progress, doing: bool = True) -> str:
 
 
 class ProgressPrinter:
-    """Callable for ``Search(on_progress=...)``. On a TTY it rewrites one line
-    (messages that matter stay above it); otherwise it prints each update."""
+    """Callable for ``Search(on_progress=...)``. On a TTY it rewrites one line, and a lasting message
+    (``Progress.lasting``: a notice, not a passing state) is printed on its own line above it, where
+    the next update cannot overwrite it; otherwise it prints each update."""
 
     def __init__(self, stream: TextIO | None = None, tty: bool | None = None):
         self.stream = stream or sys.stderr
@@ -62,5 +63,8 @@ class ProgressPrinter:
             self.stream.write(line + "\n")
         else:
             width = shutil.get_terminal_size((100, 20)).columns - 1
+            if p.lasting and p.message:  # kept whole above the live line, which goes on without it
+                self.stream.write("\r\x1b[2K" + p.message + "\n")
+                line = format_progress(replace(p, message=""))
             self.stream.write("\r\x1b[2K" + line[:width] + ("\n" if p.done else ""))
         self.stream.flush()

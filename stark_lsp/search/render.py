@@ -1,4 +1,10 @@
-"""Text and JSON views of a tree, for ``stark optimize``, ``show`` and the editor."""
+"""Text and JSON views of a tree, for ``stark optimize``, ``show`` and the editor.
+
+The root and every "× your kernel" come from the tree view
+(``tree_view.py``: ``TreeView.gain``, over the nodes as they are; the JSON's
+``speedup_vs_yours`` is the same adapter, ``node.speedup_vs_yours``); the best
+is the caller's (``TreeStore.best``, the view's rule). Every figure is written
+through ``stark_lsp/speedups.py``."""
 
 from __future__ import annotations
 
@@ -10,10 +16,7 @@ from stark_lsp.speedups import CPU_NOTE, ratio_text, shown_ms, speedup_text
 
 from . import usage
 from .node import Node, speedup_vs_yours
-
-
-def _root(nodes: list[Node]) -> Node | None:
-    return next((n for n in nodes if n.parent_id is None), None)
+from .tree_view import TreeView
 
 
 def _eager(n: Node) -> str:
@@ -23,9 +26,9 @@ def _eager(n: Node) -> str:
     return ratio_text(n.eager)
 
 
-def _yours(n: Node, root: Node | None) -> str:
-    """The bare ratio over the user's kernel (the root), for the ``× yours`` column."""
-    return ratio_text(speedup_vs_yours(n, root))
+def _yours(n: Node, view: TreeView[Node]) -> str:
+    """The bare ratio over the user's kernel (the root), for the ``× yours`` column (``TreeView.gain``)."""
+    return ratio_text(view.gain(n))
 
 
 def _runtime(n: Node) -> str:
@@ -65,7 +68,7 @@ def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60)
     tok = any(usage.used(n.usage) for n in nodes)
     head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}"
     rows = [head + (f" {'tokens':>8}" if tok else "") + "  note"]
-    root = _root(nodes)
+    view = TreeView.of(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
@@ -73,7 +76,7 @@ def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60)
         tokens = f" {usage.cell(n.usage, unit='') or '-':>8}" if tok else ""
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
-            f"{_yours(n, root):>8} {_eager(n):>8} {_runtime(n):>9}{tokens}  {note}".rstrip()
+            f"{_yours(n, view):>8} {_eager(n):>8} {_runtime(n):>9}{tokens}  {note}".rstrip()
         )
     footer = cpu_footer(nodes)
     return "\n".join(rows + ([footer] if footer else []))
@@ -88,7 +91,7 @@ def tree(nodes: list[Node], best_id: int | None = None, width: int | None = 70) 
         parent = n.parent_id if n.parent_id in ids else None
         kids.setdefault(parent, []).append(n)
     lines: list[str] = []
-    root = _root(nodes)
+    view = TreeView.of(nodes)
 
     def walk(n: Node, depth: int) -> None:
         mark = " *best*" if n.id == best_id else ""
@@ -99,7 +102,7 @@ def tree(nodes: list[Node], best_id: int | None = None, width: int | None = 70) 
         elif n.parent_id is None:
             speed = f"{_eager(n)} eager"
         else:
-            speed = f"{_yours(n, root)} yours, {_eager(n)} eager"
+            speed = f"{_yours(n, view)} yours, {_eager(n)} eager"
         note = _note(n, None if n.status != "ok" else width)
         tok = usage.cell(n.usage)
         speed += f" · {tok}" if tok else ""
@@ -119,7 +122,7 @@ def best_line(nodes: list[Node], best: Node | None) -> str:
         return "none correct"
     if best.parent_id is None:
         return f"#{best.id}: your kernel, nothing beat it ({best.eager_text()})"
-    yours = speedup_vs_yours(best, _root(nodes))
+    yours = TreeView.of(nodes).gain(best)
     eager = best.eager_text()
     return f"#{best.id}: {speedup_text(yours, 'yours', degenerate=best.degenerate)}, {eager}" if yours is not None \
         else f"#{best.id}: {eager}"

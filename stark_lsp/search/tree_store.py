@@ -31,7 +31,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.redaction import redact
@@ -41,6 +41,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 from stark_lsp.source_digest import NOTHING_NEW, source_digest
 from .node import ABANDONED, AGENT_ERROR, EVAL_STATUSES, IN_FLIGHT, KINDS, STATUSES, Node
+from .tree_view import TreeView
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)  # 1: no profile_json, 2: no retimed_json (both added on a writable open)
@@ -119,26 +120,6 @@ def harness_digest(task: TaskSpec) -> str | None:
         return source_digest(Path(task.harness).read_text())
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def best_node(nodes: Iterable[Node]) -> Node | None:
-    """The best of a tree's nodes, the one rule behind every "best" the product shows: the correct node
-    with the highest speedup (the earliest on a tie). When the search re-timed its leaders
-    (``Node.retimed``), the one with the highest re-timed median, unless the root timed in the same rounds
-    was faster (median ``vs_root`` below 1): then the root. Pure."""
-    nodes = list(nodes)
-    ok = [n for n in nodes if n.correct]
-    retimed = [n for n in ok if n.speedup is not None and isinstance(n.retimed, dict)
-               and isinstance(n.retimed.get("speedup"), (int, float))]
-    if retimed:
-        top = min(retimed, key=lambda n: (-float(n.retimed["speedup"]), n.id))
-        vs_root = top.retimed.get("vs_root")
-        root = next((n for n in nodes if n.parent_id is None), None)
-        if vs_root is not None and vs_root < 1.0 and root is not None and root.correct:
-            return root  # timed in the same rounds, the user's kernel was faster
-        return top
-    scored = [n for n in ok if n.speedup is not None]
-    return min(scored, key=lambda n: (-n.speedup, n.id)) if scored else None
 
 
 def find_workspace(start: Path | None = None) -> Path:
@@ -493,10 +474,14 @@ class TreeStore:
         )
         return _node(rows[0]) if rows else None
 
+    def view(self, task_id: str) -> TreeView[Node]:
+        """The tree as the product reads it (``tree_view.py``: root, best, outcomes, "× your kernel")."""
+        return TreeView.of(self.nodes(task_id), task_id)
+
     def best(self, task_id: str) -> Node | None:
-        """The tree's best node by the one rule (:func:`best_node`): what ``stark optimize`` writes,
+        """The tree's best node by the one rule (``tree_view.best_node``): what ``stark optimize`` writes,
         ``stark show`` marks, and the progress line and the bench report."""
-        return best_node(self.nodes(task_id))
+        return self.view(task_id).best
 
     def find_evaluated(self, task_id: str, source: str) -> Node | None:
         """The earliest evaluated node of this tree with exactly this source."""

@@ -19,9 +19,11 @@ its message names the model and the CLI's flags, which say nothing about the
 kernel. A plan whose code was never written shows as that plan, with a
 neutral note instead of the agent's message.
 
-Each entry has a full form (with code) and a one-line form. ``fit_window``
-keeps entries by priority, the full form while it fits, else the line, and
-says what it left out. Tokens are estimated as characters / 4. Pure.
+Each entry (``context_window.WindowEntry``, in ``Window.entries``) has a full
+form (with code) and a one-line form. ``fit_window`` keeps entries by priority,
+the full form while it fits, else the line, and says what it left out. Tokens
+are estimated as characters / 4. (The built-in team reads the window's
+history instead: ``history_window.py``.) Pure.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def _entry(section: str, n: Node, order: int, priority: int, root: Node | None, 
         bits.append(extra)
     short = "\n".join(bits)
     full = short + ("\n" + _code_block(code) if code is not None else "")
-    return WindowEntry(section, n.id, order, priority, full, short)
+    return WindowEntry(section, n.id, summary=line, code=code or "", profile=prof, order=order, priority=priority,
+                       full=full, short=short)
 
 
 def _vs(a: Node | None, b: Node, max_chars: int) -> str:

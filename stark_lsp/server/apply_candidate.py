@@ -23,7 +23,8 @@ from lsprotocol import types
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
 from stark_lsp.server.text_edits import document_edit
-from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -89,10 +90,15 @@ class Backend:
         return Evaluator(workers=settings.workers, device=settings.device, sandbox=policy(settings.llm),
                          warm_for=warm_for)
 
+    @staticmethod
+    def _key(settings: Settings) -> tuple:
+        """Searches with the same key share an evaluator (the sandbox differs for an LLM team's code)."""
+        return (settings.device, settings.workers, settings.cluster, settings.llm == "builtin")
+
     def evaluator(self, settings: Settings, warm_for: TaskSpec | None = None) -> Any:
         """One evaluator per (device, workers, cluster), kept warm between searches; the first is started
         for ``warm_for``, the task it is first needed for (later tasks widen its sandbox as they come)."""
-        key = (settings.device, settings.workers, settings.cluster, settings.llm == "builtin")
+        key = self._key(settings)
         with self._lock:
             ev = self._evaluators.get(key)
             if ev is None:
@@ -102,7 +108,7 @@ class Backend:
     def drop_evaluator(self, settings: Settings) -> None:
         """Forget a crashed evaluator so the next search starts a fresh one."""
         with self._lock:
-            ev = self._evaluators.pop((settings.device, settings.workers, settings.cluster, settings.llm == "builtin"), None)
+            ev = self._evaluators.pop(self._key(settings), None)
         if ev is not None:
             _close(ev)
 
@@ -159,14 +165,23 @@ class Backend:
     def make_search(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings,
                     on_progress: Callable[[Any], None], on_node: Callable[[Any], None],
                     budget: int | None = None) -> Any:
-        from dataclasses import replace
-
         from stark_lsp.search.engine import Search
 
         config = replace(self.search_config(settings), stop_when_files_go=False)  # file_events.py watches them
         if budget is not None:
             config = replace(config, budget=budget)
         return Search(task, store, evaluator, team, config, on_progress=on_progress, on_node=on_node)
+
+    def attempt_plan(self, task: TaskSpec, store: Any, evaluator: Any, team: Any, settings: Settings, marked: str,
+                     summary: str, plan: str, candidate: Callable[[dict[str, str]], str]) -> Any:
+        """One attempt on a plan the search did not make (the editor's marker: ``search/given_plan.py``),
+        through the engine's own attempt (``Search.attempt``): the Code agent's context, the verdict's
+        reuse and the evaluation's gate and settings are a search's. Returns the node; raises what it raises."""
+        from stark_lsp.search.engine import Search
+        from stark_lsp.search.given_plan import GivenPlan
+
+        config = replace(self.search_config(settings), stop_when_files_go=False)  # file_events.py watches them
+        return Search(task, store, evaluator, team, config).attempt(GivenPlan(marked, summary, plan, candidate))
 
     def check_root(self, task: TaskSpec, settings: Settings) -> Any:
         """Evaluate the user's kernel once, outside any tree (on a machine

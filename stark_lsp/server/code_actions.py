@@ -28,7 +28,8 @@ from stark_lsp.server.commands import (APPLY_BEST, APPLY_CANDIDATE, CONTINUE, CR
 from stark_lsp.server.diagnostics import (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE, TaskProblem,
                                           same_text)
 from stark_lsp.server.labels import gain_text
-from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView
 from stark_lsp.tasks.kernels import Kernel
 
 KIND_OPTIMIZE = types.CodeActionKind.RefactorRewrite

@@ -29,7 +29,8 @@ from lsprotocol import types
 
 from stark_lsp.server.labels import baseline_name, eager_text, gain_text
 from stark_lsp.server.text_edits import split_lines, utf16_len
-from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView
 from stark_lsp.tasks.kernels import Kernel
 from stark_lsp.tasks.spec import KERNELBENCH_STUB, without_kernelbench_stub
 

@@ -27,7 +27,7 @@ from typing import Any
 from stark_lsp.server.diagnostics import CODE_HELPER, CODE_NOT_ON_DISK, CODE_UNFILLED_HARNESS, TaskProblem
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
 from stark_lsp.search.tree_store import harness_digest
-from stark_lsp.server.trees import NodeView
+from stark_lsp.search.node_view import NodeView
 from stark_lsp.tasks.kernels import Kernel, find_kernels, language_of
 from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, is_kernelbench_reference, is_triton_source, load_task
 

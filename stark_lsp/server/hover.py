@@ -12,7 +12,8 @@ handler in ``server.py`` only finds the kernel under the cursor.
 from __future__ import annotations
 
 from stark_lsp.server.labels import baseline_name, eager_text, gain_ratio, gain_text
-from stark_lsp.server.trees import NodeView, TreeView, outcome
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView, outcome
 from stark_lsp.speedups import CPU_NOTE
 
 KIND_LABELS = {"root": "your kernel", "plan_code": "plan + code", "debug": "debug"}

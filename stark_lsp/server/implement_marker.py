@@ -6,15 +6,19 @@ A marker in the document (written by the Plan agent or typed by the user)::
     ...span...
     # @stark end tile
 
-The Code agent sees the document with only that marker (the others are
-stripped, so it answers for exactly one span); its replacement is spliced
-into the document in place of the marker and its span, other markers kept.
-The result is evaluated and recorded in the task's tree as a plan+code child
-of the root, whose ``plan`` is the marked document: it is then offered like
-any candidate ("Apply candidate #k"), and applies only onto that document.
+The attempt is the engine's own (``Search.attempt``, through
+``Backend.attempt_plan``): the Code agent gets the search's context (task
+card, hardware card, window, ``seen``) for the document with only that marker
+(the others are stripped, so it answers for exactly one span); its replacement
+is spliced into the document in place of the marker and its span, other
+markers kept. The result is judged as a search's candidates are (through the
+search's GPU gate) and recorded in the task's tree as a plan+code child of
+the root, whose ``plan`` is the marked document: it is then offered like any
+candidate ("Apply candidate #k"), and applies only onto that document.
 
-``marker_spans`` and ``splice_marker`` are pure; the rest runs the agent and
-the evaluator in a worker thread.
+This module only adapts: the document's markers, the splice, the messages.
+``marker_spans``, ``only_marker`` and ``splice_marker`` are pure; the attempt
+runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, parse_markers, split_lines, strip_markers
+from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, parse_markers, split_lines
+from stark_lsp.search import EvaluatorFailed
 from stark_lsp.server.code_actions import MarkerSpan
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
@@ -66,44 +71,23 @@ def splice_marker(text: str, marker_id: str, replacement: str) -> str:
 
 
 def _run_marker(ls: Host, state: Any, text: str, marker_id: str) -> tuple[Any, Any]:
-    """Blocking: code, splice, evaluate, record. Returns (node, message)."""
-    from stark_lsp.agents.base import AgentContext
-    from stark_lsp.search.node import PLAN_CODE, ROOT, RUNNING, outcome_fields
-
+    """Blocking: the engine's attempt on the marker. Returns (the tree's nodes, the node)."""
     marked_one, marker = only_marker(text, marker_id)
     task = state.task
+
+    def candidate(replacements: dict[str, str]) -> str:
+        """The document with the Code agent's answer for this marker spliced in (other markers kept)."""
+        if marker_id not in replacements:
+            raise MarkerError(f"the Code agent answered for {', '.join(replacements) or 'no marker'}, not '{marker_id}'")
+        apply_replacements(marked_one, {marker_id: replacements[marker_id]})  # the marker rules hold
+        return splice_marker(text, marker_id, replacements[marker_id])
+
     team = ls.backend.make_team(ls.settings, ls.api_key)
     evaluator = ls.backend.evaluator(ls.settings, warm_for=task)
     store = ls.backend.open_store(state.store_path)
-    task_id = store.create_tree(task)
-    options = ls.backend.eval_options(ls.settings)
-    root = store.root(task_id)
-    if root is None:  # a baseline first, so the candidate has something to beat
-        root = store.add_node(task_id, None, ROOT, RUNNING, source=task.root_source(), summary="the original kernel")
-        status, speed, runtime, err = outcome_fields(evaluator.evaluate(task, root.source, options))
-        root = store.update_node(root.id, status=status, speedup=speed, runtime_ms=runtime, error=err)
-    ctx = AgentContext(
-        task=task,
-        node_id=root.id,
-        node_source=strip_markers(marked_one),
-        node_summary="the document as the user marked it",
-        node_diagnostics="",
-        items=[],
-        rendered="",
-        hardware="",
-        seed=0,
-    )
-    code = team.coder.code(ctx, marked_one)
-    if marker_id not in code.replacements:
-        raise MarkerError(f"the Code agent answered for {', '.join(code.replacements) or 'no marker'}, not '{marker_id}'")
-    apply_replacements(marked_one, {marker_id: code.replacements[marker_id]})  # the marker rules hold
-    source = splice_marker(text, marker_id, code.replacements[marker_id])
-    node = store.add_node(task_id, root.id, PLAN_CODE, RUNNING, source=source, plan=text,
-                          summary=f"marker {marker_id}: {marker.instruction}", exchanges=list(code.exchanges))
-    result = evaluator.evaluate(task, source, options)
-    status, speed, runtime, err = outcome_fields(result)
-    node = store.update_node(node.id, status=status, result=result, speedup=speed, runtime_ms=runtime, error=err)
-    return store.nodes(task_id), node
+    node = ls.backend.attempt_plan(task, store, evaluator, team, ls.settings, marked_one,
+                                   f"marker {marker_id}: {marker.instruction}", text, candidate)
+    return store.nodes(task.task_id()), node
 
 
 async def implement_marker(ls: Host, uri: str, marker_id: str) -> dict[str, Any]:
@@ -122,7 +106,8 @@ async def implement_marker(ls: Host, uri: str, marker_id: str) -> dict[str, Any]
     try:
         nodes, node = await asyncio.to_thread(_run_marker, ls, state, text, marker_id)
     except Exception as e:  # agent down, marker rules broken, evaluator crashed
-        return ls.fail(f"marker {marker_id}: {type(e).__name__}: {e}")
+        said = e.__cause__ if isinstance(e, EvaluatorFailed) and e.__cause__ is not None else e  # what crashed
+        return ls.fail(f"marker {marker_id}: {type(said).__name__}: {said}")
     ls.cache.replace(state.task_id, nodes)
     ls.tree_changed(state.task_id)
     tree = ls.cache.get(state.task_id)

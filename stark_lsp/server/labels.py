@@ -15,7 +15,8 @@ Pure.
 
 from __future__ import annotations
 
-from stark_lsp.server.trees import NodeView, TreeView
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView
 from stark_lsp.speedups import ratio_text, speedup_text
 
 BASELINE = "baseline"
@@ -32,23 +33,23 @@ def baseline_name(tree: TreeView) -> str:
 
 def gain_text(tree: TreeView, node: NodeView, cpu_note: bool = True) -> str:
     """``2.35× your kernel (CPU interpreter: for checking, not speed)``; ``baseline`` for the root; ``-`` unknown."""
-    if node.parent is None:
+    if node.parent_id is None:
         return BASELINE
-    return speedup_text(tree.gain(node), against(tree), cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
+    return speedup_text(tree.gain(node), against(tree), cpu=cpu_note and node.cpu_timed, degenerate=bool(node.degenerate))
 
 
 def gain_ratio(tree: TreeView, node: NodeView) -> str:
     """The bare ratio for a column headed "× yours" (or a tree node's label)."""
-    if node.parent is None:
+    if node.parent_id is None:
         return BASELINE
     return ratio_text(tree.gain(node))
 
 
 def eager_text(node: NodeView, cpu_note: bool = True) -> str:
     """Against the harness reference: ``0.0049× eager (CPU interpreter: for checking, not speed)``."""
-    if node.is_reference:
+    if node.is_reference_itself:
         return "the reference itself (eager)"
-    return speedup_text(node.eager, "eager", cpu=cpu_note and node.cpu, degenerate=bool(node.degenerate))
+    return speedup_text(node.eager, "eager", cpu=cpu_note and node.cpu_timed, degenerate=bool(node.degenerate))
 
 
 def best_text(tree: TreeView, cpu_note: bool = True) -> str:

@@ -44,7 +44,8 @@ from stark_lsp.server.host import Host
 from stark_lsp.server.labels import best_text
 from stark_lsp.server.optimize_state import Inbox, Job
 from stark_lsp.server.progress import PHASE_CHECK, PHASE_ROOT, PHASE_WORKER, WorkDone, final_text, progress_text
-from stark_lsp.server.trees import IN_FLIGHT, node_view
+from stark_lsp.search.node import IN_FLIGHT
+from stark_lsp.search.node_view import node_view
 from stark_lsp.speedups import CPU_NOTE as SPEED_CPU_NOTE
 from stark_lsp.tasks.gpu_need import LOAD_INLINE, gpu_need
 from stark_lsp.tasks.spec import TaskError

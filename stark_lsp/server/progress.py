@@ -22,7 +22,7 @@ from lsprotocol import types
 
 from stark_lsp.search.progress import doing_text
 from stark_lsp.server.labels import best_text
-from stark_lsp.server.trees import TreeView
+from stark_lsp.search.tree_view import TreeView
 
 log = logging.getLogger(__name__)
 

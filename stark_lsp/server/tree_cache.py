@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from stark_lsp.server.tree_json import tree_json
-from stark_lsp.server.trees import NodeView, TreeView, node_view
+from stark_lsp.search.node_view import NodeView, node_view
+from stark_lsp.search.tree_view import TreeView
 
 
 class TreeCache:

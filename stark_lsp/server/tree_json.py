@@ -17,7 +17,8 @@ from typing import Any
 
 from stark_lsp.search import usage
 from stark_lsp.server.labels import against, baseline_name, best_text, eager_text, gain_ratio, gain_text
-from stark_lsp.server.trees import NodeView, TreeView, outcome
+from stark_lsp.search.node_view import NodeView
+from stark_lsp.search.tree_view import TreeView, outcome
 
 MAX_DIFF_LINES = 2000
 
@@ -30,14 +31,14 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
     summary = n.summary if len(n.summary) <= SUMMARY_CHARS else n.summary[: SUMMARY_CHARS - 1] + "…"
     return {
         "id": n.id,
-        "parent": n.parent,
+        "parent": n.parent_id,
         "kind": n.kind,
         "status": n.status,
         "attempt": n.attempt,
         "outcome": outcome(tree, n),
         "speedup": n.speedup,  # against the harness reference (eager)
         "gain": tree.gain(n),  # against the user's kernel
-        "label": gain_ratio(tree, n) if n.correct or n.parent is None else "",
+        "label": gain_ratio(tree, n) if n.correct or n.parent_id is None else "",
         "runtime_ms": n.runtime_ms,
         "summary": summary,
         "duplicate_of": n.duplicate_of,
@@ -49,12 +50,12 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
 def node_extra(tree: TreeView, n: NodeView) -> dict[str, Any]:
     return {
         "summary": n.summary,
-        "gain_text": gain_text(tree, n) if n.correct or n.parent is None else "",
+        "gain_text": gain_text(tree, n) if n.correct or n.parent_id is None else "",
         "eager_text": eager_text(n) if n.correct else "",
         "reference_ms": n.reference_ms,
         "error": n.error,
         "profile": n.profile,
-        "cpu": n.cpu,
+        "cpu": n.cpu_timed,
     }
 
 
@@ -94,7 +95,7 @@ def _diff(before: str, after: str, parent_id: int) -> str:
 
 def why_not_apply(n: NodeView) -> str | None:
     """Why "Apply this candidate" is disabled for ``n`` (None: it can be applied)."""
-    if n.parent is None:
+    if n.parent_id is None:
         return "this is your kernel"
     if n.in_flight:
         return "still being evaluated"
@@ -109,11 +110,11 @@ def node_detail(tree: TreeView, node_id: int) -> dict[str, Any] | None:
     n = tree.get(node_id)
     if n is None:
         return None
-    parent = tree.get(n.parent) if n.parent is not None else None
-    if n.parent is None:
+    parent = tree.get(n.parent_id) if n.parent_id is not None else None
+    if n.parent_id is None:
         diff = "(the root: your kernel as it was when the search began)"
     elif n.nothing_new:
-        diff = f"(no candidate: the agent had nothing new to try from #{n.parent})"
+        diff = f"(no candidate: the agent had nothing new to try from #{n.parent_id})"
     elif not n.source:
         diff = f"(no candidate was made: {n.error or n.status})" if not n.in_flight else "(being made)"
     elif parent is None:

@@ -7,7 +7,7 @@ From the failed node's summary and diagnostics it recognizes:
 * shared memory over the limit: fewer pipeline stages, else a smaller block
   or tile;
 * wrong results, timeouts, crashes and runtime errors: the tunable that moved
-  furthest from the root (role "root" in the context) goes back to the root's
+  furthest from the root (the window history's "root") goes back to the root's
   value.
 
 Each kind of failure gives an ordered list of moves; the first whose repaired
@@ -42,8 +42,8 @@ REVERTIBLE = re.compile(
 
 
 def _root_source(ctx: AgentContext) -> str | None:
-    for it in ctx.items:
-        if it.role == "root" and it.code and not is_diff(it.code):
+    for it in ctx.window.history:
+        if it.section == "root" and it.code and not is_diff(it.code):
             return it.code
     return None
 

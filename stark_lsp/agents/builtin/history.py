@@ -1,8 +1,8 @@
 """What the context window says was tried, and how it went.
 
-Reads ``AgentContext.items``: full sources give whole configurations (the
-values of every tunable), unified diffs give the values on their ``+`` lines,
-and summaries give ``set X to V`` phrases, a status and a speedup.
+Reads the window's history (``AgentContext.window.history``, ``context_window.Window``): full
+sources give whole configurations (the values of every tunable), unified diffs give the values on
+their ``+`` lines, and summaries give ``set X to V`` phrases, a status and a speedup.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
-from stark_lsp.agents.base import ContextItem
 from stark_lsp.agents.builtin.instructions import find_set_instructions
 from stark_lsp.agents.builtin.tunable import Tunable, Value, format_value
 from stark_lsp.agents.builtin.tunables import find_tunables
+from stark_lsp.context_window import WindowEntry
 
 _SPEEDUP = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[x×](?!\w)")  # "2.50x" and speedups.py's "2.50× eager"
 _FAILED = re.compile(r"\b(compile_error|runtime_error|crashed|timeout|incorrect|cheat|failed|error|agent_error)\b", re.I)
@@ -72,15 +73,15 @@ class History:
         return {(k.split("#")[0], format_value(v)) for o in self.observations if o.role == "child" for k, v in o.values.items() if not o.full}
 
 
-def read_history(items: list[ContextItem], language: str, node_config: dict[str, Value]) -> History:
+def read_history(history: Iterable[WindowEntry], language: str, node_config: dict[str, Value]) -> History:
     h = History()
-    for it in items:
+    for it in history:
         failed = bool(_FAILED.search(status_part(it.summary)))
         speed = speedup_in(it.summary)
         if it.code and not is_diff(it.code):
             values = config_of(find_tunables(it.code, language))
             full = True
-            if it.role == "root":
+            if it.section == "root":
                 h.root, h.root_source = values, it.code
         else:
             values = {}
@@ -92,7 +93,7 @@ def read_history(items: list[ContextItem], language: str, node_config: dict[str,
                 values.setdefault(s.name, s.value)
             full = False
         if values:
-            h.observations.append(Observation(it.role, values, speed, failed, full))
+            h.observations.append(Observation(it.section, values, speed, failed, full))
     return h
 
 

@@ -92,8 +92,9 @@ class _LLMAgent:
         else:
             line = (f"{head}, over --context-tokens {budget}: the task card and the source cannot be cut; raise "
                     f"--context-tokens")
-        if self.client.notice_once(("over budget", self.role), line) and ctx.on_wait is not None:
-            ctx.on_wait(line)
+        tell = ctx.on_notice or ctx.on_wait
+        if self.client.notice_once(("over budget", self.role), line) and tell is not None:
+            tell(line)
 
     def _ask(self, messages: list[dict[str, str]], ctx: AgentContext,
              earlier: list[Exchange], fmt: dict | None = None) -> tuple[ChatReply, Exchange]:

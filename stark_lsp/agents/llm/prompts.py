@@ -25,8 +25,7 @@ agent has none: the failing source it repairs already has the format.
 from __future__ import annotations
 
 from stark_lsp.agents.base import AgentContext
-from stark_lsp.context_budget import estimate_tokens
-from stark_lsp.context_budget import fit_window
+from stark_lsp.context_budget import estimate_tokens, fit_window
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 from .examples import example_for
@@ -145,16 +144,18 @@ def _cards(ctx: AgentContext) -> str:
 
 
 def _assemble(agent: str, system: str, ctx: AgentContext, head: str, tail: str) -> list[dict[str, str]]:
-    """System and user message, the window fitted to what the rest leaves of the budget."""
+    """System and user message, the window's entries (``AgentContext.window``) fitted to what the rest
+    leaves of the budget."""
     budget = ctx.context_tokens or DEFAULT_CONTEXT_TOKENS
     fixed = estimate_tokens(system) + estimate_tokens(head) + estimate_tokens(tail) + 40
     room = max(0, budget - fixed)
-    window = fit_window(agent, list(ctx.window_entries), room) if ctx.window_entries else ""
+    entries = ctx.window.entries
+    window = fit_window(agent, entries, room) if entries else ""
     if window:
         middle = f"\n## Search so far\n{window}"
     else:
         middle = "\n## Search so far\nNothing else in the tree is relevant yet.\n"
-    if room == 0 and ctx.window_entries:
+    if room == 0 and entries:
         middle = "\n## Search so far\n(Left out: the task card and the source alone fill the context budget.)\n"
     user = head + middle + tail
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -2,7 +2,12 @@
 
 Pure: the nodes come in as a list (in-flight ones included, so a node being
 expanded already counts as a child), a ``random.Random`` comes in for the
-choices, and a ``Selection`` goes out.
+choices, and a ``Selection`` goes out. This ``TreeView`` is the tree's shape
+for choosing (nodes by parent, abandoned ones left out); what a node turned
+out to be, the tree's best and "× your kernel" are ``search/tree_view.py``'s,
+and "nothing new" is ``node.had_nothing_new``. ``best_correct`` is the
+choosing rule: the single evaluations the search compares as it goes, not the
+re-timed figures the tree view's best prefers once the search ends.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from ..node import ABANDONED, AGENT_ERROR, Node
+from ..node import ABANDONED, Node, had_nothing_new
 
 PLAN = "plan"  # Plan agent, then Code agent
 DEBUG = "debug"  # Debug agent
@@ -74,7 +79,7 @@ class TreeView:
         """An agent said it has nothing new to try from this node (every move
         it knows gives a source the tree holds): choosing it again wastes an
         attempt. The tree only grows, so this stays true."""
-        return any(k.status == AGENT_ERROR and k.nothing_new for k in self.children(node.id))
+        return any(had_nothing_new(k) for k in self.children(node.id))
 
     def fresh(self) -> list[Node]:
         """``candidates()`` without the exhausted nodes."""
