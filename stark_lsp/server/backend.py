@@ -105,6 +105,24 @@ class Backend:
                 ev = self._evaluators[key] = self.make_evaluator(settings, warm_for=warm_for)
             return ev
 
+    def warm_up(self, settings: Settings, task: TaskSpec) -> bool:
+        """Start the evaluator for ``task`` now, before anyone asks for a search (``evaluation.warmUp``): on
+        a GPU machine its judges' start (CUDA, the sandbox, the zygote's builds) then overlaps the time a
+        person reads the file, instead of the first Optimize waiting for it. Nothing where the setting is
+        off, there is no GPU, a cluster evaluates, or an evaluator for these settings exists. Whether one
+        was started; a failure is logged and left to the first search to report."""
+        if not settings.warm_up or settings.cluster or not self.gpu_available(settings):
+            return False
+        with self._lock:
+            if self._key(settings) in self._evaluators:
+                return False
+        try:
+            self.evaluator(settings, warm_for=task)
+        except Exception as e:  # noqa: BLE001  the first search says it again, with its own message
+            log.info("warm-up of the evaluator failed: %s", e)
+            return False
+        return True
+
     def drop_evaluator(self, settings: Settings) -> None:
         """Forget a crashed evaluator so the next search starts a fresh one."""
         with self._lock:

@@ -273,6 +273,8 @@ class StarkServer(LanguageServer):
             await file_events.complete_carries(self)
         await self.refresh_tree(state)
         self.publish(state.uri)
+        if state.task is not None:  # the judges start while the file is read (evaluation.warmUp; GPU only)
+            asyncio.get_running_loop().run_in_executor(None, self.backend.warm_up, self.settings, state.task)
 
     def publish_harness(self, state: DocState) -> None:
         """"Write the reference here" on the unfilled harness itself."""

@@ -7,7 +7,7 @@ Keys are camelCase as an editor writes them::
     {"llm": "builtin" | "openai", "baseUrl": "...", "model": "...",
      "models": {"plan": "...", "code": "...", "debug": "..."},
      "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
-     "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT"},
+     "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT", "warmUp": true},
      "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true, "structured": true,
      "retries": 3, "timeoutRetries": 1,
      "temperatures": {"plan": 0.8, "code": 0.1, "debug": 0.1}, "contextTokens": 12000,
@@ -76,6 +76,8 @@ class Settings:
     device: str = "auto"
     workers: int = 1
     cluster: str | None = None  # "auto" | "ray://HOST:PORT": evaluate on Ray actors (stark_lsp.cluster)
+    # on a GPU machine, start the judges for a task as soon as its file is opened (Backend.warm_up)
+    warm_up: bool = True
     profile_top: int = 0  # profile (ncu, GPU) the top-K correct candidates in the background; 0: off
     eval_options: dict[str, Any] = field(default_factory=dict)  # EvalOptions fields
     # the LLM client (None: the client's default)
@@ -189,6 +191,11 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
             s = replace(s, device=str(ev["device"]))
         if "workers" in ev:
             s = replace(s, workers=_int(ev["workers"], s.workers, 1))
+        if "warmUp" in ev:
+            if isinstance(ev["warmUp"], bool):
+                s = replace(s, warm_up=ev["warmUp"])
+            else:
+                problems.append(f"stark.evaluation.warmUp must be true or false, not {ev['warmUp']!r}")
         if "cluster" in ev:
             from stark_lsp.cluster.spec import parse_cluster
 
