@@ -512,7 +512,7 @@ class Search:
             return root
         else:
             root = self._update(root.id, status=RUNNING)
-        self._emit(message=(note + "; " if note else "") + "evaluating the original kernel")
+        self._emit(message=(note + "; " if note else "") + "evaluating the original kernel", lasting=bool(note))
         if self._cancel.is_set():
             self._update(root.id, status=ABANDONED)
             self._emit(done=True, message="cancelled")
@@ -734,7 +734,10 @@ class Search:
     # -- one attempt on a given plan (the editor's marker) -------------------------------
     def attempt(self, plan: GivenPlan) -> Node:
         """One plan+code attempt from the root on a plan the search did not make (``given_plan.py``), on
-        the tree as it stands: beside any search of it (no lock taken; nothing archived or abandoned),
+        the tree as it stands: no lock taken, nothing archived or abandoned (as the editor's marker did before
+        it came here). Not yet safe beside a search of the same tree in another Search: a search that starts
+        meanwhile marks this attempt's running node abandoned, and a search stopped meanwhile stops this
+        evaluation too (they share the evaluator);
         the root evaluated first where the tree has none. The Code agent gets the context a search's
         Code agent gets (``_context``: task card, hardware card, window, ``seen``), and the candidate
         is judged as a search's are (``_judge``: its verdict reused, or evaluated through the GPU gate),

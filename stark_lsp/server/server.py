@@ -274,7 +274,13 @@ class StarkServer(LanguageServer):
         await self.refresh_tree(state)
         self.publish(state.uri)
         if state.task is not None:  # the judges start while the file is read (evaluation.warmUp; GPU only)
-            asyncio.get_running_loop().run_in_executor(None, self.backend.warm_up, self.settings, state.task)
+            asyncio.get_running_loop().create_task(self._warm_up(state.task))
+
+    async def _warm_up(self, task: Any) -> None:
+        """``Backend.warm_up`` with the user's settings, not the defaults of a configuration still on its
+        way (``warmUp: false`` or a cluster would otherwise start local judges for a file open at start)."""
+        await self.settings_ready()
+        await asyncio.get_running_loop().run_in_executor(None, self.backend.warm_up, self.settings, task)
 
     def publish_harness(self, state: DocState) -> None:
         """"Write the reference here" on the unfilled harness itself."""
