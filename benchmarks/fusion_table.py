@@ -20,11 +20,11 @@ import argparse
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 KB = ROOT / "benchmarks" / "kernelbench"
 
 DEFAULT = ["19_ReLU", "26_GELU_", "88_MinGPTNewGelu", "23_Softmax", "40_LayerNorm", "36_RMSNorm_", "47_Sum_reduction_over_a_dimension",
@@ -52,16 +52,6 @@ def candidate(root: str) -> str:
     lo, hi = modelnew_stub(root)
     lines = root.splitlines(keepends=True)
     return "".join(lines[: lo - 1]) + fusion.render(root) + "".join(lines[hi:])
-
-
-def load(source: str, name: str) -> types.ModuleType:
-    path = Path(f"/tmp/stark_fusion_table/{name}.py")  # Triton reads a kernel's source from its file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(source)
-    mod = types.ModuleType(name)
-    mod.__file__ = str(path)
-    exec(compile(source, str(path), "exec"), mod.__dict__)
-    return mod
 
 
 def rel_error(out, ref) -> float:
@@ -94,6 +84,7 @@ def main() -> int:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
     import triton.testing
+    from matmul_table import load  # a module from its own file (Triton reads a kernel's source there)
 
     from stark_lsp.speedups import speedup_text
     from stark_lsp.tasks.spec import load_task
