@@ -79,6 +79,18 @@ def clone_inputs(xs: list[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
+def shapes_only(xs: list[Any]) -> list[Any]:
+    """The same list with every tensor replaced by one of its shape and dtype on the ``meta`` device (no
+    storage): what the judge keeps of a task's inputs and outputs while candidates' processes run, so a
+    task of gigabytes a call is not held twice on the GPU."""
+    return [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def storages(xs: list[Any]) -> set[int]:
+    """Where the tensors among ``xs`` keep their data (``shares_storage`` compares two draws)."""
+    return {x.untyped_storage().data_ptr() for x in xs if isinstance(x, torch.Tensor) and x.numel()}
+
+
 def seed_everything(seed: int) -> None:
     """``torch.manual_seed(seed)`` for the generators a task can draw from: the CPU's and every CUDA
     device's. ``torch.manual_seed`` also queues seeds for XPU and MTIA, which here are never
@@ -98,6 +110,9 @@ class Reference:
     device: torch.device
     atol: float | None = None
     rtol: float | None = None
+    # whether get_inputs() draws new tensors every time (checked by the judge on two draws): the judge then
+    # runs the reference on inputs it drew for that call alone without copying them first
+    fresh_inputs: bool = False
     _model_cache: dict[int, Any] = field(default_factory=dict)
 
     def inputs(self, seed: int) -> list[Any]:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable, Exchange, NothingNew, Team
 from stark_lsp.evaluate import phases, protocol as evaluator_protocol
 from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.out_of_memory import task_error_fix
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -809,7 +810,7 @@ class Search:
             self._task_gone(node)  # it went while this evaluation ran: the failure is not the candidate's
         if result.status is Status.TASK_ERROR:
             self._update(node.id, status=ABANDONED, error=result.message)
-            raise TaskBroken(f"{result.message} (fix the task, then run again)")
+            raise TaskBroken(f"{result.message} ({task_error_fix(result.message)})")
         if result.stopped:  # cut by the search's own stop: no verdict on the candidate; redone if the search goes on
             why = "the run's --wall-time passed" if self._stop_was == "wall time reached" else "stopped by Ctrl-C / Cancel"
             self._update(node.id, status=ABANDONED, error=f"{why}{REDONE_LATER}")

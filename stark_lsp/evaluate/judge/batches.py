@@ -158,9 +158,11 @@ class Checker:
         self.checked = 0  # calls whose digest was checked
 
     def reference(self, inputs: list[Any], sync: bool = True) -> list[Any]:
+        """The reference on a call's inputs, drawn again for this alone (``RanBatch.inputs``): not copied
+        first where the task draws new tensors every time (``Reference.fresh_inputs``)."""
         fn = self.ref.reference_fn(self.param_seed)
         with torch.no_grad():
-            out = fn(*clone_inputs(inputs))
+            out = fn(*(inputs if self.ref.fresh_inputs else clone_inputs(inputs)))
         if sync and self.conv.device.type == "cuda":
             torch.cuda.synchronize(self.conv.device)
         from stark_lsp.evaluate.harness import as_outputs

@@ -39,7 +39,6 @@ that misses one is killed (its whole sandbox is cleared) and reported.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import sys
 import threading
@@ -50,7 +49,9 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate.gpu_limits import gpu_limits
-from stark_lsp.evaluate.harness import HarnessError, Reference, clone_inputs, load_reference, memory_hint
+from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
+from stark_lsp.evaluate.harness import (HarnessError, Reference, clone_inputs, load_reference, memory_hint, shapes_only,
+                                        storages)
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
@@ -289,19 +290,23 @@ class Judge:
                    for x, y in zip(a, b)) or len(a) != len(b):
                 raise HarnessError("get_inputs() gives different inputs for the same torch.manual_seed: draw every "
                                    "random value through torch (not numpy or random)")
+            ref.fresh_inputs = not (storages(a) & storages(b))  # no tensor kept between draws (a module's global)
+            del a, b
             self._refs[key] = ref
         return self._refs[key]
 
-    def _outputs(self, ref: Reference, inputs: list[Any], param_seed: int) -> list[Any]:
+    def _outputs(self, ref: Reference, inputs: list[Any], param_seed: int, owned: bool = False) -> list[Any]:
         """The reference's outputs on ``inputs``; a reference that raises is the task's fault
-        (``HarnessError``: a task error naming the user's line), never the candidate's."""
+        (``HarnessError``: a task error naming the user's line), never the candidate's. ``owned``: the
+        caller drew ``inputs`` for this call alone and drops them after, so where the task draws new
+        tensors every time they are not copied first (a reference may change its inputs in place)."""
         from stark_lsp.evaluate.harness import as_outputs
 
         fn = None
         try:
             fn = ref.reference_fn(param_seed)
             with torch.no_grad():
-                out = fn(*clone_inputs(inputs))
+                out = fn(*(inputs if owned and ref.fresh_inputs else clone_inputs(inputs)))
             if self.is_gpu:
                 torch.cuda.synchronize(self.device)
         except HarnessError:
@@ -343,8 +348,9 @@ class Judge:
         key = (spec.task_id(), param_seed, atol, rtol, (spec.harness or spec.path).stat().st_mtime_ns)
         if key not in self._sanity:
             seeds = Seeds(opts.seed).draw(task_sanity.SEEDS, 9000)
-            self._sanity[key] = task_sanity.check(lambda x: self._outputs(ref, x, param_seed), ref.inputs, seeds,
-                                                  atol, rtol)
+            self._sanity[key] = task_sanity.check(lambda x: self._outputs(ref, x, param_seed, owned=True),
+                                                  ref.inputs, seeds, atol, rtol)
+            self.release_memory()  # the check's draws are not kept from the processes that come next
         return self._sanity[key]
 
     # ------------------------------------------------------------------
@@ -425,9 +431,11 @@ class Judge:
         ref_ms = base.reference.figure.median_ms
         seeds = Seeds(opts.seed)
         inputs0 = ref.inputs(seeds.draw(1, 0)[0])
-        ref_out0 = self._outputs(ref, inputs0, param_seed)
+        ref_out0 = self._outputs(ref, inputs0, param_seed, owned=True)
+        inputs0, ref_out0 = shapes_only(inputs0), shapes_only(ref_out0)  # their forms only, from here on
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
         in_bytes = output_bytes(inputs0)
+        keep = memory_calls(in_bytes, out_bytes, self.is_gpu)  # calls one batch may keep alive, at most
         state.io = TaskIO(inputs=[_value_info(v) for v in inputs0], outputs=[_value_info(v) for v in ref_out0])
         library = Path(job["library"]).read_bytes() if job.get("library") else b""
         state.mark("reference outputs")
@@ -450,7 +458,7 @@ class Judge:
                 state.mark("process start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
                 with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
-                    ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S)
+                    ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
                 state.mark("calibration")
                 self.gate.switch(None, "load")
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
@@ -463,8 +471,6 @@ class Judge:
                 first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
                                if spec.kind == "cuda" and not job.get("load_inline") else opts.load_timeout_s)
                 n = max(1, opts.trials)
-                rest = (TM.batch_limit_s(n - 1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
-                        + n * transfer_s(ref_out0))
                 trials: list[Trial] = []
                 atol = opts.atol if opts.atol is not None else ref.atol
                 rtol = opts.rtol if opts.rtol is not None else ref.rtol
@@ -476,16 +482,19 @@ class Judge:
                 state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
-            if n > 1:  # the other trials: a batch of their own, every call compared element by element
-                ran = run_batch(conv, seeds, n - 1, rest, "the trials")
-                checker.check(ran, list(range(n - 1)), trial=True, label="trial", trials=trials, number_from=2)
+            done = 1
+            while done < n:  # the other trials: batches of their own (as many calls as the memory allows),
+                k = min(n - done, keep)  # every call compared element by element
+                rest = TM.batch_limit_s(k, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + (k + 1) * transfer_s(ref_out0)
+                ran = run_batch(conv, seeds, k, rest, "the trials")
+                checker.check(ran, list(range(k)), trial=True, label="trial", trials=trials, number_from=done + 1)
+                done += k
             state.correctness.passed = True
             state.mark("trials")
 
             self._launch_check(conv, source, spec, opts, seeds, call_limit)
             state.mark("launch check")
 
-            keep = memory_calls(in_bytes, out_bytes, self.is_gpu)
             checks = Pending(checker, PENDING_BYTES[self.is_gpu])
             try:
                 with self.gate.hold(EXCLUSIVE, "candidate timing"):
@@ -623,7 +632,8 @@ class Judge:
         state = EvalState(CompileReport(ok=True), [], [])
         seeds = Seeds(opts.seed)
         inputs = ref.inputs(seeds.draw(1, 0)[0])
-        out = self._outputs(ref, inputs, param_seed)
+        out = self._outputs(ref, inputs, param_seed, owned=True)
+        inputs, out = shapes_only(inputs), shapes_only(out)  # their forms only: the processes draw their own
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in out if isinstance(o, torch.Tensor))
         keep = memory_calls(output_bytes(inputs), out_bytes, self.is_gpu)
         disk = self._baseline_parts(spec, opts, inputs, out)
@@ -644,7 +654,7 @@ class Judge:
                 conv.ask(None, READY_LIMIT_S, "start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, f"loading the {role}")
                 with self.gate.hold(EXCLUSIVE, f"{role} calibration"):
-                    ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S)  # batches follow one another
+                    ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)  # batches follow one another
                 # torch.compile's compile is the CPU's work (trusted code): other judges use the GPU meanwhile
                 with self.gate.hold(None if role == "compiled" else SHARED):
                     conv.ask({"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
@@ -661,7 +671,10 @@ class Judge:
             except Verdict as v:
                 if role == "reference":
                     status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR
-                    raise Verdict(EvalResult(status, f"the reference could not be timed: {v.result.message}",
+                    why = v.result.message
+                    if ran_out_of_memory(why):
+                        why += memory_note(output_bytes(inputs) + out_bytes, self.device if self.is_gpu else None)
+                    raise Verdict(EvalResult(status, f"the reference could not be timed: {why}",
                                              output=v.result.output)) from None
                 note = f"torch.compile baseline unavailable: {v.result.message}"
             finally:
@@ -738,13 +751,17 @@ class Judge:
         return self._floors[key]
 
 
-_OOM = re.compile(r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|"
-                  r"cudaErrorMemoryAllocation|out of GPU memory")
-
-
-def ran_out_of_memory(text: str) -> bool:
-    """Whether a failure's message says the GPU's memory ran out."""
-    return bool(_OOM.search(text))
+def memory_note(call_bytes: int, device: torch.device | None) -> str:
+    """What a task's call needs beside what the GPU has, for a message that says it ran out of memory:
+    " (a call's inputs and outputs: 8.6 GB; the GPU: 79.2 GB)"."""
+    gb = lambda n: f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"  # noqa: E731
+    text = f" (a call's inputs and outputs: {gb(call_bytes)}"
+    if device is not None:
+        try:
+            text += f"; the GPU: {gb(torch.cuda.get_device_properties(device).total_memory)}"
+        except Exception:  # noqa: BLE001 - a note, never a failure
+            pass
+    return text + ")"
 
 
 def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: int | None = None) -> str:

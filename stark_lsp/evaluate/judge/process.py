@@ -72,7 +72,7 @@ class _Lines:
 
 def out_of_memory(result: Any) -> bool:
     """Whether an evaluation ended because the GPU's memory ran out (whoever's code asked for it)."""
-    from stark_lsp.evaluate.judge.judge import ran_out_of_memory
+    from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
 
     return result.status.value != "ok" and ran_out_of_memory(result.message or "")
 

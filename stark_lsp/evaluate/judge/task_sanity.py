@@ -49,24 +49,39 @@ def _close(a: Any, b: Any, atol: float | None, rtol: float | None) -> bool:
 
 def check(outputs_of: Callable[[list[Any]], list[Any]], inputs_of: Callable[[int], list[Any]], seeds: list[int],
           atol: float | None, rtol: float | None) -> Sanity:
-    """``outputs_of(inputs)``: the reference's outputs; ``inputs_of(seed)``: the task's inputs. Holds
-    at most two inputs and two outputs at a time (a level-2 task's can be gigabytes each, and judges
-    share the GPU's memory)."""
-    inputs = [inputs_of(seeds[0])]
-    first = outputs_of(inputs[0])
+    """``outputs_of(inputs)``: the reference's outputs (it may use its inputs up: each set is drawn for
+    it alone); ``inputs_of(seed)``: the task's inputs. Holds one set of inputs (and, while mixing, one
+    input of another) beside two sets of outputs: a task's can be gigabytes each, and judges share
+    the GPU's memory."""
+    drawn = inputs_of(seeds[0])
+    floats = [i for i, x in enumerate(drawn) if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())]
+    first = outputs_of(drawn)
+    del drawn
     varies = [False] * len(first)
-    for k, seed in enumerate(seeds[1:]):
-        x = inputs_of(seed)
-        if k == 0:
-            inputs.append(x)  # kept: each input on its own is redrawn from it below
-        o = outputs_of(x)
+    for seed in seeds[1:]:
+        o = outputs_of(inputs_of(seed))
         varies = [v or not _close(a, b, atol, rtol) for v, a, b in zip(varies, o, first)]
-        del o, x
+        del o
     result = Sanity()
     if first and not any(varies):  # outputs near zero too: within the tolerance of each other for every input
         result.degenerate = (f"the reference's output is the same for every input within the tolerance (on "
                              f"{len(seeds)} random inputs): any constant passes, so a speedup on it means nothing")
         return result
+    # each input on its own: the first seed's inputs with that one drawn from the second seed
+    for i in floats:
+        other = inputs_of(seeds[1])[i]
+        mixed = inputs_of(seeds[0])
+        x = mixed[i]
+        if not isinstance(other, torch.Tensor) or torch.equal(other, x):
+            continue
+        mixed[i] = other
+        del x, other
+        out = outputs_of(mixed)
+        del mixed
+        if all(_close(a, b, atol, rtol) for a, b in zip(out, first)):
+            result.flags.append(f"review: the reference's output does not depend on input {i} beyond the tolerance: "
+                                f"a candidate may ignore it")
+    return result
     # each input on its own: redrawn from another seed, the others kept
     for i, x in enumerate(inputs[0]):
         if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.is_complex()):

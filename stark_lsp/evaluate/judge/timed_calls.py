@@ -66,13 +66,17 @@ def protocol_per_call(batches: list[TM.Batch], ov: TM.Overhead) -> float | None:
     return max(0.0, min(per)) if per else None
 
 
-def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float) -> TM.Overhead:
+def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool, limit_s: float,
+              max_calls: int | None = None) -> TM.Overhead:
     """The protocol's own cost in this process: batches of calls that do nothing, one after another
     as the timed batches will follow one another (their checks wait until the timing is over). A
     pause a timed batch meets that the calibration did not (a mid-way check, a read-back) can only
-    make that batch dearer: the figure errs high, never low."""
+    make that batch dearer: the figure errs high, never low. ``max_calls``: what one batch may keep
+    alive (``memory_calls``); the larger batch then has that many calls, at least two (a line needs
+    two sizes), not ``CALIBRATION_SIZES``' (eight sets of a task's inputs of gigabytes each do not
+    fit the GPU)."""
     shapes = output_shapes(ref_out)
-    sizes, repeats = TM.CALIBRATION_SIZES[is_gpu], TM.CALIBRATION_REPEATS[is_gpu]
+    sizes, repeats = calibration_sizes(is_gpu, max_calls), TM.CALIBRATION_REPEATS[is_gpu]
     samples: list[TM.Batch] = []
     for r in range(repeats + 1):
         for k in sizes:
@@ -80,6 +84,14 @@ def calibrate(conv: Conversation, ref_out: list[Any], seeds: Seeds, is_gpu: bool
             if r:  # the first round warms the allocator and the kernels up
                 samples.append(ran.sample())
     return TM.fit_overhead(samples)
+
+
+def calibration_sizes(is_gpu: bool, max_calls: int | None) -> tuple[int, ...]:
+    """The calibration's batch sizes within what one batch may keep alive (at least 1 and 2)."""
+    sizes = TM.CALIBRATION_SIZES[is_gpu]
+    if max_calls is None:
+        return sizes
+    return tuple(sorted({min(k, max(2, max_calls)) for k in sizes}))
 
 
 def output_shapes(ref_out: list[Any]) -> list[dict[str, Any]]:
