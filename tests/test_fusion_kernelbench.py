@@ -111,6 +111,9 @@ def test_the_library_operation_stays_a_pytorch_call():
     code = fusion.render(small_source("1_Conv2D_ReLU_BiasAdd"))
     forward = code[code.index("class ModelNew"):]
     assert "self.conv(x)" in forward and "torch.relu" not in forward
+    # cuDNN's algorithm for the convolution: a switch the search turns on (tunables_triton.SWITCHES)
+    assert fused.program.convolution and "\nCUDNN_BENCHMARK = False\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK\n" in code
+    assert "CUDNN_BENCHMARK" not in fusion.render(small_source("97_Matmul_BatchNorm_BiasAdd_Divide_Swish"))
 
 
 @pytest.mark.parametrize("level", [1, 2])

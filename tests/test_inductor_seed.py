@@ -247,3 +247,26 @@ def test_forwards_defaults_are_kept_and_unnameable_parameters_refused():
         write_seed(compiled(name, inputs=["param blocks.a-b.weight", "param gemm.bias", "input 0"]), source(name))
     text = write_seed(compiled(name, inputs=["param layers.0.weight", "param gemm.bias", "input 0"]), source(name))
     assert "self.layers[0].weight" in text
+
+
+def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_turns_on_first():
+    from stark_lsp.agents.builtin.code import BuiltinCoder
+    from stark_lsp.agents.builtin.plan import BuiltinPlanner
+    from stark_lsp.tasks.spec import TaskSpec
+
+    conv = write_seed(compiled("1_Conv2D_ReLU_BiasAdd"), source("1_Conv2D_ReLU_BiasAdd"))
+    assert "CUDNN_BENCHMARK = False\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK" in conv
+    switch = [t for t in find_triton_tunables(conv) if t.kind == "switch"]
+    assert [(t.name, t.value, t.candidates) for t in switch] == [("CUDNN_BENCHMARK", False, (True,))]
+    gemm = write_seed(compiled("12_Gemm_Multiply_LeakyReLU"), source("12_Gemm_Multiply_LeakyReLU"))
+    assert "CUDNN_BENCHMARK" not in gemm  # no convolution: nothing for cuDNN to choose
+
+    task = TaskSpec(kind="kernelbench", path=KB / "level2" / "1_Conv2D_ReLU_BiasAdd.py")
+    ctx = AgentContext(task, 1, conv, "ok 1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", conv),)), seed=3,
+                       hardware="NVIDIA H100 80GB HBM3")
+    ranked = BuiltinPlanner(explore=0.0, noise=0.0).ranked(ctx)
+    assert (ranked[0][0].name, ranked[0][1]) == ("CUDNN_BENCHMARK", True)
+    marked = BuiltinPlanner().mark(ctx, *ranked[0]).marked_source
+    done = apply_replacements(marked, BuiltinCoder().code(ctx, marked).replacements)
+    assert "CUDNN_BENCHMARK = True\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK" in done
+    ast.parse(done)

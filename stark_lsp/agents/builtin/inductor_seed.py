@@ -35,6 +35,7 @@ from typing import Any
 
 from stark_lsp.agents.builtin.inductor_imports import Imports, without_inductor
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, model_methods
+from stark_lsp.agents.builtin.tunables_triton import switch_lines
 
 DESCRIPTION = "torch.compile's code"  # in the plan's instruction and the node's summary
 KINDS = ("pointwise", "reduction", "persistent_reduction")
@@ -407,6 +408,8 @@ def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
     out = [f"# {describe(compiled)}, written out as plain Triton by the built-in team.",
            "# Inductor's kernels and launches at the configuration its autotuner chose; the search tunes it from here.",
            *imports, *imported.kernel_imports, *helpers, "", ""]
+    if any("extern_kernels.convolution(" in line for line in body):
+        out += [*switch_lines("CUDNN_BENCHMARK"), "", ""]
     for d in imported.definitions:  # in place of Inductor's imports (inductor_imports.py)
         out += [d, "", ""]
     for k in imported.kernels:

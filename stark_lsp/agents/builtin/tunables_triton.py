@@ -9,7 +9,10 @@ assignment ``BLOCK_SIZE = 64``, a launch keyword ``BLOCK_SIZE=64``, a
 them). A launch keyword whose number also appears elsewhere on its line or in
 its function (typically a grid written with the same literal) is left alone:
 the grid would not follow. A line whose comment says ``stark: fixed`` is never
-tuned (a persistent reduction's whole-row block, say).
+tuned (a persistent reduction's whole-row block, say). Switches: a
+module-level ``CUDNN_BENCHMARK = False`` (cuDNN's heuristic choice of a
+convolution's algorithm, or, on, the fastest of those it times on the first
+call), written by the team beside the line that applies it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ _DICT = re.compile(rf"['\"](?P<name>{_BLOCKISH})['\"]\s*:\s*(?P<val>\d+)(?![\w.]
 _CONSTEXPR = re.compile(rf"\b(?P<name>{_BLOCKISH})\s*:\s*tl\.constexpr\s*=\s*(?P<val>\d+)(?![\w.])")
 _DEF = re.compile(r"^(?P<indent>\s*)def\s")
 _FIXED = re.compile(r"#.*\bstark:\s*fixed\b")  # a line its author marked as not a knob
+SWITCHES = ("CUDNN_BENCHMARK",)  # module-level on/off settings the team writes (``switch_lines``)
+_SWITCH = re.compile(rf"^(?P<name>{'|'.join(SWITCHES)})\s*=\s*(?P<val>True|False)\s*(?:#.*)?$")
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5, 6)
@@ -86,6 +91,12 @@ def find_triton_tunables(source: str, fragment: bool = False) -> list[Tunable]:
             v = int(m.group("val"))
             found.append(Tunable("num_stages", "num_stages", Site(no, m.start("val"), m.end("val")), v,
                                  tuple(s for s in STAGES if s != v), "stages"))
+        sw = _SWITCH.match(text)
+        if sw:
+            v = sw.group("val") == "True"
+            found.append(Tunable(sw.group("name"), "switch", Site(no, sw.start("val"), sw.end("val")), v, (not v,),
+                                 "switch"))
+            continue
         taken: set[int] = set()
 
         def add(m: re.Match, how: str) -> None:
@@ -123,3 +134,13 @@ def _kwarg_coupled(lines: list[str], no: int, m: re.Match) -> bool:
         if i != no and pat.search(lines[i - 1].split("#", 1)[0]):
             return True
     return False
+
+
+def switch_lines(name: str) -> list[str]:
+    """A switch as the team writes it into a candidate: off, for the search to turn on."""
+    if name == "CUDNN_BENCHMARK":
+        return ["# cuDNN's convolution algorithm: its heuristic's choice (False), or the fastest of those it times",
+                "# on the first call (True). The search tries both.",
+                "CUDNN_BENCHMARK = False",
+                "torch.backends.cudnn.benchmark = CUDNN_BENCHMARK"]
+    raise ValueError(f"no switch {name!r}")

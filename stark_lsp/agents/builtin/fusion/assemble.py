@@ -24,6 +24,7 @@ from . import kernels, runtime
 from .graph import Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, Reduction, Scan, Value, View
 from .reader import SHAPE_TOKEN
 from .trees import Tree, TreeWriter
+from ..tunables_triton import switch_lines
 
 HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 DEFAULTS = {"BLOCK": 1024, "BLOCK_R": 1024, "BLOCK_K": 64, "num_warps": 4}
@@ -48,6 +49,7 @@ class Program:
     kernels: list[Kernel] = field(default_factory=list)
     forward: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
+    convolution: bool = False  # a library convolution runs: the CUDNN_BENCHMARK switch is written
 
     def describe(self) -> str:
         parts = []
@@ -266,6 +268,8 @@ class Assembler:
         self.emit(f"{self.shape(v)} = _stark_shape({t})")
         self.names[id(v)] = t
         self.program.libs.append(v.what)
+        if v.module_class.startswith("Conv") or "conv" in v.what.lower():
+            self.program.convolution = True
 
     # -- the forward -------------------------------------------------------------------------
     def shape_line(self, v: Value) -> None:
@@ -353,7 +357,8 @@ def runtime_text() -> str:
 def render_program(program: Program, params: list[str], doc: str) -> str:
     kernel_text = "".join(k.text for k in program.kernels)
     body = "".join(f"        {line}\n" if line else "\n" for line in program.forward)
-    return (HEADER + "\n\n# Helpers of the fused ModelNew, written by the STARK built-in team.\n" + runtime_text()
+    switch = "\n" + "\n".join(switch_lines("CUDNN_BENCHMARK")) + "\n" if program.convolution else ""
+    return (HEADER + switch + "\n\n# Helpers of the fused ModelNew, written by the STARK built-in team.\n" + runtime_text()
             + kernels.HELPERS + kernel_text + f'''
 
 class ModelNew(Model):
