@@ -1,5 +1,6 @@
 #!/bin/bash
 # On a GPU machine (the device tool's, from the repository's root): one batch of KernelBench level 2
+# (or WHAT=level1 / policies; it resumes from bench-results/kb-$WHAT where that was carried)
 # with the evaluator's trace (STARK_EVAL_TRACE: timed processes, the gate's exclusive holds, the
 # judges' GPU memory), GPU utilisation and memory (nvidia-smi, 1 s) and the load average (5 s); with
 # LATENCY=1 then the turnaround (eval_latency.py). Everything lands in /tmp/w, tarred into $OUT/w.tgz.
@@ -10,13 +11,16 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=$PWD:/tmp/site STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache} PYTHONUNBUFFERED=1
 W=/tmp/w; mkdir -p $W
+# a batch resumes the level where earlier ones left it: bench-results/kb-<what> carried from this machine
+WHAT=${WHAT:-level2}
+if [ -d bench-results/kb-$WHAT ]; then cp -r bench-results/kb-$WHAT $W/kb; fi
 export STARK_EVAL_TRACE=$W/trace.jsonl
 git rev-parse --short HEAD > $W/commit 2>/dev/null; git status --short > $W/status
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 1000 > $W/smi.csv 2>&1 &
 SMI=$!
 ( while true; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done ) > $W/load.txt &
 LOAD=$!
-python3 benchmarks/kernelbench_runs.py level2 --out $W/kb ${BATCH_ARGS:---batch-seconds 300 --run-seconds 150 --hard-seconds 390} > $W/bench.log 2>&1
+python3 benchmarks/kernelbench_runs.py $WHAT --out $W/kb ${BATCH_ARGS:---batch-seconds 300 --run-seconds 150 --hard-seconds 390} > $W/bench.log 2>&1
 kill $SMI $LOAD
 unset STARK_EVAL_TRACE
 if [ -n "$LATENCY" ]; then
