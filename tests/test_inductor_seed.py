@@ -270,3 +270,16 @@ def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_tu
     done = apply_replacements(marked, BuiltinCoder().code(ctx, marked).replacements)
     assert "CUDNN_BENCHMARK = True\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK" in done
     ast.parse(done)
+
+
+def test_the_switch_is_not_tried_where_triton_interprets_the_kernels():
+    from stark_lsp.agents.builtin.plan import BuiltinPlanner
+    from stark_lsp.tasks.spec import TaskSpec
+
+    conv = write_seed(compiled("1_Conv2D_ReLU_BiasAdd"), source("1_Conv2D_ReLU_BiasAdd"))
+    task = TaskSpec(kind="kernelbench", path=KB / "level2" / "1_Conv2D_ReLU_BiasAdd.py")
+    for hardware, offered in (("NVIDIA H100 80GB HBM3", True), ("CPU (Triton interpreter)", False)):
+        ctx = AgentContext(task, 1, conv, "ok 1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", conv),)),
+                           seed=3, hardware=hardware)
+        names = {t.name for _, t, _ in BuiltinPlanner().options(ctx)}
+        assert ("CUDNN_BENCHMARK" in names) is offered

@@ -133,3 +133,47 @@ def test_a_reference_out_of_memory_is_not_called_a_broken_task():
     assert oom.endswith("(a call's inputs and outputs: 8.6 GB)")
     assert "does not fit this GPU's memory" in task_error_fix(oom) and "fix the task" not in task_error_fix(oom)
     assert task_error_fix("task error: get_inputs() failed: ValueError: x") == "fix the task, then run again"
+
+
+def test_a_constant_input_is_let_go_before_the_next_draw():
+    d = Draws(3, lambda a, b, c: a + c)
+    ones = d.inputs_of
+
+    def with_constant(seed):  # input 1 the same for every seed: nothing to mix in
+        xs = ones(seed)
+        xs[1].fill_(1.0)
+        return xs
+
+    got = task_sanity.check(d.outputs_of, with_constant, [1, 2, 3, 4], None, None)
+    assert got.degenerate == "" and got.flags == []
+    assert d.peak_at_draw <= 1
+
+
+class _FakeJudge:
+    is_gpu = False
+    device = torch.device("cpu")
+
+    def _device_chain_works(self):
+        return True
+
+
+def test_a_task_that_hands_out_the_same_tensors_gets_the_host_chain(monkeypatch):
+    from stark_lsp.evaluate.judge.judge import Judge
+
+    monkeypatch.setenv("STARK_EVAL_DEVICE_CHAIN", "1")
+    for fresh, chain in ((True, "device"), (False, "host")):
+        ref = _ref(SimpleNamespace(get_inputs=lambda: [torch.ones(4)]))
+        ref.fresh_inputs = fresh
+        conv = SimpleNamespace()
+        Judge._choose_chain(_FakeJudge(), conv, shapes_only([torch.ones(4)]), shapes_only([torch.ones(4)]), ref)
+        assert conv.chain == chain  # the device chain perturbs inputs in place: a global would drift
+
+
+def test_an_input_returned_as_an_output_is_the_judges_own_copy():
+    from stark_lsp.evaluate.judge.judge import Judge
+
+    ref = _ref(SimpleNamespace(get_inputs=lambda: [torch.ones(4), torch.ones(4)], reference=lambda x, y: x.add_(y)))
+    ref.fresh_inputs = True
+    xs = ref.inputs(1)
+    out = Judge._outputs(_FakeJudge(), ref, xs, 0, owned=True)
+    assert torch.equal(out[0], torch.full((4,), 2.0)) and not storages(out) & storages(xs)

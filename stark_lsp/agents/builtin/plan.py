@@ -58,7 +58,7 @@ def _near(t: Tunable, v: Value) -> bool:
     return a is None or b is None or abs(a - b) <= MAX_LOG_STEP
 
 
-INTERPRETER_IGNORES = ("num_warps", "num_stages")  # launch keywords with no effect off the GPU
+INTERPRETER_IGNORES = ("num_warps", "num_stages", "switch")  # no effect off the GPU (launch keywords, cuDNN's)
 
 
 def interpreted(ctx: AgentContext) -> bool:

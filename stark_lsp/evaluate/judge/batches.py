@@ -194,8 +194,8 @@ class Checker:
               trials: list[Trial] | None = None, number_from: int = 1,
               fetched: dict[int, list[Any]] | None = None) -> None:
         """Every call's outputs' form and digest; the ``fetch`` calls element by element (read back
-        now, or already, in ``fetched``). Calls are named from ``number_from`` (trials in two batches:
-        the first call, then the rest).
+        now, or already, in ``fetched``). Calls are named from ``number_from`` (trials in several batches:
+        the first call, then batches of the rest).
 
         The reference runs on every call's inputs one call after another with no synchronization
         between them; every call's digest and bound are read at the end, at once (``digest.Deferred``):

@@ -79,6 +79,7 @@ from stark_lsp.tasks.spec import TaskSpec
 READY_LIMIT_S = 120.0
 PROGRESS_SLACK_S = 15.0  # a first call's time after a kernel launched (module loads, the next compile)
 CALIBRATION_LIMIT_S = 30.0  # one call that does nothing
+RELEASE_BYTES = 256 << 20  # a call's inputs and outputs of this much or more: the judge's cache is emptied after its draw
 
 
 class SandboxUnavailable(RuntimeError):
@@ -254,6 +255,12 @@ class Judge:
             except Exception:  # noqa: BLE001 - the next evaluation tries again, and says why
                 self.close()
 
+    def _let_go(self, inputs: list[Any], outputs: list[Any]) -> None:
+        """After the judge's own draw of a task's inputs and outputs (``RELEASE_BYTES`` or more, their forms
+        kept): the GPU's cached memory given back before a process draws its own, not held beside it."""
+        if self.is_gpu and output_bytes(inputs) + output_bytes(outputs) >= RELEASE_BYTES:
+            torch.cuda.empty_cache()
+
     def release_memory(self) -> None:
         """Give the GPU's cached memory back (between evaluations, and before one that ran out of
         memory is tried again): judges that share a GPU must not sit on what another needs."""
@@ -305,22 +312,30 @@ class Judge:
         fn = None
         try:
             fn = ref.reference_fn(param_seed)
+            uncopied = owned and ref.fresh_inputs
             with torch.no_grad():
-                out = fn(*(inputs if owned and ref.fresh_inputs else clone_inputs(inputs)))
+                out = fn(*(inputs if uncopied else clone_inputs(inputs)))
             if self.is_gpu:
                 torch.cuda.synchronize(self.device)
         except HarnessError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: said in one line, with its place
             raise HarnessError(reference_failure(e, ref, fn=fn, inputs=len(inputs))) from None
-        return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+        outs = [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+        if uncopied and storages(outs) & storages(inputs):  # an input returned as an output (``x.add_(y)``): its
+            # own copy, so that no later draw into the same storage (a task's buffer refilled) can change it
+            shared = storages(inputs)
+            outs = [o.clone() if isinstance(o, torch.Tensor) and storages([o]) & shared else o for o in outs]
+        return outs
 
-    def _choose_chain(self, conv: Conversation, inputs: list[Any], outputs: list[Any]) -> None:
+    def _choose_chain(self, conv: Conversation, inputs: list[Any], outputs: list[Any], ref: Reference) -> None:
         """The device chain (``wire/device_chain.py``) where the task allows it and its kernels work in
-        this judge (checked once); else the host chain. The same for a task's every process."""
+        this judge (checked once); else the host chain. The same for a task's every process. A task whose
+        get_inputs() hands out the same tensors again gets the host chain: the device chain perturbs a
+        call's inputs in place, so such a task's tensors would drift from draw to draw."""
         forced = os.environ.get("STARK_EVAL_DEVICE_CHAIN") == "1"  # also on the CPU (Triton's interpreter): tests
         conv.outputs_n = max(1, len(outputs))
-        usable = DC.usable(inputs, outputs, self.device, any_device=forced)
+        usable = ref.fresh_inputs and DC.usable(inputs, outputs, self.device, any_device=forced)
         conv.chain = "device" if self._device_chain_works() and usable else "host"
 
     def _device_chain_works(self) -> bool:
@@ -430,9 +445,11 @@ class Judge:
                   timeout_s: float) -> EvalResult:
         ref_ms = base.reference.figure.median_ms
         seeds = Seeds(opts.seed)
-        inputs0 = ref.inputs(seeds.draw(1, 0)[0])
-        ref_out0 = self._outputs(ref, inputs0, param_seed, owned=True)
-        inputs0, ref_out0 = shapes_only(inputs0), shapes_only(ref_out0)  # their forms only, from here on
+        drawn = ref.inputs(seeds.draw(1, 0)[0])
+        inputs0 = shapes_only(drawn)  # their forms only, from here on (taken before a reference reshapes any)
+        ref_out0 = shapes_only(self._outputs(ref, drawn, param_seed, owned=True))
+        del drawn
+        self._let_go(inputs0, ref_out0)
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in ref_out0 if isinstance(o, torch.Tensor))
         in_bytes = output_bytes(inputs0)
         keep = memory_calls(in_bytes, out_bytes, self.is_gpu)  # calls one batch may keep alive, at most
@@ -441,7 +458,7 @@ class Judge:
         state.mark("reference outputs")
         link = self._take(max(out_bytes, len(library)) + (1 << 20), self._profiler_next)
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
-        self._choose_chain(conv, inputs0, ref_out0)
+        self._choose_chain(conv, inputs0, ref_out0, ref)
         try:
             # from the process's start to its first call the gate is held only for the calibration: the
             # start (the CPU's, and CUDA's context), the task's harness, the candidate's imports and builds
@@ -465,7 +482,7 @@ class Judge:
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
 
-                # trials: the first call, then a batch of the rest; every call compared element by element
+                # trials: the first call, then batches of the rest (as many calls as memory_calls allows); every call compared element by element
                 # the first call compiles Triton kernels (it says after each launch); a CUDA
                 # candidate's library is loaded already: its first call gets no compile time
                 first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
@@ -631,9 +648,11 @@ class Judge:
             return self._baselines[key]
         state = EvalState(CompileReport(ok=True), [], [])
         seeds = Seeds(opts.seed)
-        inputs = ref.inputs(seeds.draw(1, 0)[0])
-        out = self._outputs(ref, inputs, param_seed, owned=True)
-        inputs, out = shapes_only(inputs), shapes_only(out)  # their forms only: the processes draw their own
+        drawn = ref.inputs(seeds.draw(1, 0)[0])
+        inputs = shapes_only(drawn)  # their forms only, as drawn (a reference may reshape its inputs in place)
+        out = shapes_only(self._outputs(ref, drawn, param_seed, owned=True))  # the processes draw their own
+        del drawn
+        self._let_go(inputs, out)
         out_bytes = sum(aligned(o.numel() * o.element_size()) for o in out if isinstance(o, torch.Tensor))
         keep = memory_calls(output_bytes(inputs), out_bytes, self.is_gpu)
         disk = self._baseline_parts(spec, opts, inputs, out)
@@ -649,7 +668,7 @@ class Judge:
         for role in roles:
             link = self._take(out_bytes + (1 << 20), profiler=False)
             conv = self._talk(link, state, role, deadline, timeout_s, cancel_fd)
-            self._choose_chain(conv, inputs, out)
+            self._choose_chain(conv, inputs, out, ref)
             try:
                 conv.ask(None, READY_LIMIT_S, "start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, f"loading the {role}")
@@ -743,9 +762,10 @@ class Judge:
         key = (spec.task_id(), param_seed)
         if key not in self._floors:
             try:
-                inputs = ref.inputs(Seeds(opts.seed).draw(1, 7000)[0])
-                outs = self._outputs(ref, inputs, param_seed)
-                self._floors[key] = task_floor(self.ceilings, ref.reference_fn(param_seed), clone_inputs(inputs), outs)
+                seed = Seeds(opts.seed).draw(1, 7000)[0]
+                outs = self._outputs(ref, ref.inputs(seed), param_seed, owned=True)
+                inputs = ref.inputs(seed) if ref.fresh_inputs else clone_inputs(ref.inputs(seed))  # drawn again
+                self._floors[key] = task_floor(self.ceilings, ref.reference_fn(param_seed), inputs, outs)
             except Exception:  # noqa: BLE001 - a floor is a bonus, never a failure
                 self._floors[key] = None
         return self._floors[key]
