@@ -16,6 +16,9 @@ reports nothing) is seen within a second.
   goes on under the new name with the same budget.
 * A search that saw its file vanish before the editor said why is treated
   the same way: a rename reported a moment later still carries it.
+
+What waits meanwhile (carries, orphaned harnesses) is ``host.moves``, a
+``file_moves.FileMoves``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from stark_lsp.server.documents import resolve_task
+from stark_lsp.server.file_moves import Carry
 from stark_lsp.server.host import Host
 from stark_lsp.server.optimize_jobs import launch
 from stark_lsp.server.optimize_state import Job
@@ -41,18 +44,6 @@ log = logging.getLogger(__name__)
 RESUME_S = 30.0  # a search stopped by a rename goes on under the new name if that is a task within this time
 EVENT_LAG_S = 2.0  # how long before the editor's report a delete or rename may have happened
 WATCHED_GLOB = "**/*.{cu,cuh,py}"
-
-
-@dataclass
-class Carry:
-    """A tree (and maybe its search) waiting to move to a new kernel path."""
-
-    old_task_id: str
-    kernel: str
-    budget: int | None  # resume the search with this budget; None: move the tree only
-    deadline: float  # time.monotonic() after which the search is not resumed
-    store_path: Path
-    cpu: bool = False
 
 
 def _path(uri: str) -> Path | None:
@@ -79,7 +70,7 @@ def _is_kernel_file(p: Path) -> bool:
 
 
 def _carry(host: Host, job: Job, to: Path, resume: bool) -> None:
-    host.carries[to] = Carry(job.task_id, job.kernel, job.budget if resume else None,
+    host.moves.carries[to] = Carry(job.task_id, job.kernel, job.budget if resume else None,
                              time.monotonic() + RESUME_S, host.store_path_for(job.path), job.cpu)
 
 
@@ -107,10 +98,11 @@ async def files_deleted(host: Host, uris: list[str]) -> None:
             host.jobs.stop(job, f"{hit.name} was deleted: its search stopped; the tree is kept in .stark/",
                            files_moved_since=time.time() - EVENT_LAG_S)
             host.say(job.stop_reason, types.MessageType.Warning)
-    for key in [k for k in host.carries if _affected(k, paths)]:
-        host.carries.pop(key, None)
-    for key in [k for k in host.orphans if _affected(k, paths) or _affected(host.orphans[k], paths)]:
-        host.orphans.pop(key, None)
+    carries, orphans = host.moves.carries, host.moves.orphans
+    for key in [k for k in carries if _affected(k, paths)]:
+        carries.pop(key, None)
+    for key in [k for k in orphans if _affected(k, paths) or _affected(orphans[k], paths)]:
+        orphans.pop(key, None)
     host.searches_changed()
     await _reresolve(host, paths)
 
@@ -132,18 +124,19 @@ async def files_renamed(host: Host, renames: list[tuple[str, str]]) -> None:
         host.jobs.stop(job, f"{what}: the search moves with it", files_moved_since=time.time() - EVENT_LAG_S)
         _carry(host, job, to, resume=True)
         job.then = lambda: complete_carries(host)
-    for key in list(host.carries):  # carries waiting under an old name follow it
+    for key in list(host.moves.carries):  # carries waiting under an old name follow it
         to = _moved(key, pairs)
         if to != key:
-            host.carries[to] = host.carries.pop(key)
+            host.moves.carries[to] = host.moves.carries.pop(key)
     for old, new in pairs:
         if _is_kernel_file(new):
             left = default_harness_path(old)
             if not _affected(left, olds) and await asyncio.to_thread(left.exists) and \
                     not await asyncio.to_thread(default_harness_path(new).exists):
-                host.orphans[new] = left
-    for key in [k for k in host.orphans if _affected(host.orphans[k], olds) or _affected(k, olds)]:
-        host.orphans.pop(key, None)
+                host.moves.orphans[new] = left
+    orphans = host.moves.orphans
+    for key in [k for k in orphans if _affected(orphans[k], olds) or _affected(k, olds)]:
+        orphans.pop(key, None)
     host.searches_changed()
     await complete_carries(host)
     await _reresolve(host, olds + [n for _, n in pairs])
@@ -167,16 +160,16 @@ async def _reresolve(host: Host, paths: list[Path]) -> None:
 async def complete_carries(host: Host) -> None:
     """Move each waiting tree to its new name once that name is a task; resume
     its search when it was stopped by the move a moment ago."""
-    for path, c in list(host.carries.items()):
+    for path, c in list(host.moves.carries.items()):
         if any(j.task_id == c.old_task_id for j in host.jobs.all()):
             continue  # still stopping: its end calls this again
-        if host.carries.get(path) is not c:
+        if host.moves.carries.get(path) is not c:
             continue  # another pass (the editor's rename event, the search's end) has it
-        host.carries.pop(path)  # claimed before the wait below: two passes never move one tree twice
+        host.moves.carries.pop(path)  # claimed before the wait below: two passes never move one tree twice
         resolved = await asyncio.to_thread(resolve_task, path)
         task = resolved.task
         if task is None:
-            host.carries.setdefault(path, c)  # not a task yet (its harness is missing or unfilled): wait
+            host.moves.carries.setdefault(path, c)  # not a task yet (its harness is missing or unfilled): wait
             continue
         new_store = host.store_path_for(task.path)
         if new_store != c.store_path:
@@ -219,7 +212,7 @@ async def rename_harness(host: Host, uri: str) -> dict[str, Any]:
     """Quick fix: the harness left under the kernel's old name gets the new name."""
     state = host.docs.get(uri)
     path = state.path if state else _path(uri)
-    old = host.orphans.get(path) if path else None
+    old = host.moves.orphans.get(path) if path else None
     if path is None or old is None:
         return host.fail("no harness left under an old name of this file", types.MessageType.Info)
     new = default_harness_path(path)
@@ -238,7 +231,7 @@ async def rename_harness(host: Host, uri: str) -> dict[str, Any]:
             await asyncio.to_thread(old.rename, new)
         except OSError as e:
             return host.fail(f"could not rename {old.name}: {e}")
-    host.orphans.pop(path, None)
+    host.moves.orphans.pop(path, None)
     await files_renamed(host, [(from_fs_path(str(old)), from_fs_path(str(new)))])
     return {"renamed": from_fs_path(str(new))}
 

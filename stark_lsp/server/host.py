@@ -15,6 +15,7 @@ from lsprotocol import types
 
 from stark_lsp.server.backend import Backend
 from stark_lsp.server.documents import DocState
+from stark_lsp.server.file_moves import FileMoves
 from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.settings import Secret, Settings
 from stark_lsp.server.tree_cache import TreeCache
@@ -27,8 +28,7 @@ class Host(Protocol):
     docs: dict[str, DocState]
     cache: TreeCache
     jobs: OptimizeJobs
-    carries: dict[Path, Any]  # kernel path -> file_events.Carry: a tree waiting to move there
-    orphans: dict[Path, Path]  # kernel path -> a harness left under its old name
+    moves: FileMoves  # trees waiting to move to a renamed kernel, harnesses left under an old name
 
     @property
     def workspace(self) -> Any: ...

@@ -4,27 +4,43 @@ Every LSP method is registered here and nowhere else; each handler is a few
 lines that translate LSP into a call to a feature module and back:
 
 ==============================  ===============================================
-textDocument/didOpen, didChange documents.py (kernels), diagnostics.py
-  didSave, didClose
+textDocument/didOpen, didChange open_documents.py (documents.py: kernels),
+  didSave, didClose             diagnostics.py, carried_diagnostics.py
 textDocument/codeAction         code_actions.py
 textDocument/hover              hover.py
 workspace/executeCommand        optimize_jobs.py (optimize, continueSearch, stop),
                                 apply_candidate.py, implement_marker.py,
                                 create_harness.py, file_events.py (renameHarness),
-                                stark.setApiKey, stark.whyNot (here)
+                                configuration.py (stark.setApiKey), stark.whyNot (here)
 workspace/didDeleteFiles,       file_events.py
   didRenameFiles
 stark/tree, stark/node          tree_json.py
-stark/treeChanged, stark/       sent from here
+stark/treeChanged, stark/       tree_notices.py
   searches
 window/workDoneProgress/cancel  progress.py (through pygls's token futures)
-initialize, workspace/          settings.py
+initialize, workspace/          configuration.py (settings.py: parsing), stores.py (roots)
   configuration
 ==============================  ===============================================
 
-State lives on the ``StarkServer`` object and is touched only on the event
-loop. Blocking work (the search, the store, the disk, the analysis of a big
-file) runs in threads; a search's updates reach the loop in batches
+Each feature keeps its own state, in an object the server holds one of:
+
+==================  ==========================  ======================================================
+``ls.config``       configuration.py            settings, API key, the workspace/configuration pull
+``ls.documents``    open_documents.py           open documents (``DocState``), big-file analysis debounce
+``ls.stores``       stores.py                   workspace roots, which store a file uses, store watchers
+``ls.cache``        tree_cache.py               the trees the documents show
+``ls.jobs``         optimize_state.py           running searches
+``ls.moves``        file_moves.py               trees waiting after a rename, orphaned harnesses
+``ls.open_files``   open_files_watch.py         open tabs' files, removed outside the editor
+``ls.carried``      carried_diagnostics.py      diagnostics a kernel puts on its harness and headers
+``ls.notices``      tree_notices.py             stark/treeChanged and stark/searches, debounced
+==================  ==========================  ======================================================
+
+``StarkServer`` is wiring: it answers the features' ``Host`` protocol
+(host.py) by delegating to these, and ties them together where one event
+concerns several (``task_resolved``, ``publish``). All of it is touched only
+on the event loop. Blocking work (the search, the store, the disk, the
+analysis of a big file) runs in threads; a search's updates reach the loop in batches
 (``optimize_state.Inbox``), so requests never wait behind its bookkeeping.
 """
 
@@ -38,31 +54,33 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 
 from stark_lsp.server import commands as cmd
 from stark_lsp.server import file_events
 from stark_lsp.server.apply_candidate import apply_candidate
 from stark_lsp.server.backend import Backend, load_backend
+from stark_lsp.server.carried_diagnostics import CarriedDiagnostics
 from stark_lsp.server.code_actions import ActionContext, build_code_actions
+from stark_lsp.server.configuration import Configuration
 from stark_lsp.server.create_harness import create_harness, show_harness
-from stark_lsp.server.diagnostics import (CODE_RUN_FAILED, SOURCE, broken_task_diagnostic, build_diagnostics,
-                                          other_file_failures, same_text, task_error_place)
-from stark_lsp.server.documents import (INLINE_CHARS, DocState, document_language, line_before_edits, line_edit,
-                                        resolve_task, update_kernels)
+from stark_lsp.server.diagnostics import build_diagnostics, same_text
+from stark_lsp.server.documents import DocState, line_before_edits
+from stark_lsp.server.file_moves import FileMoves
 from stark_lsp.server.hover import hover_markdown
 from stark_lsp.server.implement_marker import implement_marker, marker_spans
-from stark_lsp.server.optimize_jobs import searches_payload, start_optimize, stop_optimize
+from stark_lsp.server.open_documents import OpenDocuments
+from stark_lsp.server.open_files_watch import OpenFilesWatch
+from stark_lsp.server.optimize_jobs import start_optimize, stop_optimize
 from stark_lsp.server.optimize_state import Job, OptimizeJobs
 from stark_lsp.server.progress import progress_text
-from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings
+from stark_lsp.server.settings import Secret, Settings
 from stark_lsp.server.stdio import serve_stdio
-from stark_lsp.server.open_files_watch import OpenFilesWatch
-from stark_lsp.server.store_watch import StoreWatcher
+from stark_lsp.server.stores import Stores
 from stark_lsp.server.text_document import use_fast_documents
-from stark_lsp.server.text_edits import split_lines
 from stark_lsp.server.tree_cache import TreeCache
 from stark_lsp.server.tree_json import node_detail
+from stark_lsp.server.tree_notices import TreeNotices
 from stark_lsp.server.wire import Plain, converter as wire_converter
 from stark_lsp.tasks.gpu_need import gpu_need
 from stark_lsp.tasks.kernels import kernels_in_range
@@ -70,33 +88,62 @@ from stark_lsp.tasks.spec import default_harness_path
 
 log = logging.getLogger(__name__)
 
-STORE_DIR, STORE_FILE = ".stark", "tree.sqlite"
-PUBLISH_DELAY_S = 0.1  # bursts of node updates become one publish
-ANALYSIS_DELAY_S = 0.15  # a big file is analysed once typing pauses this long
 SWITCH_INTERVAL_S = 0.001  # the event loop gets the GIL back quickly from a busy search or analysis thread
 NO_GPU_NOTE = "No NVIDIA GPU here: nvcc can compile this kernel, but nothing can be run or timed."
 
 
 class StarkServer(LanguageServer):
+    """Wiring: each feature keeps its own state (the module docstring's second table); the server
+    holds one of each, answers the ``Host`` protocol the features call through, and ties them
+    together where one event concerns several (a task resolved, a document published)."""
+
     def __init__(self, backend: Backend | None = None) -> None:
         super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          converter_factory=wire_converter)
         self.backend = backend or load_backend()
-        self.settings = Settings()
-        self.api_key = Secret()
-        self.docs: dict[str, DocState] = {}
+        self.config = Configuration(self)
+        self.documents = OpenDocuments(self)
+        self.stores = Stores()
         self.cache = TreeCache()
         self.jobs = OptimizeJobs()
-        self.carries: dict[Path, Any] = {}  # kernel path -> file_events.Carry: a tree waiting to move there
-        self.orphans: dict[Path, Path] = {}  # kernel path -> a harness left under its old name
-        self.watchers: dict[Path, StoreWatcher] = {}
+        self.moves = FileMoves()
         self.open_files = OpenFilesWatch(self)
-        self.roots: list[Path] = []
-        self._pending: dict[str, asyncio.TimerHandle] = {}
-        self._searches_pending = False
-        self._harness_diags: dict[str, str] = {}  # harness uri -> kernel uri whose "fill in" it carries
-        self._other_file_diags: dict[str, str] = {}  # header uri -> kernel uri whose build errors it carries
-        self._config_pull: asyncio.Task | None = None
+        self.carried = CarriedDiagnostics(lambda p: self.text_document_publish_diagnostics(p))
+        self.notices = TreeNotices(self)
+
+    # -- the Host protocol, answered by the features -----------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    @property
+    def api_key(self) -> Secret:
+        return self.config.api_key
+
+    @property
+    def docs(self) -> dict[str, DocState]:
+        return self.documents.docs
+
+    async def settings_ready(self) -> None:
+        await self.config.ready()
+
+    async def ready(self, state: DocState) -> None:
+        await self.documents.ready(state)
+
+    async def resolve(self, state: DocState) -> None:
+        await self.documents.resolve(state)
+
+    def store_path_for(self, path: Path) -> Path:
+        return self.stores.path_for(path)
+
+    def tree_changed(self, task_id: str | None, force: bool = False) -> None:
+        self.notices.tree_changed(task_id, force)
+
+    def searches_changed(self) -> None:
+        self.notices.searches_changed()
+
+    def document_text(self, uri: str) -> str:
+        return self.workspace.get_text_document(uri).source
 
     # -- talking to the user -------------------------------------------------------
     def say(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
@@ -138,138 +185,12 @@ class StarkServer(LanguageServer):
     async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> types.ApplyWorkspaceEditResult:
         return await self.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
 
-    # -- documents ---------------------------------------------------------------------
-    def store_path_for(self, path: Path) -> Path:
-        from stark_lsp.search.tree_store import find_workspace
-
-        for root in self.roots:
-            if path == root or root in path.parents:
-                return root / STORE_DIR / STORE_FILE
-        return find_workspace(path.parent) / STORE_DIR / STORE_FILE
-
-    def document_text(self, uri: str) -> str:
-        return self.workspace.get_text_document(uri).source
-
-    def track(self, uri: str, language_id: str | None, text: str, version: int) -> DocState | None:
-        """The document's state, created on first sight; kernels found again now."""
-        state = self.docs.get(uri)
-        if state is None:
-            lang = document_language(uri, language_id, text)
-            if lang is None:
-                return None
-            fs = to_fs_path(uri)
-            path = Path(fs).resolve() if fs else None
-            state = DocState(uri, path, lang, store_path=self.store_path_for(path) if path else None)
-            self.docs[uri] = state
-        self.analysed(state, update_kernels(state, text, version))
-        return state
-
-    def analysed(self, state: DocState, gone: list[str]) -> None:
-        if state.too_big:
-            self.say(f"{state.path.name if state.path else state.uri} is too large for STARK to look for kernels in",
-                     types.MessageType.Warning)
-        job = self.jobs.running(state.task_id)
-        if job is not None and job.kernel in gone and job.kernel not in state.warned_missing:
-            state.warned_missing.add(job.kernel)
-            self.say(
-                f"{job.kernel} is no longer in the document; its search goes on with the saved file "
-                f"(stop it from the progress notification or with “Stop optimizing”)",
-                types.MessageType.Warning,
-            )
-
-    def changed(self, uri: str, changes: list[Any], version: int) -> None:
-        """didChange: small files are analysed now; big ones after a pause, in a
-        thread, with the known kernels moved by the edits meanwhile."""
-        state = self.docs.get(uri)
-        doc = self.workspace.get_text_document(uri)
-        if state is None:
-            state = self.track(uri, doc.language_id, doc.source, version)  # a Python file that just got @triton.jit
-            if state is not None:
-                self.publish(uri)
-                asyncio.get_running_loop().create_task(self.resolve(state))
-            return
-        if len(doc.source) < INLINE_CHARS:
-            self.analysed(state, update_kernels(state, doc.source, version))
-            self.publish(uri)
-            return
-        for change in changes:
-            edit = line_edit(change)
-            if edit is None:  # the whole text: line numbers say nothing any more
-                state.kernels, state.edits = [], []
-            elif edit.delta:
-                state.edits.append(edit)
-        state.stale = True
-        if state.analysis is not None:
-            state.analysis.cancel()
-        state.analysis = asyncio.get_running_loop().call_later(ANALYSIS_DELAY_S, self._analyse, uri)
-
-    def _analyse(self, uri: str) -> None:
-        state = self.docs.get(uri)
-        if state is None:
-            return
-        state.analysis = asyncio.get_running_loop().create_task(self._analyse_big(state))
-
-    async def _analyse_big(self, state: DocState) -> None:
-        doc = self.workspace.get_text_document(state.uri)
-        text, version = doc.source, doc.version
-        probe = DocState(state.uri, state.path, state.language, kernels=list(state.kernels))
-        gone = await asyncio.to_thread(update_kernels, probe, text, version)
-        if self.docs.get(state.uri) is not state or self.workspace.get_text_document(state.uri).version != version:
-            return  # edited meanwhile: the next pause analyses again
-        state.kernels, state.version, state.stale, state.too_big = probe.kernels, version, False, probe.too_big
-        state.edits = []  # the kernels are those of this very text now: no edit is left to map them through
-        state.analysis = None
-        self.analysed(state, gone)
-        self.publish(state.uri)
-
-    async def settle(self, state: DocState) -> None:
-        """Commands see the kernels of the current text: a due analysis runs now."""
-        if not state.stale:
-            return
-        if isinstance(state.analysis, asyncio.TimerHandle):
-            state.analysis.cancel()
-            state.analysis = None
-        if isinstance(state.analysis, asyncio.Task):
-            await asyncio.wait([state.analysis], timeout=30)
-        if state.stale:
-            await self._analyse_big(state)
-
-    async def resolve(self, state: DocState) -> None:
-        """Re-read the task (harness) and the tree from disk, then republish.
-        Commands wait for it (``ready``), so they never see a half-known file."""
-        state.resolving = asyncio.get_running_loop().create_task(self._resolve(state))
-        await state.resolving
-
-    async def resolved(self, state: DocState) -> None:
-        """Wait for a resolve in flight (after an open or a save): answers then
-        describe the file as saved, not as it was (the analysis of a big file
-        being typed in is not waited for: the kernels are mapped through the edits)."""
-        task = state.resolving
-        if task is not None and not task.done():
-            await asyncio.wait([task], timeout=30)
-
-    async def ready(self, state: DocState) -> None:
-        task = state.resolving
-        if task is not None and not task.done():
-            await asyncio.wait([task], timeout=30)
-        await self.settle(state)
-
-    async def _resolve(self, state: DocState) -> None:
-        if state.path is None:
-            state.problem = None
-            return
-        resolved = await asyncio.to_thread(resolve_task, state.path)
-        old_task = state.task_id
-        state.task, state.problem, state.harness_unfilled = resolved.task, resolved.problem, resolved.unfilled
-        state.harness_digest = resolved.harness_digest
-        state.run_error = None
-        if state.checked_root is not None and not same_text(self.document_text(state.uri), state.checked_root.source):
-            state.checked_root = None
-        if state.task_id != old_task:
-            state.checked_root = None
-        self.publish_harness(state)
+    # -- a document's task, known anew -------------------------------------------------
+    async def task_resolved(self, state: DocState) -> None:
+        """After ``OpenDocuments`` read a document's task from disk: every feature that depends on it."""
+        self.carried.harness(state)
         self.watch(state)
-        if state.path in self.carries and state.task is not None:
+        if self.moves.waiting(state.path) and state.task is not None:
             await file_events.complete_carries(self)
         await self.refresh_tree(state)
         self.publish(state.uri)
@@ -282,40 +203,10 @@ class StarkServer(LanguageServer):
         await self.settings_ready()
         await asyncio.get_running_loop().run_in_executor(None, self.backend.warm_up, self.settings, task)
 
-    def publish_harness(self, state: DocState) -> None:
-        """"Write the reference here" on the unfilled harness itself."""
-        harness = state.problem.harness_path if state.problem and state.problem.harness_path else None
-        huri = from_fs_path(harness) if harness else None
-        for old, owner in list(self._harness_diags.items()):
-            if owner == state.uri and old != huri:
-                self._harness_diags.pop(old)
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=old, diagnostics=[]))
-        if huri is None:
-            return
-        diags = [
-            types.Diagnostic(
-                range=types.Range(start=types.Position(line=u.line, character=u.column),
-                                  end=types.Position(line=u.line, character=10_000)),
-                message=f"write {u.function}() here: STARK checks every candidate against the harness, so no search "
-                        f"starts while it raises NotImplementedError",
-                severity=types.DiagnosticSeverity.Error, source=SOURCE, code="unfilled-harness")
-            for u in state.harness_unfilled
-        ]
-        if diags or huri in self._harness_diags:
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=huri, diagnostics=diags))
-        if diags:
-            self._harness_diags[huri] = state.uri
-        else:
-            self._harness_diags.pop(huri, None)
-
     def watch(self, state: DocState) -> None:
         self.open_files.start(state)  # the open documents' kernels and harnesses, removed outside the editor
-        if state.store_path is None:
-            return
-        directory = state.store_path.parent
-        if directory not in self.watchers:
-            w = self.watchers[directory] = StoreWatcher(directory, lambda d=directory: self.store_changed(d))
-            w.start()
+        if state.store_path is not None:
+            self.stores.watch(state.store_path, self.store_changed)
 
     def watch_job(self, job: Job) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(file_events.watch_job(self, job))
@@ -352,116 +243,19 @@ class StarkServer(LanguageServer):
                 if self.jobs.running(state.task_id) is None:  # our own searches report through their inbox
                     await self.refresh_tree(state)
 
-    def tree_changed(self, task_id: str | None, force: bool = False) -> None:
-        """Republish diagnostics and send stark/treeChanged for every open
-        document of this task, at most every PUBLISH_DELAY_S."""
-        if task_id is None:
-            return
-        pending = self._pending.pop(task_id, None)
-        if force:
-            if pending is not None:
-                pending.cancel()
-            self._flush(task_id)
-        elif pending is not None:
-            self._pending[task_id] = pending
-        else:
-            loop = asyncio.get_running_loop()
-            self._pending[task_id] = loop.call_later(PUBLISH_DELAY_S, self._flush, task_id)
-
-    def _flush(self, task_id: str) -> None:
-        self._pending.pop(task_id, None)
-        job = self.jobs.running(task_id)
-        for state in list(self.docs.values()):
-            if state.task_id != task_id:
-                continue
-            self.publish(state.uri)
-            kernel = job.kernel if job is not None else (state.kernels[0].name if state.kernels else "")
-            self.protocol.notify(cmd.TREE_CHANGED, {"uri": state.uri, "kernel": kernel, "task_id": task_id})
-        if job is not None:
-            self.searches_changed()
-
-    def searches_changed(self) -> None:
-        """Send stark/searches (what runs), once per loop turn however often asked."""
-        if self._searches_pending:
-            return
-        self._searches_pending = True
-        asyncio.get_running_loop().call_soon(self._send_searches)
-
-    def _send_searches(self) -> None:
-        self._searches_pending = False
-        self.protocol.notify(cmd.SEARCHES, searches_payload(self))
-
-    def lines_of(self, state: DocState, text: str, version: int) -> list[str]:
-        if state.lines is None or state.lines[0] != version:
-            state.lines = (version, split_lines(text))
-        return state.lines[1]
-
     def publish(self, uri: str) -> None:
         state = self.docs.get(uri)
         if state is None or state.stale:
             return  # a big file being typed in: its analysis publishes
         doc = self.workspace.get_text_document(uri)
-        lines = self.lines_of(state, doc.source, doc.version)
-        diags = build_diagnostics(doc.source, state.kernels, state.language, self.cache.get(state.task_id),
+        lines = self.documents.lines_of(state, doc.source, doc.version)
+        tree = self.cache.get(state.task_id)
+        diags = build_diagnostics(doc.source, state.kernels, state.language, tree,
                                   state.shown_problem, state.checked_root, lines)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version)
         )
-        self.publish_other_files(state, doc.source)
-
-    def publish_other_files(self, state: DocState, text: str) -> None:
-        """Errors in the project's headers that stop the user's kernel from building, on those headers."""
-        tree = self.cache.get(state.task_id)
-        root = state.checked_root or (tree.root if tree is not None else None)
-        by_file = other_file_failures(text, root, state.path.name if state.path else "the kernel")
-        shown = {from_fs_path(f): d for f, d in by_file.items()}
-        broken = state.run_error if state.run_error is not None and state.run_error.code == CODE_RUN_FAILED else None
-        place = task_error_place(broken.message) if broken is not None else None
-        harness = state.task.harness if state.task is not None else None
-        if place is not None and harness is not None and Path(harness).name == place[0]:
-            huri = from_fs_path(str(harness))
-            shown[huri] = [*shown.get(huri, []), broken_task_diagnostic(place[1], broken.message)]
-        owned = self._other_file_diags
-        for old, owner in list(owned.items()):
-            if owner == state.uri and old not in shown:
-                owned.pop(old)
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=old, diagnostics=[]))
-        for huri, diags in shown.items():
-            if huri is None or huri == state.uri:
-                continue
-            owned[huri] = state.uri
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=huri, diagnostics=diags))
-
-    # -- settings ------------------------------------------------------------------------
-    def apply_settings(self, options: Any) -> None:
-        self.settings, problems = parse_settings(options, self.settings)
-        for p in problems:
-            self.say(f"STARK settings: {p}", types.MessageType.Warning)
-
-    def start_pull(self) -> None:
-        self._config_pull = asyncio.get_running_loop().create_task(self.pull_configuration())
-
-    async def settings_ready(self) -> None:
-        """Wait for a workspace/configuration answer in flight, so a command
-        sent after a settings change runs with the new settings."""
-        if self._config_pull is not None and not self._config_pull.done():
-            await asyncio.wait([self._config_pull], timeout=5)
-
-    async def pull_configuration(self) -> None:
-        caps = self.client_capabilities.workspace
-        if not (caps and caps.configuration):
-            return
-        try:
-            result = await self.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section="stark")])
-            )
-        except Exception as e:
-            log.info("workspace/configuration: %s", e)
-            return
-        if result and isinstance(result[0], dict):
-            section = dict(result[0])
-            section.pop("apiKey", None)  # may come from a workspace file: never a source of secrets
-            self.apply_settings(section)
+        self.carried.other_files(state, doc.source, tree)
 
     # -- the features' views ----------------------------------------------------------
     def action_context(self, state: DocState, r: types.Range, diagnostics: list[types.Diagnostic]) -> ActionContext:
@@ -480,7 +274,7 @@ class StarkServer(LanguageServer):
         if job is None and tree is not None and tree.root is not None and tree.finished >= self.settings.budget \
                 and same_text(text, tree.root.source) and (stored is None or stored == state.harness_digest):
             continue_by = self.settings.budget
-        orphan = self.orphans.get(state.path) if state.path else None
+        orphan = self.moves.orphan_of(state.path)
         cannot_run = ""
         if job is None and kernels and state.task is not None and gpu_need(state.task) \
                 and not self.backend.gpu_available(self.settings):
@@ -521,8 +315,7 @@ class StarkServer(LanguageServer):
     async def stop_everything(self) -> None:
         self.jobs.stop_all()
         self.open_files.stop()
-        for w in self.watchers.values():
-            w.stop()
+        self.stores.stop()
         await self.jobs.wait_all(timeout=10)
         await asyncio.to_thread(self.backend.close)
 
@@ -551,37 +344,31 @@ def register(ls: StarkServer) -> None:
 
     @ls.feature(types.INITIALIZE)
     def initialize(ls: StarkServer, params: types.InitializeParams) -> None:
-        opts = params.initialization_options
-        ls.apply_settings(opts)
-        ls.api_key = api_key_from(opts) or ls.api_key
+        ls.config.initialize(params.initialization_options)
         use_fast_documents(ls.workspace)
         folders = params.workspace_folders or []
         roots = [to_fs_path(f.uri) for f in folders] or [to_fs_path(params.root_uri) if params.root_uri else params.root_path]
-        ls.roots = [Path(r).resolve() for r in roots if r]
+        ls.stores.set_roots(roots)
 
     @ls.feature(types.INITIALIZED)
     def initialized(ls: StarkServer, params: types.InitializedParams) -> None:
-        ls.start_pull()
+        ls.config.start_pull()
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: StarkServer, params: types.DidChangeConfigurationParams) -> None:
-        if isinstance(params.settings, dict) and isinstance(params.settings.get("stark"), dict):
-            section = dict(params.settings["stark"])
-            section.pop("apiKey", None)
-            ls.apply_settings(section)
-        ls.start_pull()
+        ls.config.changed(params.settings)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: StarkServer, params: types.DidOpenTextDocumentParams) -> None:
         d = params.text_document
-        state = ls.track(d.uri, d.language_id, d.text, d.version)
+        state = ls.documents.track(d.uri, d.language_id, d.text, d.version)
         if state is not None:
             ls.publish(d.uri)
-            await ls.resolve(state)
+            await ls.documents.resolve(state)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: StarkServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.changed(params.text_document.uri, list(params.content_changes), params.text_document.version)
+        ls.documents.changed(params.text_document.uri, list(params.content_changes), params.text_document.version)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: StarkServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -592,14 +379,11 @@ def register(ls: StarkServer) -> None:
             harness = state.task.harness if state.task else (state.problem.harness_path if state.problem else None)
             if state.uri == params.text_document.uri or state.task is None or \
                     (harness is not None and saved_path == Path(harness).resolve()):
-                await ls.resolve(state)
+                await ls.documents.resolve(state)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: StarkServer, params: types.DidCloseTextDocumentParams) -> None:
-        state = ls.docs.pop(params.text_document.uri, None)
-        if state is not None:
-            if state.analysis is not None:
-                state.analysis.cancel()
+        if ls.documents.close(params.text_document.uri) is not None:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
     @ls.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_FILTERS)
@@ -621,14 +405,14 @@ def register(ls: StarkServer) -> None:
         state = ls.docs.get(params.text_document.uri)
         if state is None:
             return None
-        await ls.resolved(state)
+        await ls.documents.resolved(state)
         return build_code_actions(ls.action_context(state, params.range, params.context.diagnostics)) or None
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
         state = ls.docs.get(params.text_document.uri)
         if state is not None:
-            await ls.resolved(state)
+            await ls.documents.resolved(state)
         md = ls.hover_for(state, params.position.line) if state is not None else None
         if md is None:
             return None
@@ -673,8 +457,7 @@ def register(ls: StarkServer) -> None:
 
     @ls.command(cmd.SET_API_KEY)
     def set_api_key(ls: StarkServer, key: str) -> dict[str, Any]:
-        ls.api_key = Secret(key, ls.settings.base_url)
-        return {"set": bool(ls.api_key)}
+        return {"set": ls.config.set_api_key(key)}
 
     @ls.command(cmd.WHY_NOT)
     def why_not(ls: StarkServer, uri: str, kernel: str, reason: str) -> dict[str, Any]:
@@ -689,7 +472,7 @@ def register(ls: StarkServer) -> None:
         state = ls.docs.get(uri)
         if state is None:
             return {"uri": uri, "kernel": kernel, "error": "not an open kernel document", "nodes": []}
-        await ls.ready(state)
+        await ls.documents.ready(state)
         view = ls.cache.get(state.task_id)
         job = ls.jobs.running(state.task_id)
         out: dict[str, Any] = {"uri": uri, "kernel": kernel, "task_id": state.task_id, "running": job is not None,
