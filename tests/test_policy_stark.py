@@ -90,8 +90,8 @@ def test_a_full_node_whose_children_all_failed_is_pruned_from_the_fallbacks():
     pol = StarkPolicy(epsilon=0.0, n_root=5, n_child=3)
     view_sel = pol.select(nodes, random.Random(0))
     assert view_sel.fallback and view_sel.node_id == 3  # 2 is the best, but a dead end
-    from stark_lsp.search.policies import TreeView
-    view = TreeView(nodes)
+    from stark_lsp.search.policies import PolicyTree
+    view = PolicyTree(nodes)
     assert view.pruned(view.nodes[2], 3) and not view.pruned(view.nodes[3], 3)
 
 

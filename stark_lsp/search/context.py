@@ -30,7 +30,7 @@ from stark_lsp.source_digest import source_digest
 from .excerpts import diagnostics_text, diff, estimate_tokens, trim  # noqa: F401  (re-exported)
 from .history_window import DIAG_CHARS, DIAG_LINES, Profiler, history, outcome_summary
 from .node import ABANDONED, Node
-from .policies.common import TreeView, leaderboard
+from .policies.common import PolicyTree, leaderboard
 
 
 def resource_profile(node: Node) -> str:
@@ -168,7 +168,7 @@ def build_context(
     tried = history(agent, task, nodes, node, root, leaderboard_size=leaderboard_size, token_budget=token_budget,
                     hardware=hardware, profiler=profiler, max_code_chars=max_code)
 
-    view = TreeView(nodes)
+    view = PolicyTree(nodes)
     live_root = view.root or root
     facts = facts if facts is not None else describe_task(task)
     shown = plan[0] if agent == "code" and plan else node.source
@@ -220,7 +220,7 @@ def _with_project_files(card: str, task: TaskSpec, source: str, budget_chars: in
     return card.rstrip() + "\n\n" + extra if extra else card
 
 
-def _profiled(node: Node, view: TreeView, k: int) -> Node | None:
+def _profiled(node: Node, view: PolicyTree, k: int) -> Node | None:
     """The node whose Nsight Compute line the hardware card shows: the selected
     node when it was profiled, else the best profiled node of the leaderboard."""
     for n in [node] + leaderboard(view.nodes.values(), max(1, k)):

@@ -24,7 +24,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 from .excerpts import diagnostics_text, diff, estimate_tokens, trim
 from .node import Node
-from .policies.common import TreeView, leaderboard
+from .policies.common import PolicyTree, leaderboard
 
 AGENTS = ("plan", "code", "debug")
 WINDOWS = {
@@ -50,7 +50,7 @@ def window(agent: str, nodes: Iterable[Node], node_id: int, leaderboard_size: in
     each node once (its first role), in-flight and abandoned nodes left out."""
     if agent not in WINDOWS:
         raise ValueError(f"unknown agent {agent!r}: one of {', '.join(AGENTS)}")
-    view = TreeView(nodes)
+    view = PolicyTree(nodes)
     node = view.nodes[node_id]
     groups: dict[str, list[Node]] = {
         "child": view.children(node.id),

@@ -11,7 +11,9 @@ and how far the search has come.
 * for KernelBench, the ways to write ModelNew: CUDA through ``load_inline``
   only where CUDA can run (not on the CPU, where the Triton interpreter
   runs the candidates);
-* your kernel (the root) and the current best, in ms and as labelled speedups;
+* your kernel (the root) and the current best, in ms and as labelled speedups
+  (both read from ``tree_view.py``'s ``TreeView``: its root, and ``best_so_far``,
+  the best by single evaluations the search compares as it goes);
 * the measured hardware floor and the gap to it.
 
 Pure: text in, text out (``describe_task`` reads the task's files).
@@ -28,7 +30,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 from .labels import timing_words
 from .node import Node
-from .policies.common import best_correct
+from .tree_view import TreeView
 
 FENCE = "```"
 
@@ -56,8 +58,8 @@ def task_card(task: TaskSpec, facts: TaskFacts, nodes: Iterable[Node], shown_sou
     not repeated. ``cuda`` False: the candidates run where CUDA cannot
     (``hardware_card.cuda_runs``)."""
     nodes = [n for n in nodes if n.status != "abandoned"]
-    root = next((n for n in sorted(nodes, key=lambda n: n.id) if n.parent_id is None), None)
-    best = best_correct(n for n in nodes if n.duplicate_of is None)
+    view = TreeView.of(nodes)
+    root, best = view.root, view.best_so_far  # the search's best as it goes, never the re-timed figures
     parts = [f"## Task card\nTask: {task.name} ({kind_words(task.kind, cuda)})"]
     parts.append(_reference(facts, shown_source))
     parts.append(_io(facts, nodes, shown_source))

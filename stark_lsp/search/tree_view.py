@@ -24,10 +24,13 @@ Two speedups per node, never mixed up:
   the gain is the node's speedup over eager, and the root is the baseline,
   never a "1.00×" result of its own.
 
-The best is :func:`best_node`, the one rule; "nothing new" is data (the node's
-flag, ``node.had_nothing_new``): an outcome of its own, never a failure, and
-free of the budget. Not the policies' ``policies.common.TreeView`` (nodes by
-parent, for choosing what to expand). Pure: no SQLite, no threads.
+The best is :func:`best_node`, the one rule; while the search runs, it chooses
+and races against :func:`best_correct` (single evaluations only, the rule
+``best_node`` falls back to: ``TreeView.best_so_far``, what the agents' task
+card shows). "Nothing new" is data (the node's flag, ``node.had_nothing_new``):
+an outcome of its own, never a failure, and free of the budget. The policies'
+``policies.common.PolicyTree`` (nodes by parent, for choosing what to expand)
+takes its root from this view. Pure: no SQLite, no threads.
 """
 
 from __future__ import annotations
@@ -54,6 +57,14 @@ def _scored(n: Any) -> bool:
     return n.correct and n.speedup is not None
 
 
+def best_correct(nodes: Iterable[N]) -> N | None:
+    """Highest speedup among correct nodes, the earliest on a tie: the single evaluations the search
+    compares as it goes (the policies' choices, the race, the task card), and :func:`best_node`'s rule
+    where nothing was re-timed."""
+    ok = [n for n in nodes if _scored(n)]
+    return min(ok, key=lambda n: (-n.speedup, n.id)) if ok else None
+
+
 def best_node(nodes: Iterable[N]) -> N | None:
     """The best of a tree's nodes, the one rule behind every "best" the product shows: the correct node
     with the highest speedup (the earliest on a tie). When the search re-timed its leaders
@@ -68,7 +79,7 @@ def best_node(nodes: Iterable[N]) -> N | None:
         if top.retimed_vs_root is not None and top.retimed_vs_root < 1.0 and root is not None and root.correct:
             return root  # timed in the same rounds, the user's kernel was faster
         return top
-    return min(scored, key=lambda n: (-n.speedup, n.id)) if scored else None
+    return best_correct(scored)
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,12 @@ class TreeView(Generic[N]):
     def best(self) -> N | None:
         """The tree's best node (root included), by the one rule: :func:`best_node`."""
         return best_node(self.nodes)
+
+    @cached_property
+    def best_so_far(self) -> N | None:
+        """The best as the search compares while it runs: :func:`best_correct` over the nodes (root
+        included), duplicates left out; never the re-timed figures (those are :attr:`best`'s)."""
+        return best_correct(n for n in self.nodes if n.duplicate_of is None)
 
     @property
     def best_candidate(self) -> N | None:

@@ -36,7 +36,7 @@ from stark_lsp.context_budget import WindowEntry
 from .excerpts import diagnostics_text, diff, trim
 from .labels import first_line, node_line
 from .node import AGENT_ERROR, DEBUG, PLAN_CODE, Node
-from .policies.common import TreeView, leaderboard
+from .policies.common import PolicyTree, leaderboard
 
 Profiler = Callable[[Node], str]
 
@@ -127,7 +127,7 @@ def _error_excerpt(n: Node, lines: int = 3) -> str:
     return "  Error: " + trim(text, 600, lines).replace("\n", "\n    ")
 
 
-def plan_entries(view: TreeView, node: Node, root: Node | None, leaderboard_size: int, max_chars: int,
+def plan_entries(view: PolicyTree, node: Node, root: Node | None, leaderboard_size: int, max_chars: int,
                  profiler: Profiler | None = None) -> list[WindowEntry]:
     out: list[WindowEntry] = []
     shown = {node.id}
@@ -150,7 +150,7 @@ def plan_entries(view: TreeView, node: Node, root: Node | None, leaderboard_size
     return out
 
 
-def code_entries(view: TreeView, node: Node, root: Node | None, plan_text: str, max_chars: int) -> list[WindowEntry]:
+def code_entries(view: PolicyTree, node: Node, root: Node | None, plan_text: str, max_chars: int) -> list[WindowEntry]:
     """Nodes made by a Code agent whose plans resemble ``plan_text``, most
     similar first; then the node's other children."""
     out: list[WindowEntry] = []
@@ -172,7 +172,7 @@ def code_entries(view: TreeView, node: Node, root: Node | None, plan_text: str, 
     return out
 
 
-def debug_entries(view: TreeView, node: Node, root: Node | None, max_chars: int) -> list[WindowEntry]:
+def debug_entries(view: PolicyTree, node: Node, root: Node | None, max_chars: int) -> list[WindowEntry]:
     """Failed nodes whose error resembles this one and that a later debug
     attempt repaired (the repair as a diff), most similar first; then the
     node's siblings."""

@@ -7,7 +7,7 @@ an agent said ``NOTHING_NEW`` from it). See docs/SEARCH.md.
 
 from __future__ import annotations
 
-from .common import DEBUG, PLAN, Policy, Selection, TreeView, best_correct, leaderboard, route
+from .common import DEBUG, PLAN, Policy, PolicyTree, Selection, best_correct, leaderboard, route
 from .greedy import GreedyPolicy
 from .reflexion import ReflexionPolicy
 from .sampling import SamplingPolicy
@@ -33,7 +33,7 @@ def make_policy(name: str, *, epsilon: float = 0.35, n_root: int = 5, n_child: i
 
 
 __all__ = [
-    "DEBUG", "PLAN", "POLICY_NAMES", "Policy", "Selection", "TreeView", "best_correct",
+    "DEBUG", "PLAN", "POLICY_NAMES", "Policy", "PolicyTree", "Selection", "best_correct",
     "leaderboard", "make_policy", "route", "GreedyPolicy", "ReflexionPolicy",
     "SamplingPolicy", "StarkPolicy",
 ]

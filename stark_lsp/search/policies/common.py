@@ -1,11 +1,12 @@
-"""What every policy needs: a read-only view of a tree, and the selection.
+"""What every policy needs: the tree's shape for choosing, and the selection.
 
 Pure: the nodes come in as a list (in-flight ones included, so a node being
 expanded already counts as a child), a ``random.Random`` comes in for the
-choices, and a ``Selection`` goes out. This ``TreeView`` is the tree's shape
-for choosing (nodes by parent, abandoned ones left out); what a node turned
-out to be, the tree's best and "× your kernel" are ``search/tree_view.py``'s,
-and "nothing new" is ``node.had_nothing_new``. ``best_correct`` is the
+choices, and a ``Selection`` goes out. ``PolicyTree`` is the tree's shape
+for choosing (nodes by parent, abandoned ones left out; the context windows
+read it too); the root, what a node turned out to be, the tree's best and
+"× your kernel" are ``search/tree_view.py``'s ``TreeView``, and "nothing new"
+is ``node.had_nothing_new``. ``best_correct`` (``tree_view.py``'s) is the
 choosing rule: the single evaluations the search compares as it goes, not the
 re-timed figures the tree view's best prefers once the search ends.
 """
@@ -17,6 +18,10 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol
 
 from ..node import ABANDONED, Node, had_nothing_new
+from ..tree_view import TreeView, best_correct
+
+__all__ = ["DEBUG", "PLAN", "Policy", "PolicyTree", "Selection", "best_correct", "leaderboard", "newest", "route",
+           "select_node"]
 
 PLAN = "plan"  # Plan agent, then Code agent
 DEBUG = "debug"  # Debug agent
@@ -41,17 +46,16 @@ class Policy(Protocol):
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None: ...
 
 
-class TreeView:
-    """Nodes by id and by parent; abandoned nodes are left out."""
+class PolicyTree:
+    """The tree's shape for choosing: nodes by id and by parent, abandoned nodes left out; the root is
+    the tree view's (``TreeView.root`` over the same nodes)."""
 
     def __init__(self, nodes: Iterable[Node]):
         self.nodes = {n.id: n for n in nodes if n.status != ABANDONED}
         self.kids: dict[int, list[Node]] = {i: [] for i in self.nodes}
-        self.root: Node | None = None
+        self.root: Node | None = TreeView.of(self.nodes.values()).root
         for n in sorted(self.nodes.values(), key=lambda n: n.id):
-            if n.parent_id is None:
-                self.root = self.root or n
-            elif n.parent_id in self.kids:
+            if n.parent_id in self.kids:  # the root's is None, never a key
                 self.kids[n.parent_id].append(n)
 
     def children(self, node_id: int) -> list[Node]:
@@ -84,11 +88,6 @@ class TreeView:
     def fresh(self) -> list[Node]:
         """``candidates()`` without the exhausted nodes."""
         return [n for n in self.candidates() if not self.exhausted(n)]
-
-def best_correct(nodes: Iterable[Node]) -> Node | None:
-    """Highest speedup among correct nodes; the earliest on a tie."""
-    ok = [n for n in nodes if n.correct and n.speedup is not None]
-    return min(ok, key=lambda n: (-n.speedup, n.id)) if ok else None
 
 
 def leaderboard(nodes: Iterable[Node], k: int) -> list[Node]:

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 
 from ..node import Node
-from .common import Selection, TreeView, best_correct, newest, select_node
+from .common import PolicyTree, Selection, best_correct, newest, select_node
 
 
 @dataclass
@@ -15,7 +15,7 @@ class GreedyPolicy:
     name: str = "greedy"
 
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
-        view = TreeView(nodes)
+        view = PolicyTree(nodes)
         if view.root is None or not view.root.evaluated:
             return None
         cands = view.fresh()  # exhausted nodes left out

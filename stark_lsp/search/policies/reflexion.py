@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 
 from ..node import Node
-from .common import Selection, TreeView, newest, select_node
+from .common import PolicyTree, Selection, newest, select_node
 
 
 @dataclass
@@ -15,7 +15,7 @@ class ReflexionPolicy:
     name: str = "reflexion"
 
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
-        view = TreeView(nodes)
+        view = PolicyTree(nodes)
         if view.root is None or not view.root.evaluated:
             return None
         last = newest(n for n in view.nodes.values() if n.evaluated and not view.exhausted(n))

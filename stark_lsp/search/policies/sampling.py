@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 
 from ..node import Node
-from .common import Selection, TreeView, select_node
+from .common import PolicyTree, Selection, select_node
 
 
 @dataclass
@@ -15,7 +15,7 @@ class SamplingPolicy:
     name: str = "sampling"
 
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
-        view = TreeView(nodes)
+        view = PolicyTree(nodes)
         if view.root is None or not view.root.evaluated:
             return None
         if view.exhausted(view.root):

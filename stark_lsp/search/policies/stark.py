@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from ..node import Node
-from .common import Selection, TreeView, best_correct, newest, select_node
+from .common import PolicyTree, Selection, best_correct, newest, select_node
 
 
 @dataclass
@@ -27,7 +27,7 @@ class StarkPolicy:
     n_child: int = 3
     name: str = "stark"
 
-    def expandable(self, view: TreeView, node: Node) -> bool:
+    def expandable(self, view: PolicyTree, node: Node) -> bool:
         if not node.evaluated or node.duplicate_of is not None:
             return False
         cap = self.n_root if node is view.root else self.n_child
@@ -36,7 +36,7 @@ class StarkPolicy:
         return not view.pruned(node, self.n_child) and not view.exhausted(node)
 
     def select(self, nodes: list[Node], rng: random.Random) -> Selection | None:
-        view = TreeView(nodes)
+        view = PolicyTree(nodes)
         if view.root is None or not view.root.evaluated:
             return None
         cands = [n for n in view.candidates() if self.expandable(view, n)]
@@ -55,7 +55,7 @@ class StarkPolicy:
         return select_node(newest(cands), "exploit: nothing correct yet; debug the newest failure")
 
 
-def fallback(view: TreeView, n_child: int | None = None) -> Selection | None:
+def fallback(view: PolicyTree, n_child: int | None = None) -> Selection | None:
     """Every node is pruned or full: the best correct node (one that is not
     pruned, while there is one), else the root; exhausted nodes never (None
     when every node is exhausted)."""
