@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stark_lsp.search.pace import duration  # noqa: F401 - the bench's tables and lines write durations so
 from stark_lsp.search.usage import count_text
 
 
@@ -21,17 +22,6 @@ def ms(x: float | None) -> str:
 
 def num(x: Any, spec: str = "g") -> str:
     return "-" if x is None else format(x, spec)
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{seconds:.1f}s"
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
 def tokens(n: int) -> str:

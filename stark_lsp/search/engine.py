@@ -24,6 +24,7 @@ from stark_lsp.agents.base import AgentCancelled, AgentError, AgentsUnavailable,
 from stark_lsp.evaluate import phases, protocol as evaluator_protocol
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.out_of_memory import task_error_fix
+from stark_lsp.search.pace import time_left
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -104,6 +105,7 @@ class Progress:
     # (("building", 1), ("queued", 2), ...); words for a person, never a figure
     doing: tuple[tuple[str, int], ...] = ()
     lasting: bool = False  # ``message`` is a notice to keep (a terminal prints it on its own line), not a passing state
+    time_left_s: float | None = None  # at this run's pace (``pace.time_left``); None until it can be told
 
 
 # a stopped attempt's note: its budget slot is redone by the next run of the search, which then says so
@@ -235,6 +237,7 @@ class Search:
         self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
         self._cancel = threading.Event()
         self._stop_was = ""  # why the search stopped itself ("cancelled", "wall time reached"), once it did
+        self._pace: tuple[float, int] | None = None  # this run's attempts: when they began, how many were spent before
         self._abort = threading.Event()  # the search stops on an error: agents waiting for answers give up
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
         self._claim_lock = threading.Lock()  # a candidate source is checked and recorded as one step
@@ -298,9 +301,17 @@ class Search:
         # the best and its figures as `stark show` gives them: the tree view's rule, the re-timed figures first
         view = TreeView.of((n for n in snapshot if n.duplicate_of is None), self.task_id)
         best, root = view.best, view.root
+        spent = sum(1 for n in attempts if n.spends_budget)
+        left_s = None
+        if self._pace is not None and not done:  # at the pace of this run's attempts (search/pace.py)
+            began, before = self._pace
+            elapsed = time.monotonic() - began
+            wall = self.config.wall_time_s
+            left_s = time_left(spent - before, self.config.budget - spent, elapsed,
+                               None if wall is None else wall - elapsed)
         return Progress(
             task_id=self.task_id,
-            attempt=sum(1 for n in attempts if n.spends_budget),
+            attempt=spent,
             budget=self.config.budget,
             best_speedup=best.eager if best else None,
             best_node_id=best.id if best else None,
@@ -316,6 +327,7 @@ class Search:
             best_is_reference=best is not None and best.is_reference_itself,
             cpu=best is not None and best.cpu_timed,
             doing=self._doing_counts(),
+            time_left_s=left_s,
         )
 
     def _doing_counts(self) -> tuple[tuple[str, int], ...]:
@@ -533,6 +545,7 @@ class Search:
         cfg = self.config
         self._stopping = False
         self._stop_was = ""
+        self._pace = (started, sum(1 for n in self._attempts() if n.spends_budget))
         inflight: dict[Future, int] = {}
         error: BaseException | None = None
         message = ""

@@ -10,6 +10,7 @@ from typing import TextIO
 from stark_lsp.speedups import speedup_text
 
 from .engine import Progress
+from .pace import time_left_text
 
 
 def best_text(p: Progress) -> str:
@@ -32,9 +33,10 @@ def doing_text(p: Progress) -> str:
 
 
 def format_progress(p: Progress, doing: bool = True) -> str:
+    left = time_left_text(p.time_left_s) if doing else ""  # plain lines: a line each time the estimate moved
     line = (f"attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  "
             f"failed {p.failures}  running {p.running}" + (doing_text(p) if doing else "")
-            + (f"  free {p.free}" if p.free else ""))
+            + (f"  free {p.free}" if p.free else "") + (f"  {left}" if left else ""))
     if p.message:
         line += f"  | {p.message}"
     return line

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
+from stark_lsp.search.pace import time_left_text
 from stark_lsp.search.progress import doing_text
 from stark_lsp.server.labels import best_text
 from stark_lsp.search.tree_view import TreeView
@@ -44,6 +45,9 @@ def progress_text(p: Any, tree: TreeView | None, phase: str | None = None, stopp
     msg += f" · {p.correct} correct, {p.failures} failed"
     if p.running:  # and what they are doing: "2 running (1 checking, 1 queued)"
         msg += f", {p.running} running{doing_text(p) if getattr(p, 'doing', ()) else ''}"
+    left = time_left_text(getattr(p, "time_left_s", None))
+    if left:  # "about 3m10s left", at this run's pace (search/pace.py), as the CLI's live line says it
+        msg += f" · {left}"
     if getattr(p, "message", ""):  # what an attempt waits for ("waiting for the plan agent (41 s, 310 tokens)")
         msg += f" · {p.message}"
     return msg, _pct(p)
