@@ -41,8 +41,9 @@ def prior(t: Tunable, v: Value, largest_block: int | None = None) -> float:
         if t.name.endswith("maxrregcount"):
             return 0.0 if v is None else -0.5
         return 0.05 if v else 0.0
-    if t.kind == "switch":  # tried first (above any one move of a block, at most 4 doublings of 0.7): one
-        return 3.0 if v else 0.0  # evaluation says whether it helps, where a block's tuning takes many
+    if t.kind == "switch":  # tried first: above any one other move (a block's 4 doublings at 0.7 a doubling, warps
+        return 6.0 if v else 0.0  # from 16 to 1: 4.0; with the context's direction, 0.5 more); one evaluation
+        # says whether it helps, where a block's tuning takes many
     if t.kind == "dim3" and isinstance(v, tuple):
         total = math.prod(v)
         return -_dist(total, 256) - (1.0 if v[0] < 32 else 0.0)
