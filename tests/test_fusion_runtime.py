@@ -88,3 +88,18 @@ def test_dtype_follows_torch_promotion():
     assert rt._stark_dtype(f16, torch.empty(3)) == torch.float32
     assert rt._stark_dtype(torch.empty(3, dtype=torch.int64), 0.5) == torch.float32
     assert rt._stark_dtype(torch.empty(3, dtype=torch.float64), torch.tensor(1.0)) == torch.float64
+
+
+def test_the_team_copies_the_runtime_as_text_without_importing_torch_or_triton():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, importlib\nA = importlib.import_module('stark_lsp.agents.builtin.fusion.assemble')\n"
+            "import stark_lsp.agents.builtin.plan, stark_lsp.agents.builtin.code\n"
+            "text = A.runtime_text()\n"
+            "print('def _stark_shape(v):' in text, 'import triton' in text.split('def ', 1)[0],\n"
+            "      [m for m in ('torch', 'triton', 'stark_lsp.agents.builtin.fusion.runtime') if m in sys.modules])\n")
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.stdout.split("\n")[0] == "True False []", r.stdout + r.stderr
