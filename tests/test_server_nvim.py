@@ -23,29 +23,31 @@ NVIM = shutil.which("nvim")
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed (apt-get install -y neovim)")
 
 
-def drive(tmp_path, kernel_file, kernel, line, backend=FAKE_BACKEND, timeout=300, **extra):
-    out = tmp_path / "nvim-out.json"
+def run_nvim(tmp_path, script, out, backend, timeout, **env_extra):
+    """Headless Neovim 0.7 running ``tests/nvim/<script>`` against `stark serve`; what it wrote to ``out``."""
     env = server_env(
-        **extra,
+        **env_extra,
         STARK_NVIM_PYTHON=sys.executable,
         STARK_NVIM_BACKEND=backend or "",
         STARK_NVIM_ROOT=str(tmp_path),
-        STARK_NVIM_FILE=str(kernel_file),
-        STARK_NVIM_KERNEL=kernel,
-        STARK_NVIM_LINE=str(line),
         STARK_NVIM_OUT=str(out),
         XDG_STATE_HOME=str(tmp_path / "state"),
         XDG_DATA_HOME=str(tmp_path / "data"),
         PYTHONPATH=str(REPO),
     )
     proc = subprocess.run(
-        [NVIM, "--headless", "--clean", "-u", "NONE", "-c", f"luafile {REPO / 'tests/nvim/drive.lua'}"],
+        [NVIM, "--headless", "--clean", "-u", "NONE", "-c", f"luafile {REPO / 'tests/nvim' / script}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout,
     )
     assert out.exists(), f"nvim wrote nothing (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
     result = json.loads(out.read_text())
     assert result.get("error") is None, (result["error"], result["steps"])
     return result
+
+
+def drive(tmp_path, kernel_file, kernel, line, backend=FAKE_BACKEND, timeout=300, **extra):
+    return run_nvim(tmp_path, "drive.lua", tmp_path / "nvim-out.json", backend, timeout, **extra,
+                    STARK_NVIM_FILE=str(kernel_file), STARK_NVIM_KERNEL=kernel, STARK_NVIM_LINE=str(line))
 
 
 def test_neovim_optimize_hover_apply(tmp_path):
@@ -114,29 +116,10 @@ def test_neovim_07_is_told_why_optimize_cannot_run(tmp_path):
 
 def run_steps(tmp_path, steps, backend=FAKE_BACKEND, disabled_support=False, timeout=420, **extra):
     """Run ``steps`` (see tests/nvim/steps.lua) in headless Neovim 0.7 against `stark serve`; their results."""
-    out = tmp_path / "nvim-steps-out.json"
     plan = tmp_path / "nvim-steps.json"
     plan.write_text(json.dumps(steps))
-    env = server_env(
-        **extra,
-        STARK_NVIM_PYTHON=sys.executable,
-        STARK_NVIM_BACKEND=backend or "",
-        STARK_NVIM_ROOT=str(tmp_path),
-        STARK_NVIM_STEPS=str(plan),
-        STARK_NVIM_OUT=str(out),
-        STARK_NVIM_DISABLED_SUPPORT="1" if disabled_support else "0",
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        PYTHONPATH=str(REPO),
-    )
-    proc = subprocess.run(
-        [NVIM, "--headless", "--clean", "-u", "NONE", "-c", f"luafile {REPO / 'tests/nvim/steps.lua'}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout,
-    )
-    assert out.exists(), f"nvim wrote nothing (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
-    result = json.loads(out.read_text())
-    assert result.get("error") is None, (result["error"], result["steps"])
-    return result["results"]
+    return run_nvim(tmp_path, "steps.lua", tmp_path / "nvim-steps-out.json", backend, timeout, **extra,
+                    STARK_NVIM_STEPS=str(plan), STARK_NVIM_DISABLED_SUPPORT="1" if disabled_support else "0")["results"]
 
 
 def cannot_workspace(root):

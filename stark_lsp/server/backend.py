@@ -1,7 +1,10 @@
 """The server's one door to the engine: store, evaluator, team, search.
 
-The language server never imports the search, the evaluator or the agents
-directly; it asks a ``Backend``. ``RealBackend`` builds the real ones
+The language server never builds or runs the search, the evaluator or the
+agents itself; it asks a ``Backend``. It reads the search's data and its
+pure views (``search/tree_view.py``, ``node_view.py``, the progress and pace
+texts, the tree store) and types (``EvalOptions``, the search's failures)
+directly. ``RealBackend`` builds the real ones
 (``stark_lsp.search``, ``stark_lsp.evaluate.evaluator``,
 ``stark_lsp.agents.team``), imported lazily so the server starts in well
 under a second and reports a missing part as a message instead of dying.

@@ -11,37 +11,10 @@
 local env = vim.env
 local out = { steps = {}, progress = {}, messages = {} }
 local function step(name) table.insert(out.steps, name) end
-local function finish(err)
-  out.error = err
-  local f = io.open(env.STARK_NVIM_OUT, 'w')
-  f:write(vim.fn.json_encode(out))
-  f:close()
-  vim.cmd('qall!')
-end
+local client_lib = dofile(debug.getinfo(1, 'S').source:sub(2):match('(.*/)') .. 'client.lua')
 
 local ok, err = pcall(function()
-  local handlers = {
-    ['$/progress'] = function(e, result, ctx, config)
-      table.insert(out.progress, result.value)
-      out.token = result.token
-      return vim.lsp.handlers['$/progress'](e, result, ctx, config)
-    end,
-    ['window/showMessage'] = function(_, result)
-      table.insert(out.messages, result.message)
-    end,
-  }
-  local cmd = { env.STARK_NVIM_PYTHON, '-m', 'stark_lsp', 'serve' }
-  if env.STARK_NVIM_BACKEND ~= '' and env.STARK_NVIM_BACKEND ~= nil then
-    table.insert(cmd, '--backend'); table.insert(cmd, env.STARK_NVIM_BACKEND)
-  end
-  local id = vim.lsp.start_client({
-    name = 'stark',
-    cmd = cmd,
-    root_dir = env.STARK_NVIM_ROOT,
-    init_options = { budget = tonumber(env.STARK_NVIM_BUDGET or '3'), concurrency = 1 },
-    handlers = handlers,
-  })
-  assert(id, 'start_client failed')
+  local id = client_lib.start(out, { on_progress = function(result) out.token = result.token end })
   local client = vim.lsp.get_client_by_id(id)
   vim.cmd('edit ' .. vim.fn.fnameescape(env.STARK_NVIM_FILE))
   local buf = vim.api.nvim_get_current_buf()
@@ -143,4 +116,4 @@ local ok, err = pcall(function()
   client.stop()
   vim.wait(5000, function() return client.is_stopped() end, 20)
 end)
-finish(ok and vim.NIL or tostring(err))
+client_lib.finish(out, ok and vim.NIL or tostring(err))

@@ -20,45 +20,18 @@
 
 local env = vim.env
 local out = { steps = {}, results = {}, messages = {}, progress = {} }
-local function finish(err)
-  out.error = err
-  local f = io.open(env.STARK_NVIM_OUT, 'w')
-  f:write(vim.fn.json_encode(out))
-  f:close()
-  vim.cmd('qall!')
-end
+local client_lib = dofile(debug.getinfo(1, 'S').source:sub(2):match('(.*/)') .. 'client.lua')
 
 local WAIT_MS = tonumber(env.STARK_NVIM_WAIT_S or '120') * 1000
 local REQUEST_MS = 60000
 
 local ok, err = pcall(function()
   vim.o.hidden = true -- several buffers open at once
-  local handlers = {
-    ['$/progress'] = function(e, result, ctx, config)
-      table.insert(out.progress, result.value)
-      return vim.lsp.handlers['$/progress'](e, result, ctx, config)
-    end,
-    ['window/showMessage'] = function(_, result)
-      table.insert(out.messages, result.message)
-    end,
-  }
-  local cmd = { env.STARK_NVIM_PYTHON, '-m', 'stark_lsp', 'serve' }
-  if env.STARK_NVIM_BACKEND ~= '' and env.STARK_NVIM_BACKEND ~= nil then
-    table.insert(cmd, '--backend'); table.insert(cmd, env.STARK_NVIM_BACKEND)
-  end
   local capabilities = vim.lsp.protocol.make_client_capabilities()
   if env.STARK_NVIM_DISABLED_SUPPORT == '1' then
     capabilities.textDocument.codeAction.disabledSupport = true
   end
-  local id = vim.lsp.start_client({
-    name = 'stark',
-    cmd = cmd,
-    root_dir = env.STARK_NVIM_ROOT,
-    capabilities = capabilities,
-    init_options = { budget = tonumber(env.STARK_NVIM_BUDGET or '3'), concurrency = 1 },
-    handlers = handlers,
-  })
-  assert(id, 'start_client failed')
+  local id = client_lib.start(out, { capabilities = capabilities })
   local client = vim.lsp.get_client_by_id(id)
   local bufs = {}
 
@@ -182,4 +155,4 @@ local ok, err = pcall(function()
   client.stop()
   vim.wait(5000, function() return client.is_stopped() end, 20)
 end)
-finish(ok and vim.NIL or tostring(err))
+client_lib.finish(out, ok and vim.NIL or tostring(err))

@@ -49,7 +49,6 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate.gpu_limits import gpu_limits
-from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
 from stark_lsp.evaluate.harness import (HarnessError, Reference, clone_inputs, load_reference, memory_hint, shapes_only,
                                         storages)
 from stark_lsp.evaluate.judge import baseline_cache as BC
@@ -64,6 +63,7 @@ from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, Sandbo
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
 from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrate, memory_calls, output_shapes,
                                                  time_calls)
+from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
                                        Status, TaskIO, Trial, ValueInfo, build_dataclass)
@@ -482,7 +482,8 @@ class Judge:
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
 
-                # trials: the first call, then batches of the rest (as many calls as memory_calls allows); every call compared element by element
+                # trials: the first call, then batches of the rest (as many calls as memory_calls allows); every
+                # call compared element by element
                 # the first call compiles Triton kernels (it says after each launch); a CUDA
                 # candidate's library is loaded already: its first call gets no compile time
                 first_limit = (min(opts.load_timeout_s, call_limit + PROGRESS_SLACK_S)
