@@ -369,6 +369,45 @@ def test_each_candidate_races_the_best_so_far_and_the_re_timing_does_not(env):
     assert any(x is not None for x in shown[1:])
 
 
+class SlowBaselineEvaluator(FakeEvaluator):
+    """The fake's verdicts with every speedup kept and each candidate's runtime its speedup in ms (the
+    reference's timing varying with it, as on a machine whose baseline drifts): the fastest runtime is the
+    lowest speedup, so a "best" worked out from runtimes disagrees with the tree view's rule. At each
+    evaluation it records the tree view's best so far over the nodes ``on_node`` has seen."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.seen: dict = {}
+        self.view_best: list = []  # TreeView.best_so_far before each evaluation
+        self.lowest: list = []  # the lowest runtime so far, a rule that is not the product's
+
+    def evaluate(self, task, source, options=None):
+        from dataclasses import replace
+
+        from fakes import _timing
+        from stark_lsp.search.tree_view import TreeView
+
+        self.view_best.append(TreeView.of(self.seen.values()).best_so_far)
+        ms = [n.runtime_ms for n in self.seen.values() if n.correct and n.runtime_ms and n.duplicate_of is None]
+        self.lowest.append(min(ms) if ms else None)
+        r = super().evaluate(task, source, options)
+        if r.runtime is None:
+            return r
+        s = r.runtime.speedup
+        return replace(r, runtime=replace(r.runtime, candidate=_timing(s), reference=_timing(s * s)))
+
+
+def test_the_race_figure_is_the_tree_views_best_so_far(env):
+    ev = SlowBaselineEvaluator()
+    s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.2), budget=8)
+    s.on_node = lambda n: ev.seen.__setitem__(n.id, n)
+    s.run()
+    shown = [o.race_ms for o in ev.settings]
+    assert shown == [b.runtime_ms if b is not None else None for b in ev.view_best]
+    assert shown[0] is None and any(x is not None for x in shown[1:])
+    assert shown != ev.lowest  # the speedup's rule, not the lowest runtime's: on this machine the two differ
+
+
 def test_racing_can_be_turned_off(env):
     ev = FakeEvaluator()
     s, _ = search(env, ev=ev, team=FakeTeam(fail_rate=0.0), budget=4, race=False)

@@ -36,7 +36,7 @@ from stark_lsp.source_digest import source_digest
 from .hardware_card import hardware_facts
 from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, had_nothing_new, outcome_fields
-from .policies import DEBUG as ROUTE_DEBUG, Selection, best_correct, leaderboard, make_policy
+from .policies import DEBUG as ROUTE_DEBUG, Selection, leaderboard, make_policy
 from .retime import retime_options, screen_options, summarize
 from .usage import budget_spent
 from .tree_store import TreeStore, source_hash
@@ -794,8 +794,8 @@ class Search:
     def _options(self, node: Node) -> EvalOptions:
         """A candidate's settings: the search's, with the baselines' pinned (one timing of them serves the
         whole search), screened (``retime.screen_options``) when the leaders will be re-timed, and with the
-        figure to beat (the best so far) when racing. The root is timed in full: it is what "x your
-        kernel" divides by."""
+        figure to beat (``TreeView.best_so_far``, the task card's best) when racing. The root is timed in
+        full: it is what "x your kernel" divides by."""
         cfg = self.config
         opts = cfg.eval_options.pinned_baselines()
         if node.parent_id is None and cfg.compiled_seed and self.task.kind == "kernelbench":
@@ -804,7 +804,7 @@ class Search:
             opts = screen_options(opts)
         if not cfg.race:
             return opts
-        best = best_correct(n for n in self._snapshot() if n.duplicate_of is None)
+        best = TreeView.of(self._snapshot(), self.task_id).best_so_far  # the one rule: tree_view.py's
         if best is None or not best.runtime_ms:
             return opts
         return replace(opts, race_ms=best.runtime_ms)

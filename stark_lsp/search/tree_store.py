@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.redaction import redact
-from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.result import EvalResult
 from stark_lsp.safe_text import cap, scrub
 from stark_lsp.tasks.spec import TaskSpec
 

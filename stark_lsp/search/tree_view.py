@@ -25,12 +25,12 @@ Two speedups per node, never mixed up:
   never a "1.00×" result of its own.
 
 The best is :func:`best_node`, the one rule; while the search runs, it chooses
-and races against :func:`best_correct` (single evaluations only, the rule
-``best_node`` falls back to: ``TreeView.best_so_far``, what the agents' task
-card shows). "Nothing new" is data (the node's flag, ``node.had_nothing_new``):
-an outcome of its own, never a failure, and free of the budget. The policies'
-``policies.common.PolicyTree`` (nodes by parent, for choosing what to expand)
-takes its root from this view. Pure: no SQLite, no threads.
+by :func:`best_correct` (single evaluations only, the rule ``best_node`` falls
+back to) and races against ``TreeView.best_so_far`` (that rule, duplicates left
+out: what the agents' task card shows). "Nothing new" is data (the node's flag,
+``node.had_nothing_new``): an outcome of its own, never a failure, and free of
+the budget. The policies' ``policies.common.PolicyTree`` (nodes by parent, for
+choosing what to expand) takes its root from this view. Pure: no SQLite, no threads.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ SHOW_HARNESS = "stark.showHarness"  # uri: open the harness where it needs filli
 RENAME_HARNESS = "stark.renameHarness"  # uri: give the harness left under the old name the new one
 SET_API_KEY = "stark.setApiKey"  # key
 WHY_NOT = "stark.whyNot"  # uri, kernel, reason: shows why "Optimize" cannot run (clients without disabled actions)
-ALL_COMMANDS = (OPTIMIZE, CONTINUE, STOP, APPLY_BEST, APPLY_CANDIDATE, IMPLEMENT_MARKER, CREATE_HARNESS,
-                SHOW_HARNESS, RENAME_HARNESS, SET_API_KEY, WHY_NOT)
 
 TREE_REQUEST = "stark/tree"  # {uri, kernel} -> the tree, without sources
 NODE_REQUEST = "stark/node"  # {uri, kernel, id} -> one node's source and its diff against its parent

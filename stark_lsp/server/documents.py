@@ -56,7 +56,6 @@ class DocState:
     harness_unfilled: list[Unfilled] = field(default_factory=list)
     harness_digest: str | None = None  # the saved harness, as last resolved
     orphan_harness: Path | None = None  # a harness left under the old name by a rename of this file
-    carry_from: str | None = None  # the task id this file had before a rename: its tree comes along
     too_big: bool = False
 
     _starts_of: Any = None  # the kernels list _starts was made from

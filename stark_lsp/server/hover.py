@@ -16,7 +16,6 @@ from stark_lsp.search.node_view import NodeView
 from stark_lsp.search.tree_view import TreeView, outcome
 from stark_lsp.speedups import CPU_NOTE
 
-KIND_LABELS = {"root": "your kernel", "plan_code": "plan + code", "debug": "debug"}
 MAX_CANDIDATES = 5
 MORE = "more: open the search tree"
 

@@ -73,7 +73,7 @@ class History:
         return {(k.split("#")[0], format_value(v)) for o in self.observations if o.role == "child" for k, v in o.values.items() if not o.full}
 
 
-def read_history(history: Iterable[WindowEntry], language: str, node_config: dict[str, Value]) -> History:
+def read_history(history: Iterable[WindowEntry], language: str) -> History:
     h = History()
     for it in history:
         failed = bool(_FAILED.search(status_part(it.summary)))

@@ -79,7 +79,7 @@ class BuiltinPlanner:
             tunables = [t for t in tunables if t.kind not in INTERPRETER_IGNORES]
         keys = config_keys(tunables)
         node_cfg = config_of(tunables)
-        hist = read_history(ctx.window.history, lang, node_cfg)
+        hist = read_history(ctx.window.history, lang)
         tried = hist.configs() | {frozen(node_cfg)}
         pairs = hist.child_pairs()
         node_speed = speedup_in(ctx.node_summary)

@@ -9,7 +9,7 @@ into the words used in marker instructions (``256``, ``32x8``, ``on``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 Value = Union[int, bool, tuple[int, ...], None]
@@ -81,23 +81,6 @@ def parse_value(text: str) -> Value:
     if t.isdigit():
         return int(t)
     raise ValueError(f"not a tunable value: {text!r}")
-
-
-@dataclass
-class Config:
-    """The values of a source's tunables, by name (the first site wins)."""
-
-    values: dict[str, Value] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, tunables: list[Tunable]) -> "Config":
-        vals: dict[str, Value] = {}
-        for t in tunables:
-            vals.setdefault(t.name, t.value)
-        return cls(vals)
-
-    def frozen(self) -> tuple:
-        return tuple(sorted((k, format_value(v)) for k, v in self.values.items()))
 
 
 def powers_of_two(lo: int, hi: int) -> list[int]:

@@ -39,7 +39,6 @@ KNOB_WORDS = {
     "BLOCK", "THREADS", "THREAD", "TILE", "WARPS", "UNROLL", "ITEMS", "VEC", "CHUNK",
     "TPB", "NTHREADS", "BDIM", "BX", "BY", "BZ", "BM", "BN", "BK", "TM", "TN", "WPT", "TS",
 }
-FLAG_NAMES = ("--use_fast_math", "-maxrregcount", "-O3")
 MAXRREG = (None, 32, 64, 128, 255)
 
 

@@ -5,7 +5,7 @@ norms, pools or library operations kept as PyTorch calls.
 
 from __future__ import annotations
 
-# function name (torch.X, F.X, x.X) -> (op in ops.OPS, [(setting, default)]). A default of None: required.
+# function name (torch.X, F.X, x.X) -> (op in ops.ARITY, [(setting, default)]). A default of None: required.
 ELEMENTWISE: dict[str, tuple[str, tuple[tuple[str, float | None], ...]]] = {
     **{n: (n, ()) for n in (
         "relu", "relu6", "sigmoid", "tanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",

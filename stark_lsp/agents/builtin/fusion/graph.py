@@ -48,20 +48,16 @@ class Leaf(Value):
 
 @dataclass(eq=False)
 class Pointwise(Value):
-    op: str  # a name in ``ops.OPS``
+    op: str  # a name in ``ops.ARITY``
     args: tuple[Value, ...]
 
     def operands(self) -> tuple[Value, ...]:
         return self.args
 
 
-# reductions: (accumulator, finisher, output names)
-ACCUMULATORS = ("sum", "max", "min", "prod", "lse", "moments", "argmax", "argmin")
-
-
 @dataclass(eq=False)
 class Reduction(Value):
-    acc: str  # one of ACCUMULATORS
+    acc: str  # an accumulator: a key of ``kernels.STATES`` (sum, max, min, prod, lse, moments, argmax, argmin)
     x: Value
     dims: str  # Python expression: an int, a tuple/list of ints, None (all), or a runtime marker (see runtime)
     keepdim: str = "False"

@@ -120,7 +120,6 @@ ARITY: dict[str, int] = {**{k: 1 for k in _UNARY}, **{k: 2 for k in _BINARY},
                          "leaky_relu": 2, "elu": 2, "celu": 2, "clamp_min": 2, "clamp_max": 2, "pow": 2,
                          "softplus": 3, "hardtanh": 3, "threshold": 3, "where": 3, "identity": 1}
 BOOL_OPS = {"gt", "lt", "ge", "le", "eq", "ne", "logical_and", "logical_or", "logical_not"}
-OPS = set(ARITY)
 
 
 def emit(op: str, args: list[str], t: Temp) -> str:
