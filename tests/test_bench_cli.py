@@ -270,9 +270,14 @@ def test_jobs_default_to_what_the_machine_fits_and_one_on_the_cpu(monkeypatch):
     monkeypatch.setattr(refusal, "runs_on_cpu", lambda device: device == "cpu")
     monkeypatch.setattr(E, "gpu_memory_gib", lambda: None)
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 16)
-    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 8
-    monkeypatch.setattr(E, "gpu_memory_gib", lambda: 139.8)  # an H200: four jobs' peaks fit its memory
-    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 4
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 6  # 3 per 8 cores
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: 139.8)  # an H200: the cores are the limit
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 6
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: 79.2)  # an 80 GB H100: six measured at 57 GiB at most
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 6
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: 39.4)  # a 40 GB card: one per 12 GiB
+    assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cuda")) == 3
+    monkeypatch.setattr(E, "gpu_memory_gib", lambda: None)
     monkeypatch.setattr(E, "gpu_memory_gib", lambda: None)
     assert bench_cmd.jobs_from_args(argparse.Namespace(jobs=None, device="cpu")) == 1
     monkeypatch.setattr(bench_cmd.os, "cpu_count", lambda: 64)

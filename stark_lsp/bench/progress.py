@@ -1,7 +1,8 @@
 """Progress of a bench on a terminal: a live line on a TTY, plain lines otherwise.
 
-Plain mode prints when a run starts, when one of its attempts finishes, and
-when it ends, so a log file shows everything without carriage returns.
+Plain mode prints when a run starts (and when its task waits for GPU memory
+first), when one of its attempts finishes, and when it ends, so a log file
+shows everything without carriage returns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from stark_lsp.search.progress import best_text, doing_text
 from stark_lsp.speedups import speedup_text
 
 from . import fmt
+from .memory_admission import gib_text
 from .plan import RunKey
 from .record import RunRecord
 
@@ -29,6 +31,14 @@ def run_line(index: int, total: int, label: str, p: Progress | None, elapsed_s: 
     running = f"  running {p.running}{doing_text(p)}" if p.running else ""
     return (f"{head}  attempt {p.attempt}/{p.budget}  best {best_text(p)}  correct {p.correct}  failed {p.failures}"
             f"{running}  | {fmt.duration(elapsed_s)}")
+
+
+def memory_wait_line(index: int, total: int, label: str, need_gib: float, free_gib: float, budget_gib: float,
+                     elapsed_s: float) -> str:
+    """A task that waits for GPU memory (``memory_admission.py``): what it needs against what is free."""
+    what = (f"needs ~{gib_text(need_gib)}, more than the GPU's {gib_text(budget_gib)}: runs alone once the others finish"
+            if need_gib > budget_gib else f"needs ~{gib_text(need_gib)}, {gib_text(free_gib)} of {gib_text(budget_gib)} free")
+    return f"[{index + 1}/{total}] {label}  waiting for GPU memory: {what}  | {fmt.duration(elapsed_s)}"
 
 
 def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
@@ -80,6 +90,13 @@ class BenchProgress:
             self._index, self._total, self._label = index, total, key.label(self.names)
             self._last_attempt.pop(self._label, None)
             self._write(run_line(index, total, self._label, None, self._elapsed()), final=False)
+
+    def memory_wait(self, index: int, total: int, key: RunKey, need_gib: float, free_gib: float,
+                    budget_gib: float) -> None:
+        with self._lock:
+            label = key.label(self.names)
+            self._write(memory_wait_line(index, total, label, need_gib, free_gib, budget_gib, self._elapsed()),
+                        final=False)
 
     def __call__(self, index: int, total: int, key: RunKey, p: Progress) -> None:
         with self._lock:

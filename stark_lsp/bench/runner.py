@@ -1,7 +1,11 @@
 """Run a bench schedule: one evaluator and one team for the whole bench, a
 fresh tree per run, and a record after every run.
 
-With one evaluator per GPU the tasks are shared out (``run``). A run that
+With one evaluator per GPU the tasks are shared out (``run``). Where several
+evaluators share a GPU (``--jobs``) and the bench knows the GPU's memory, each
+task is admitted to its GPU by its estimated memory (``memory_admission.py``):
+one that does not fit beside the tasks running there waits, and no later task
+starts on that GPU meanwhile. A run that
 fails (the evaluator gives up, an agent crashes the search, the
 store breaks) becomes a record with ``outcome == "error"``; the bench goes on.
 ``cancel`` (Ctrl-C) stops the run in flight at its next attempt boundary and
@@ -24,12 +28,15 @@ from stark_lsp.search.engine import Progress, Search, SearchConfig
 from stark_lsp.search.tree_store import TreeStore
 from stark_lsp.tasks.spec import TaskSpec
 
+from .call_size import CallSize, io_call_size, read_call_size
+from .memory_admission import MemoryGate, Ticket, budget_gib, estimate_gib
 from .plan import BenchConfig, RunKey, schedule
 from .record import CANCELLED, DONE, ERROR, RunRecord, build_record
 
 ProgressFn = Callable[[int, int, RunKey, Progress], None]  # run index, runs, run, search progress
 StartFn = Callable[[int, int, RunKey], None]
 RecordFn = Callable[[RunRecord, int, int], None]  # record, run index, runs
+MemoryWaitFn = Callable[[int, int, RunKey, float, float, float], None]  # its first run; need, free, budget (GiB)
 
 
 def safe_name(name: str) -> str:
@@ -49,16 +56,22 @@ class BenchRunner:
                  evaluator: evaluator_protocol.Evaluator | list[evaluator_protocol.Evaluator], team: Any,
                  out_dir: Path, on_record: RecordFn | None = None, on_progress: ProgressFn | None = None,
                  on_start: StartFn | None = None, cancel: threading.Event | None = None,
-                 options: EvalOptions | None = None):
+                 options: EvalOptions | None = None, gpu_memory_gib: float | None = None,
+                 on_memory_wait: MemoryWaitFn | None = None):
+        """``gpu_memory_gib``: each GPU's total memory, where the evaluators run on GPUs: the jobs sharing
+        a GPU then share it by their tasks' estimates (None: no admission, as on the CPU)."""
         self.tasks, self.names, self.config = tasks, names, config
         self.evaluators = list(evaluator) if isinstance(evaluator, (list, tuple)) else [evaluator]
         self.evaluator, self.team = self.evaluators[0], team
         self.out_dir = Path(out_dir)
         self.on_record, self.on_progress, self.on_start = on_record, on_progress, on_start
+        self.on_memory_wait = on_memory_wait
         self.cancel = cancel or threading.Event()
         self.options = options or eval_options(config)
         self._task_options: dict[int, tuple[EvalOptions, str]] = {}
         self.stopped_early = False  # run() reached its deadline with runs left
+        self.gates = self._memory_gates(gpu_memory_gib)  # GPU -> its gate, where jobs share a GPU
+        self.memory_need: dict[int, float] = {}  # task index -> its estimate, GiB (measured once known)
 
     def run(self, done: set[tuple[str, str, int]] | None = None, deadline: float | None = None) -> list[RunRecord]:
         """Every scheduled run not in ``done`` (task key, policy, repeat); their records. No run
@@ -77,25 +90,49 @@ class BenchRunner:
             groups.setdefault(k.task, []).append((i, k))
         queue = list(groups.values())
 
+        def stop() -> bool:
+            return self.cancel.is_set() or deadline is not None and time.monotonic() >= deadline
+
         def lane(evaluator: evaluator_protocol.Evaluator, gpu: int | None) -> None:
+            gate = self.gates.get(evaluator_protocol.gpu_index(evaluator))
             while not self.cancel.is_set():
+                if gate is not None and not gate.wait_for_turn(stop):  # another task waits for this GPU's memory
+                    self.stopped_early = self.stopped_early or not self.cancel.is_set()
+                    return
+                ticket = None
                 with lock:
                     if not queue:
                         return
+                    if gate is not None and gate.waiting():
+                        continue  # another job of this GPU took a task that waits: its turn first
                     group = queue.pop(0)
-                for i, key in group:
-                    if self.cancel.is_set() or deadline is not None and time.monotonic() >= deadline:
-                        self.stopped_early = self.stopped_early or not self.cancel.is_set()
-                        return
-                    if self.on_start:
+                    if gate is not None:
+                        task = group[0][1].task
+                        ticket = gate.request(self._need(task), self.names[task])
+                if gate is not None and ticket is not None and not self._admitted(gate, ticket, group, len(keys), stop):
+                    self.stopped_early = self.stopped_early or not self.cancel.is_set()
+                    return
+                try:
+                    ev = evaluator
+                    if gate is not None and ticket is not None:
+                        ev = _SizeWatch(evaluator, lambda size, g=gate, t=ticket, k=group[0][1].task:
+                                        self._measured(g, t, k, size))
+                    for i, key in group:
+                        if stop():
+                            self.stopped_early = self.stopped_early or not self.cancel.is_set()
+                            return
+                        if self.on_start:
+                            with lock:
+                                self.on_start(i, len(keys), key)
+                        rec = self._guarded_run(key, i, len(keys), ev)
+                        rec.gpu = gpu
                         with lock:
-                            self.on_start(i, len(keys), key)
-                    rec = self._guarded_run(key, i, len(keys), evaluator)
-                    rec.gpu = gpu
-                    with lock:
-                        records.append(rec)
-                        if self.on_record:
-                            self.on_record(rec, i, len(keys))
+                            records.append(rec)
+                            if self.on_record:
+                                self.on_record(rec, i, len(keys))
+                finally:
+                    if gate is not None:
+                        gate.release(ticket)
 
         if len(self.evaluators) == 1:
             lane(self.evaluators[0], evaluator_protocol.gpu_index(self.evaluators[0]))
@@ -107,6 +144,41 @@ class BenchRunner:
             for t in threads:
                 t.join()
         return records
+
+    # memory admission -------------------------------------------------------------------------------
+    def _memory_gates(self, gpu_memory_gib: float | None) -> dict[Any, MemoryGate]:
+        """One gate per GPU that several evaluators (jobs) share; none without the GPUs' memory."""
+        if not gpu_memory_gib or gpu_memory_gib <= 0:
+            return {}
+        jobs: dict[Any, int] = {}
+        for ev in self.evaluators:
+            gpu = evaluator_protocol.gpu_index(ev)
+            jobs[gpu] = jobs.get(gpu, 0) + 1
+        return {gpu: MemoryGate(budget_gib(gpu_memory_gib)) for gpu, n in jobs.items() if n > 1}
+
+    def _need(self, task: int) -> float:
+        """The task's estimate (GiB): from its files until an evaluation measured it."""
+        if task not in self.memory_need:
+            try:
+                size = read_call_size(self.tasks[task])
+            except Exception:  # noqa: BLE001 - an estimate, never a failure: the floor then
+                size = None
+            self.memory_need[task] = estimate_gib(size, self.config.workers)
+        return self.memory_need[task]
+
+    def _admitted(self, gate: MemoryGate, ticket: Ticket, group: list[tuple[int, RunKey]], total: int,
+                  stop: Callable[[], bool]) -> bool:
+        first, key = group[0]
+        told = None
+        if self.on_memory_wait is not None:
+            def told(need: float, free: float, budget: float) -> None:
+                self.on_memory_wait(first, total, key, need, free, budget)
+        return gate.wait(ticket, stop, told)
+
+    def _measured(self, gate: MemoryGate, ticket: Ticket, task: int, size: CallSize) -> None:
+        """An evaluation reported the task's inputs and outputs: its share is resized to the exact estimate."""
+        self.memory_need[task] = estimate_gib(size, self.config.workers)
+        gate.resize(ticket, self.memory_need[task])
 
     def _guarded_run(self, key: RunKey, index: int, total: int, evaluator: Any) -> RunRecord:
         try:
@@ -172,6 +244,29 @@ class BenchRunner:
                            outcome=outcome, error=error)
         rec.note = note
         return rec
+
+
+class _SizeWatch:
+    """The evaluator a task's runs use while the task holds GPU memory: the first evaluation that reports
+    the task's inputs and outputs (``EvalResult.io``) tells ``on_size``. Everything else is the evaluator's."""
+
+    def __init__(self, inner: Any, on_size: Callable[[CallSize], None]):
+        self._inner, self._on_size, self._told = inner, on_size, False
+
+    def evaluate(self, task: TaskSpec, source: str, options: EvalOptions | None = None) -> Any:
+        result = self._inner.evaluate(task, source, options)
+        if not self._told:
+            size = io_call_size(getattr(result, "io", None))
+            if size is not None:
+                self._told = True
+                self._on_size(size)
+        return result
+
+    def hardware(self) -> str:
+        return self._inner.hardware()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _is_gpu(evaluator: Any) -> bool:

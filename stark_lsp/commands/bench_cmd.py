@@ -53,7 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluator worker processes (default 1); on one GPU they take turns (one evaluation per GPU)")
     p.add_argument("--jobs", type=positive_int,
                    help="tasks searched at once on each GPU: their builds and agents overlap, their evaluations take "
-                        "turns on the GPU (default on a GPU: half the CPU cores, one per 32 GiB of GPU memory, at most 8; 1 on the CPU)")
+                        "turns on the GPU, and a task whose estimated GPU memory does not fit beside the others "
+                        "waits (default on a GPU: 3 per 8 CPU cores, one per 12 GiB of GPU memory, at most 8; "
+                        "1 on the CPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
     p.add_argument("--wall-time", type=positive_float, help="per run: stop starting attempts after this many seconds")
@@ -98,11 +100,13 @@ def evaluator_from_args(args: argparse.Namespace, warm_for: Any = None) -> Any:
 
 
 def jobs_from_args(args: argparse.Namespace) -> int:
-    """``--jobs``, or what fits the machine: on a GPU half the cores (a search keeps about two busy
-    between its builds, its agents and its sandboxed processes; only timing holds the GPU alone,
-    ``gpu_lock.py``), one per ``GIB_PER_JOB`` of the GPU's memory (a KernelBench level-2 task's judge
-    and candidate processes held 20-60 GiB at their peak on the H200), at most 8; on the CPU one (the
-    interpreter is the bottleneck, and CI's two cores have nothing to spare)."""
+    """``--jobs``, or what fits the machine: on a GPU three searches for every eight cores (a search keeps
+    about two busy between its builds, its agents and its sandboxed processes; only timing holds the GPU
+    alone, ``gpu_lock.py``), one per ``GIB_PER_JOB`` of the GPU's memory, at most 8; on the CPU one (the
+    interpreter is the bottleneck, and CI's two cores have nothing to spare). Measured on a 16-core H100
+    (level 2, docs/benchmarks.md, session 24): 2 searches 18, 4 searches 30, 6 searches 45 attempts a
+    minute, the GPU's memory at most 57 of 80 GiB; the tasks' own sizes are admitted by
+    ``bench/memory_admission.py``, so a task of gigabytes a call does not run beside others."""
     if getattr(args, "jobs", None):
         return int(args.jobs)
     if refusal.runs_on_cpu(args.device):
@@ -111,10 +115,23 @@ def jobs_from_args(args: argparse.Namespace) -> int:
 
     mem = gpu_memory_gib()
     by_memory = int(mem // GIB_PER_JOB) if mem else 8
-    return max(1, min(8, (os.cpu_count() or 1) // 2, by_memory))
+    return max(1, min(8, (os.cpu_count() or 1) * 3 // 8, by_memory))
 
 
-GIB_PER_JOB = 32
+GIB_PER_JOB = 12
+
+
+def admission_memory_gib(args: argparse.Namespace, evaluators: list[Any]) -> float | None:
+    """Each GPU's memory, which the jobs sharing a GPU share by their tasks' estimates
+    (``bench/memory_admission.py``); None on the CPU, with one job a GPU, or where it cannot be read."""
+    if refusal.runs_on_cpu(args.device):
+        return None
+    gpus = [evaluator_protocol.gpu_index(ev) for ev in evaluators]
+    if len(gpus) == len(set(gpus)):  # one job a GPU: nothing to share
+        return None
+    from stark_lsp.evaluate.evaluator import gpu_memory_gib
+
+    return gpu_memory_gib()
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
@@ -378,9 +395,16 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     try:
         header["hardware"] = _hardware(evaluators)
         print(f"stark bench: device {header['hardware']}", file=sys.stderr)
+        memory = admission_memory_gib(args, evaluators)
+        if memory:
+            from stark_lsp.bench.memory_admission import budget_gib, gib_text
+
+            print(f"stark bench: the searches on a GPU share its memory ({gib_text(budget_gib(memory))} of "
+                  f"{gib_text(memory)}): a task whose estimate does not fit beside the others waits", file=sys.stderr)
         write(complete=False)
         runner = BenchRunner(tasks, names, config, made, team, out, on_record=on_record,
-                             on_progress=progress, on_start=progress.start, cancel=cancel)
+                             on_progress=progress, on_start=progress.start, cancel=cancel,
+                             gpu_memory_gib=memory, on_memory_wait=progress.memory_wait)
         deadline = time.monotonic() + args.stop_after if getattr(args, "stop_after", None) else None
         runner.run(done=done, deadline=deadline)
         if runner.stopped_early:
