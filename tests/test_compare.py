@@ -97,3 +97,23 @@ def test_the_one_pass_comparison_gives_the_torch_paths_figures(compare_kernel, d
     assert clean[:6] == want_clean[:6] == [0.0] * 6
     assert clean[8] == want_clean[8] and 0 < clean[8] < 5000
     assert clean[6] == pytest.approx(want_clean[6], rel=1e-12) and clean[7] == pytest.approx(want_clean[7], rel=1e-12)
+
+
+def test_a_few_elements_just_outside_with_the_trials_error_size_read_as_rounding():
+    """compare.as_rounding: a timed call's failure like the trials' rounding (incorrect, not a cheat) or not."""
+    as_rounding, compare_outputs = C.as_rounding, C.compare_outputs
+
+    ref = torch.full((1000,), 3000.0)
+    ref[7] = 0.0  # a sum's element near zero, where the tolerance is about atol
+    cand = ref.clone()
+    cand[7] = 2e-4
+    cmp = compare_outputs(ref, cand)
+    assert not cmp.passed and cmp.outside == 1 and cmp.size == 1000
+    assert as_rounding(cmp, trials_max_abs=1e-4)  # 2e-4 within 4x the trials' largest error
+    assert not as_rounding(cmp, trials_max_abs=4e-5)  # 5x the trials': not rounding
+    assert not as_rounding(cmp, trials_max_abs=0.0)  # exact trials: any difference while timed is a cheat
+    half = ref.half().float() + torch.linspace(-0.4, 0.4, 1000)  # float16's error on thousands, everywhere
+    cmp = compare_outputs(ref, half)
+    assert not cmp.passed and cmp.outside > 10
+    assert not as_rounding(cmp, trials_max_abs=1.0)  # too many elements outside, however large the trials' error
+    assert not as_rounding(compare_outputs(ref, ref.clone()), trials_max_abs=1.0)  # a pass is not a failure

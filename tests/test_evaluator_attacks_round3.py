@@ -66,6 +66,14 @@ def test_3_lower_precision_after_the_trials_is_a_cheat(ev, name):
     assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
 
 
+def test_3_rounding_just_outside_the_tolerance_while_timed_is_incorrect_not_a_cheat(ev):
+    """Errors the size of the trials' on a few elements (a sum near zero): a wrong answer on those inputs,
+    never an accusation; float16 while timed (above) stays a cheat."""
+    r = run(ev, "rounding_when_timed.py")
+    assert r.status is Status.INCORRECT and not r.cheats, r.summary()
+    assert "rounding of the size the trials showed" in r.message, r.message
+
+
 def test_3_a_read_back_computed_again_and_nudged_to_fit_its_digest_is_a_cheat(ev):
     """Half precision in every call; an exact output, moved along the digest's signs until its signed sum is
     the committed one, whenever a call is read back (tests/test_output_hash.py shows the digest alone passes

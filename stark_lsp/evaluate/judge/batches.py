@@ -17,7 +17,10 @@ draws every call's inputs itself, runs the reference on them, and checks:
 
 A wrong trial is ``incorrect``. A wrong timed or warm-up call is a cheat
 (``wrong_while_timed``): the candidate was right where it expected to be
-looked at and wrong elsewhere (or has a race), whatever its trials said.
+looked at and wrong elsewhere (or has a race), whatever its trials said;
+except where a call read back strays as rounding does (``compare.as_rounding``:
+a few elements just outside the tolerance, errors within 4x the trials'
+largest): that is ``incorrect`` on those inputs, not an accusation.
 
 The trials are checked as they come. A timed batch's chosen outputs are read
 back at once (a snapshot in the judge's memory, which the process can no longer
@@ -40,7 +43,7 @@ import torch
 
 from stark_lsp.evaluate.harness import Reference, clone_inputs
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge.compare import compare_outputs, tolerance_for
+from stark_lsp.evaluate.judge.compare import as_rounding, compare_outputs, tolerance_for
 from stark_lsp.evaluate.judge.conversation import Conversation, Verdict
 from stark_lsp.evaluate.judge.timing import Batch
 from stark_lsp.evaluate.result import Status, Trial
@@ -156,6 +159,7 @@ class Checker:
         self.atol, self.rtol = atol, rtol
         self.fetched = 0  # calls compared element by element so far
         self.checked = 0  # calls whose digest was checked
+        self.trials_max_abs = 0.0  # the largest error of a trial that passed (``compare.as_rounding``)
 
     def reference(self, inputs: list[Any], sync: bool = True) -> list[Any]:
         """The reference on a call's inputs, drawn again for this alone (``RanBatch.inputs``): not copied
@@ -244,6 +248,14 @@ class Checker:
             # wrong answer, as the digest's counts say it of a call not read back, never an accusation
             raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}",
                                     output=self.conv.output()))
+        if not trial and as_rounding(cmp, self.trials_max_abs):
+            # a few elements just outside, errors the size of the trials': rounding on inputs no trial drew
+            raise Verdict(st.result(
+                Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}; rounding of the size "
+                                  f"the trials showed (their largest error {self.trials_max_abs:.3g}), outside this task's "
+                                  f"tolerance on these inputs", output=self.conv.output()))
+        if trial and cmp.passed and cmp.max_abs_error is not None:
+            self.trials_max_abs = max(self.trials_max_abs, cmp.max_abs_error)
         if not cmp.passed:
             raise self._wrong(trial, where, cmp.message, seed)
         if not same_digest(call.digest, D.digest(outs, sign)):

@@ -32,6 +32,8 @@ class Comparison:
     atol: float | None
     rtol: float | None
     special: bool = False  # failed on where NaN and infinities are, not on a value's distance
+    outside: int = 0  # elements outside the tolerance, in the output that failed
+    size: int = 0  # that output's elements
 
 
 def tolerance_for(dtype: Any, atol: float | None, rtol: float | None) -> tuple[float, float]:
@@ -81,7 +83,7 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
             return Comparison(
                 False, max_abs, max_rel, i,
                 f"output {i}: {n} of {r.numel()} elements outside atol={a:g}, rtol={rt:g} (max abs error {max_abs:.3g})",
-                a, rt,
+                a, rt, outside=n, size=r.numel(),
             )
     return Comparison(True, worst_abs, worst_rel, None, "", used[0], used[1])
 
@@ -161,3 +163,20 @@ def _same_scalar(r: Any, c: Any) -> bool:
 
 def _dt(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
+
+
+ROUNDING_FACTOR = 4.0  # a timed call's largest error within this many times the trials' largest
+ROUNDING_SHARE = 0.01  # and at most this share of its elements outside the tolerance
+
+
+def as_rounding(cmp: Comparison, trials_max_abs: float) -> bool:
+    """Whether a timed call's failed comparison looks like the rounding the trials already showed, not
+    like work done differently while timed: a few elements just outside the tolerance (a sum's element
+    near zero after cancelling terms of thousands), with errors of the size the trials had where they
+    passed. Lowered precision, cached or skipped work give errors far above an honest candidate's rounding
+    (float16 in a float32 task: a thousand times its trials' on any element) or on many elements. Never a
+    pass: such a call is ``incorrect``, only not called a cheat; trials with no error at all leave nothing
+    to compare with (any difference while timed is then a cheat)."""
+    if cmp.passed or cmp.special or cmp.max_abs_error is None or trials_max_abs <= 0.0 or cmp.size <= 0:
+        return False
+    return cmp.max_abs_error <= ROUNDING_FACTOR * trials_max_abs and cmp.outside <= max(1.0, ROUNDING_SHARE * cmp.size)
