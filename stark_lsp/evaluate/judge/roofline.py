@@ -7,7 +7,10 @@ The floor of a task is the larger of two times:
 * compute: the floating-point operations of the reference (counted by
   ``torch.utils.flop_counter``: matrix products and convolutions; elementwise
   work counts as zero) over the matrix-product rate measured on this GPU for
-  the task's dtype.
+  the task's dtype. A float32 convolution counts at the TF32 rate where cuDNN
+  may use TF32 (``torch.backends.cudnn.allow_tf32``, PyTorch's default): a
+  floor is the least time, and on an H100 float32's 52 TFLOP/s put
+  convolutions' floors above their measured times (session 24).
 
 Ceilings are measured once per worker process, in the same run as the
 timings they are compared with. GPU only: on the CPU there is no floor.
@@ -29,7 +32,7 @@ class Ceilings:
     def __init__(self, device: torch.device):
         self.device = device
         self._bandwidth: float | None = None
-        self._peak: dict[torch.dtype, float] = {}
+        self._peak: dict[tuple[torch.dtype, bool], float] = {}
 
     def bandwidth_gbs(self) -> float:
         if self._bandwidth is None:
@@ -41,16 +44,25 @@ class Ceilings:
             del src, dst
         return self._bandwidth
 
-    def peak_tflops(self, dtype: torch.dtype) -> float:
+    def peak_tflops(self, dtype: torch.dtype, tf32: bool = False) -> float:
+        """The matrix-product rate for ``dtype``; ``tf32``: float32's with TF32 allowed (cuDNN's default
+        for convolutions), measured with cuBLAS's switch on for that product alone."""
         dtype = dtype if dtype in (torch.float16, torch.bfloat16, torch.float64) else torch.float32
-        if dtype not in self._peak:
+        tf32 = tf32 and dtype == torch.float32
+        key = (dtype, tf32)
+        if key not in self._peak:
             n = 4096 if dtype == torch.float64 else 8192
             a = torch.randn(n, n, device=self.device, dtype=dtype)
             b = torch.randn(n, n, device=self.device, dtype=dtype)
-            ms = _median_ms(lambda: torch.matmul(a, b), reps=5)
-            self._peak[dtype] = 2 * n**3 / (ms * 1e-3) / 1e12
+            was = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            try:
+                ms = _median_ms(lambda: torch.matmul(a, b), reps=5)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = was
+            self._peak[key] = 2 * n**3 / (ms * 1e-3) / 1e12
             del a, b
-        return self._peak[dtype]
+        return self._peak[key]
 
 
 def _median_ms(fn: Any, reps: int) -> float:
@@ -78,27 +90,40 @@ def main_dtype(values: list[Any]) -> torch.dtype:
     return max(floats, key=lambda v: v.numel()).dtype
 
 
-def count_flops(fn: Any, inputs: list[Any]) -> int:
+CONVOLUTIONS = ("convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose")
+
+
+def count_flops(fn: Any, inputs: list[Any]) -> tuple[int, int]:
+    """The reference's counted operations on these inputs: (all of them, those of convolutions)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         fn(*inputs)
-    return int(counter.get_total_flops())
+    conv = 0
+    for op, n in counter.get_flop_counts().get("Global", {}).items():
+        if str(op).split(".")[-1] in CONVOLUTIONS:  # aten.convolution, whatever the layer
+            conv += int(n)
+    return int(counter.get_total_flops()), conv
 
 
 def task_floor(ceilings: Ceilings, fn: Any, inputs: list[Any], outputs: list[Any]) -> Floor:
     """The floor of one call of the reference on these inputs."""
     nbytes = tensor_bytes(inputs) + tensor_bytes(outputs)
     try:
-        flops = count_flops(fn, inputs)
+        flops, conv = count_flops(fn, inputs)
     except Exception:  # noqa: BLE001 - an op the counter cannot trace: no compute floor
-        flops = 0
+        flops = conv = 0
     dtype = main_dtype(inputs)
     bw = ceilings.bandwidth_gbs()
-    peak = ceilings.peak_tflops(dtype) if flops else 0.0
     mem_ms = nbytes / (bw * 1e9) * 1e3
-    comp_ms = flops / (peak * 1e12) * 1e3 if peak else 0.0
+    comp_ms, peak, tf32 = 0.0, 0.0, False
+    if flops:
+        tf32 = dtype == torch.float32 and bool(torch.backends.cudnn.allow_tf32) and conv > 0
+        rate = ceilings.peak_tflops(dtype)
+        comp_ms = ((flops - conv) / rate + conv / (ceilings.peak_tflops(dtype, tf32=True) if tf32 else rate)) / 1e9
+        peak = flops / (comp_ms * 1e9) if comp_ms > 0 else rate  # the rate the floor assumes, all counted
     return Floor(bytes=nbytes, flops=flops, memory_floor_ms=mem_ms, compute_floor_ms=comp_ms,
-                 bandwidth_gbs=bw, peak_tflops=peak or None, dtype=str(dtype).replace("torch.", ""),
+                 bandwidth_gbs=bw, peak_tflops=peak or None,
+                 dtype=str(dtype).replace("torch.", "") + (", convolutions in TF32" if tf32 else ""),
                  bound="compute" if comp_ms > mem_ms else "memory")
