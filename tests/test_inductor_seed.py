@@ -249,7 +249,7 @@ def test_forwards_defaults_are_kept_and_unnameable_parameters_refused():
     assert "self.layers[0].weight" in text
 
 
-def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_turns_on_first():
+def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_can_turn_on():
     from stark_lsp.agents.builtin.code import BuiltinCoder
     from stark_lsp.agents.builtin.plan import BuiltinPlanner
     from stark_lsp.tasks.spec import TaskSpec
@@ -265,8 +265,11 @@ def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_tu
     ctx = AgentContext(task, 1, conv, "ok 1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", conv),)), seed=3,
                        hardware="NVIDIA H100 80GB HBM3")
     ranked = BuiltinPlanner(explore=0.0, noise=0.0).ranked(ctx)
-    assert (ranked[0][0].name, ranked[0][1]) == ("CUDNN_BENCHMARK", True)
-    marked = BuiltinPlanner().mark(ctx, *ranked[0]).marked_source
+    on = [(t, v) for t, v in ranked if t.name == "CUDNN_BENCHMARK"]
+    assert [v for _, v in on] == [True]
+    # a small move, not the first: measured on an H100 it was worth 0.985x its parent (the median), priors.py
+    assert ranked[0][0].name != "CUDNN_BENCHMARK"
+    marked = BuiltinPlanner().mark(ctx, *on[0]).marked_source
     done = apply_replacements(marked, BuiltinCoder().code(ctx, marked).replacements)
     assert "CUDNN_BENCHMARK = True\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK" in done
     ast.parse(done)
