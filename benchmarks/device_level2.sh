@@ -10,7 +10,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null
 fi
 export PYTHONPATH=$PWD:/tmp/site STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache} PYTHONUNBUFFERED=1
-W=/tmp/w; mkdir -p $W
+W=/tmp/w; rm -rf $W; mkdir -p $W  # a warm machine keeps /tmp: the trace, samples and runs are this call's alone
 # a batch resumes the level where earlier ones left it: bench-results/kb-<what> carried from this machine
 WHAT=${WHAT:-level2}
 if [ -d bench-results/kb-$WHAT ]; then cp -r bench-results/kb-$WHAT $W/kb; fi
