@@ -63,6 +63,10 @@ def test_what_the_reader_follows(body, expected):
     "import random\ndef get_inputs():\n    n = random.randint(1, 9)\n    return [torch.rand(n)]\n",
     "def get_inputs():\n    while True:\n        pass\n",
     "N = 10 ** 10 ** 10\ndef get_inputs():\n    return [torch.rand(N)]\n",  # no runaway arithmetic
+    "N = pow(3, 10 ** 8)\ndef get_inputs():\n    return [torch.rand(N)]\n",  # a hostile file (a review's): no pow
+    "X = 10 ** 200\nfor _ in range(40):\n    X = X * X\ndef get_inputs():\n    return [torch.rand(X)]\n",
+    "L = sum([[0] * 10000] * 10000, [])\ndef get_inputs():\n    return [torch.rand(len(L))]\n",
+    "S = 'a' * 10000 * 10000 * 10000\ndef get_inputs():\n    return [torch.rand(len(S))]\n",
     "def get_inputs(:\n",  # does not parse
     "X = 3\n",  # no get_inputs
 ])

@@ -178,8 +178,10 @@ _COMPARES: dict[type, Callable[[Any, Any], Any]] = {
 }
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "int": int, "float": float, "bool": bool, "str": str, "min": min, "max": max, "abs": abs, "len": len,
-    "round": round, "sum": sum, "tuple": tuple, "list": list, "range": range, "divmod": divmod, "pow": pow,
-}
+    "round": round, "tuple": tuple, "list": list, "range": range, "divmod": divmod,
+}  # no pow (a huge exponent) nor sum (quadratic over lists): ``**`` and ``_sum`` are bounded
+MAX_INT_BITS = 4096  # an integer beyond this is no tensor's size: the file is not followed
+MAX_ITEMS = 100_000  # a sequence built by repetition beyond this is not followed
 _MATH: dict[str, Callable[..., Any]] = {"prod": math.prod, "ceil": math.ceil, "floor": math.floor,
                                         "sqrt": math.sqrt, "log2": math.log2, "isqrt": math.isqrt}
 
@@ -202,10 +204,12 @@ class _Interpreter:
                 continue
             if isinstance(stmt, (ast.ImportFrom, ast.ClassDef, ast.Try)):
                 continue
+            before = dict(self.names)
             try:
                 self.run([stmt], self.names, depth=0)
             except (_CannotFollow, ArithmeticError, TypeError, ValueError, IndexError, KeyError, AttributeError):
-                for name in _assigned(stmt):
+                touched = {n for n, v in self.names.items() if n not in before or before[n] is not v}
+                for name in touched | set(_assigned(stmt)):  # a loop's partial work is no value either
                     self.names.pop(name, None)
 
     def run(self, body: list[ast.stmt], scope: dict[str, Any], depth: int) -> None:
@@ -400,9 +404,12 @@ class _Interpreter:
         if op is ast.LShift and isinstance(b, int) and b > 256:
             raise _CannotFollow
         if op is ast.Mult and (isinstance(a, (str, list, tuple)) or isinstance(b, (str, list, tuple))):
-            n = b if isinstance(b, int) else a
-            if not isinstance(n, int) or n > 10_000:
+            n, seq = (b, a) if isinstance(b, int) else (a, b)
+            if not isinstance(n, int) or not isinstance(seq, (str, list, tuple)) or n * len(seq) > MAX_ITEMS:
                 raise _CannotFollow
+        if isinstance(a, int) and isinstance(b, int) and op in (ast.Mult, ast.Add, ast.Sub) and \
+                a.bit_length() + b.bit_length() > MAX_INT_BITS:  # x = x * x forty times: no size, and no end
+            raise _CannotFollow
         return _BINOPS[op](a, b)
 
     def _subscript(self, node: ast.Subscript, scope: dict[str, Any], depth: int) -> Any:

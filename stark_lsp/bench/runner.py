@@ -89,6 +89,9 @@ class BenchRunner:
         for i, k in todo:
             groups.setdefault(k.task, []).append((i, k))
         queue = list(groups.values())
+        if self.gates:  # every task's estimate read before any lane takes the lock (a task file is read once)
+            for group in queue:
+                self._need(group[0][1].task)
 
         def stop() -> bool:
             return self.cancel.is_set() or deadline is not None and time.monotonic() >= deadline
@@ -109,10 +112,11 @@ class BenchRunner:
                     if gate is not None:
                         task = group[0][1].task
                         ticket = gate.request(self._need(task), self.names[task])
-                if gate is not None and ticket is not None and not self._admitted(gate, ticket, group, len(keys), stop):
-                    self.stopped_early = self.stopped_early or not self.cancel.is_set()
-                    return
-                try:
+                try:  # the ticket is given back however this ends, a wait that raised included
+                    if gate is not None and ticket is not None and \
+                            not self._admitted(gate, ticket, group, len(keys), stop):
+                        self.stopped_early = self.stopped_early or not self.cancel.is_set()
+                        return
                     ev = evaluator
                     if gate is not None and ticket is not None:
                         ev = _SizeWatch(evaluator, lambda size, g=gate, t=ticket, k=group[0][1].task:
