@@ -54,12 +54,12 @@ class Ceilings:
             n = 4096 if dtype == torch.float64 else 8192
             a = torch.randn(n, n, device=self.device, dtype=dtype)
             b = torch.randn(n, n, device=self.device, dtype=dtype)
-            was = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = tf32
+            was = torch.get_float32_matmul_precision()  # restored exactly, whatever it was
+            torch.set_float32_matmul_precision("high" if tf32 else "highest")
             try:
                 ms = _median_ms(lambda: torch.matmul(a, b), reps=5)
             finally:
-                torch.backends.cuda.matmul.allow_tf32 = was
+                torch.set_float32_matmul_precision(was)
             self._peak[key] = 2 * n**3 / (ms * 1e-3) / 1e12
             del a, b
         return self._peak[key]
@@ -107,6 +107,15 @@ def count_flops(fn: Any, inputs: list[Any]) -> tuple[int, int]:
     return int(counter.get_total_flops()), conv
 
 
+def convolutions_in_tf32() -> bool:
+    """Whether cuDNN may run float32 convolutions in TF32 here (PyTorch's default), by whichever of
+    torch's two ways of saying it the task used (reading the old one is refused once the new was set)."""
+    try:
+        return bool(torch.backends.cudnn.allow_tf32)
+    except RuntimeError:
+        return getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", "") == "tf32"
+
+
 def task_floor(ceilings: Ceilings, fn: Any, inputs: list[Any], outputs: list[Any]) -> Floor:
     """The floor of one call of the reference on these inputs."""
     nbytes = tensor_bytes(inputs) + tensor_bytes(outputs)
@@ -119,7 +128,7 @@ def task_floor(ceilings: Ceilings, fn: Any, inputs: list[Any], outputs: list[Any
     mem_ms = nbytes / (bw * 1e9) * 1e3
     comp_ms, peak, tf32 = 0.0, 0.0, False
     if flops:
-        tf32 = dtype == torch.float32 and bool(torch.backends.cudnn.allow_tf32) and conv > 0
+        tf32 = dtype == torch.float32 and conv > 0 and convolutions_in_tf32()
         rate = ceilings.peak_tflops(dtype)
         comp_ms = ((flops - conv) / rate + conv / (ceilings.peak_tflops(dtype, tf32=True) if tf32 else rate)) / 1e9
         peak = flops / (comp_ms * 1e9) if comp_ms > 0 else rate  # the rate the floor assumes, all counted
