@@ -6,11 +6,16 @@
 #   1. installs code-server (Node 24) and chromium if needed (install-code-server.sh)
 #   2. packages the extension (.vsix) and installs it into a fresh code-server profile
 #   3. makes a temp workspace: Triton samples (with and without a harness), a CUDA
-#      kernel, and a kernel whose search tree already has 100+ nodes
+#      kernel, and a kernel whose search tree already has 100+ nodes; for issue 25's
+#      items a 20,000-line .cu, the Triton package sample (a helper module), a kernel
+#      with a syntax error and one with a finished search (to delete from a terminal)
 #   4. starts code-server and runs the driver: optimize, hover, tree, apply; cancel
 #      from the progress notification; the GPU-less CUDA refusal; rename and delete
-#      mid-search; the harness quick fix, fill it in, optimize; the tree at 100+ nodes
+#      mid-search; the harness quick fix, fill it in, optimize; the tree at 100+ nodes;
+#      typing in a 20,000-line .cu, a helper module, "Optimize" disabled with its reason,
+#      a kernel removed from a terminal and saved again
 #   5. screenshots, the driver's report and the logs go to out/e2e/ at the repository root
+#      (or $STARK_E2E_OUT)
 #
 # Environment:
 #   STARK_PYTHON        interpreter with stark_lsp (default: the repository's .venv/bin/python, else python3)
@@ -21,10 +26,11 @@
 #   STARK_E2E_TREE      attempts in big_tree.py's search tree (default 120)
 #   STARK_E2E_TREE_FAIL the share of them that fail (default 0; the fake evaluator's STARK_FAKE_FAIL_RATE)
 #   STARK_E2E_TIMEOUT_S how long the whole run may take (default 1800)
+#   STARK_E2E_OUT       where the report, screenshots and logs go (default out/e2e at the repository root)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
-OUT="$REPO/out/e2e"
+OUT="${STARK_E2E_OUT:-$REPO/out/e2e}"
 BACKEND="${STARK_E2E_BACKEND:-real}"
 BUDGET="${STARK_E2E_BUDGET:-3}"
 TIMEOUT_S="${STARK_E2E_TIMEOUT_S:-1800}"
@@ -60,9 +66,16 @@ for name in cancel_me moving doomed big_tree; do
 done
 cp "$M/swish_add.py" "$WS/fill_me.py"   # no harness: the quick fix makes one
 cp "$REPO/samples/cuda/softmax_rows.cu" "$REPO/samples/cuda/softmax_rows.harness.py" "$WS/"
+# issue 25's items: the Triton package sample (rowops/helpers.py is a helper module), a kernel whose
+# saved file has a syntax error, a kernel with a finished search (gone.py, removed from a terminal)
+cp -r "$REPO/samples/triton_pkg" "$WS/triton_pkg" && rm -rf "$WS/triton_pkg/rowops/__pycache__"
+sed 's/^    out = torch.empty_like(x)$/    out = torch.empty_like(x/' "$M/swish_add.py" > "$WS/broken.py"
+grep -q '^    out = torch.empty_like(x$' "$WS/broken.py" || { log "broken.py has no syntax error"; exit 1; }
+for name in broken gone; do cp "$M/swish_add.harness.py" "$WS/$name.harness.py"; done
+cp "$M/swish_add.py" "$WS/gone.py"
 log "workspace $WS ($BACKEND backend, budget $BUDGET)"
 export STARK_E2E_TREE="${STARK_E2E_TREE:-120}"  # drive.mjs reads it too
-log "a search tree of $STARK_E2E_TREE attempts for big_tree.py (the tests' fake evaluator and team)"
+log "a search tree of $STARK_E2E_TREE attempts for big_tree.py, 3 for gone.py (the tests' fake evaluator and team); big.cu (20,000 lines)"
 STARK_FAKE_GPU=0 STARK_FAKE_FAIL_RATE="${STARK_E2E_TREE_FAIL:-0}" PYTHONPATH="$REPO" "$PY" - "$WS" <<'PY'
 import os
 import sys
@@ -70,12 +83,14 @@ from pathlib import Path
 from stark_lsp.search import Search, SearchConfig, TreeStore
 from stark_lsp.tasks.spec import load_task
 from tests.fake_backend import FakeEvaluator, fake_team
+from tests.test_server_big_file import big_cuda
 ws = Path(sys.argv[1])
-task = load_task(ws / "big_tree.py")
 store = TreeStore.open(ws / ".stark" / "tree.sqlite")
-Search(task, store, FakeEvaluator(delay=0), fake_team(),
-       SearchConfig(budget=int(os.environ["STARK_E2E_TREE"]), concurrency=1)).run()
-print(f"{len(store.nodes(task.task_id()))} nodes", file=sys.stderr)
+for name, budget in (("big_tree.py", int(os.environ["STARK_E2E_TREE"])), ("gone.py", 3)):
+    task = load_task(ws / name)
+    Search(task, store, FakeEvaluator(delay=0), fake_team(), SearchConfig(budget=budget, concurrency=1)).run()
+    print(f"{name}: {len(store.nodes(task.task_id()))} nodes", file=sys.stderr)
+(ws / "big.cu").write_text(big_cuda(20_000))  # the kernels of the tests' big file: scale_kernel_0..
 PY
 
 SERVER_CMD='[]'

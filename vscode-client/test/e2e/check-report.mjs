@@ -45,6 +45,48 @@ const checks = {
     ...minimapChecks(r),
     ...foldChecks(r),
   ],
+  items: (r) => {
+    const enabledOptimize = (rows) => (rows ?? []).some((t) => /^Optimize kernel/.test(typeof t === 'string' ? t : t.text));
+    const disabledWith = (rows, text) => (rows ?? []).some((t) => t.startsWith('(disabled) ') && t.includes(text));
+    const hoverKernel = (t) => /(scale_kernel_\d+) · STARK/.exec(t ?? '')?.[1];
+    const harness = 'Create big.harness.py for scale_kernel_900';
+    return [
+      // 7: removed on disk, saved again
+      [(r.goneBefore ?? []).some((p) => /Best candidate/.test(p.text)), 'gone.py showed no best candidate before it was removed'],
+      [Array.isArray(r.goneAfterRm) && r.goneAfterRm.length === 0, `gone.py kept its problems once removed: ${JSON.stringify(r.goneAfterRm)}`],
+      [disabledWith(r.goneRefactor, 'gone.py is not on disk'), `"Optimize" did not say gone.py is not on disk: ${JSON.stringify(r.goneRefactor)}`],
+      [typeof r.goneHover === 'string' && !/Best candidate|\bbest\b/.test(r.goneHover), `the removed kernel's hover still shows its search: ${r.goneHover}`],
+      [(r.goneSaved ?? []).some((p) => /Best candidate/.test(p.text)), 'saving gone.py again did not bring its best candidate back'],
+      // 3: a syntax error
+      [(r.brokenProblems ?? []).some((p) => p.line === r.brokenKernelLine && p.text.includes(`fix the syntax error on line ${r.badLine} first`)),
+        `no "fix the syntax error on line ${r.badLine}" problem on the kernel's line ${r.brokenKernelLine}`],
+      [disabledWith(r.brokenRefactor, `fix the syntax error on line ${r.badLine} first`), `"Optimize" not disabled with the syntax error's line: ${JSON.stringify(r.brokenRefactor)}`],
+      [!enabledOptimize(r.brokenQuickFix?.rows), 'Ctrl+. offered "Optimize" on a file with a syntax error'],
+      // 2: a helper module
+      [JSON.stringify(r.helperSquiggles) === '["squiggly-hint"]', `the helper module is marked ${JSON.stringify(r.helperSquiggles)}, not with a hint only`],
+      [/a helper module: rms_norm\.py uses it/.test(r.helperHover ?? '') && /stark\(helper\)/.test(r.helperHover ?? ''),
+        `the helper's hint (its hover) does not name rms_norm.py: ${r.helperHover}`],
+      [Array.isArray(r.helperProblems) && !r.helperProblems.length, `the helper module is in the Problems panel: ${JSON.stringify(r.helperProblems)}`],
+      [!(r.helperQuickFix?.rows ?? []).some((x) => /harness/i.test(x.text)) && !enabledOptimize(r.helperQuickFix?.rows),
+        `Ctrl+. offered a harness or "Optimize" for the helper: ${JSON.stringify(r.helperQuickFix)}`],
+      [disabledWith(r.helperRefactor, 'a helper module: rms_norm.py uses it'), `"Optimize" not disabled naming the helper's user: ${JSON.stringify(r.helperRefactor)}`],
+      // 9a: no GPU
+      [(r.cudaQuickFix ?? []).includes('Check that softmax_rows_kernel compiles (no GPU here to run it)') && !enabledOptimize(r.cudaQuickFix),
+        `Ctrl+. on the CUDA kernel: ${JSON.stringify(r.cudaQuickFix)}`],
+      [r.cudaRefactor?.clicked === 'Show Disabled' && disabledWith(r.cudaRefactor?.rows, 'needs an NVIDIA GPU'),
+        `"Optimize" not shown disabled with "needs an NVIDIA GPU": ${JSON.stringify(r.cudaRefactor)}`],
+      // 1: a 20,000-line .cu, typed in above and inside a kernel
+      [r.cursorAfterTyping === 21, `20 lines typed at the top left the cursor on line ${r.cursorAfterTyping}`],
+      [hoverKernel(r.hoverMoved) === 'scale_kernel_900', `the hover 20 lines down names ${hoverKernel(r.hoverMoved)}, not scale_kernel_900`],
+      [hoverKernel(r.hoverOldLine) === 'scale_kernel_898', `the hover at the kernel's old line names ${hoverKernel(r.hoverOldLine)}, not scale_kernel_898`],
+      [JSON.stringify(r.quickFixMoved) === JSON.stringify([harness]), `Ctrl+. 20 lines down: ${JSON.stringify(r.quickFixMoved)}`],
+      [r.firstProblemMoved === r.bigFirst + 20, `the first diagnostic is on line ${r.firstProblemMoved}, not ${r.bigFirst + 20}`],
+      [r.cursorInside === r.bigKernel + 23, `the line typed inside the kernel is line ${r.cursorInside}, not ${r.bigKernel + 23}`],
+      [hoverKernel(r.hoverAgain) === 'scale_kernel_900', `the hover after more edits names ${hoverKernel(r.hoverAgain)}, not scale_kernel_900`],
+      [JSON.stringify(r.quickFixAgain) === JSON.stringify([harness]), `Ctrl+. after more edits: ${JSON.stringify(r.quickFixAgain)}`],
+      [r.firstProblemAgain === r.bigFirst + 21, `after more edits the first diagnostic is on line ${r.firstProblemAgain}, not ${r.bigFirst + 21}`],
+    ];
+  },
 };
 
 const overlap = (a, b) => a && b && a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5 && a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5;

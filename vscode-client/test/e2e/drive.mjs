@@ -1,10 +1,12 @@
 // Drives the end-to-end test as a user would: code-server in headless chromium,
 // real keystrokes (the command palette, Quick Open, Go to Line, Ctrl+. quick
-// fixes, F2 and Delete in the Explorer, typing and saving) and real clicks (the
-// progress notification's Cancel, the tree view's nodes and buttons). It reads
-// what a user sees (notifications, hovers, the Problems panel, the status bar,
-// the tree view) and the files on disk, takes screenshots, and writes
-// report.json; check-report.mjs says what must hold.
+// fixes, Ctrl+Shift+R refactorings, F2 and Delete in the Explorer, a shell
+// command in the terminal, typing and saving) and real clicks (the progress
+// notification's Cancel, the tree view's nodes and buttons, the code action
+// menu's Show Disabled). It reads what a user sees (notifications, hovers, code
+// action menus, the Problems panel and its filter, the status bar, the tree
+// view) and the files on disk, takes screenshots, and writes report.json;
+// check-report.mjs says what must hold.
 //
 // Usage: node drive.mjs --url URL --workspace DIR --report FILE --out DIR [--chromium PATH]
 //                       [--timeout-s N] [--only a,b]
@@ -69,6 +71,128 @@ async function problems(page) {
   return page.$$eval('.markers-panel .monaco-list-row', (els) => els.map((e) => e.getAttribute('aria-label') || e.innerText)).catch(() => []);
 }
 
+/** The hover's text at the cursor (Ctrl+K Ctrl+I) once it matches `re`; Escape closes it. */
+async function hoverAtCursor(page, what, re, ms = 20_000) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+K');
+  await page.keyboard.press('Control+I');
+  const text = await waitFor(what, ms, async () => {
+    const t = await page.$$eval('.monaco-editor .monaco-hover:not(.hidden)', (els) => els.map((e) => e.innerText).join('\n')).catch(() => '');
+    return re.test(t) ? t : undefined;
+  });
+  await page.keyboard.press('Escape');
+  return text;
+}
+
+/**
+ * What the code action menu that `key` opens shows at the cursor (Control+. quick fix, Control+Shift+R
+ * refactor): its rows ({text, disabled}: a disabled one is greyed out), or the message shown instead ("No
+ * code actions available"), and the buttons under it ("Show Disabled"). `click` names a button to press
+ * first. The menu stays open until Escape.
+ */
+async function actionMenu(page, key, click) {
+  await page.keyboard.press('Escape');
+  await sleep(200);
+  await page.keyboard.press(key);
+  const rows = () => page.$$eval('.action-widget .monaco-list-row.action', (els) => els.map((e) => ({
+    text: e.innerText.replace(/\s+/g, ' ').trim(), disabled: e.classList.contains('option-disabled'),
+  }))).catch(() => []);
+  const buttons = () => page.$$eval('.action-widget .action-widget-action-bar .action-label', (els) => els.map((e) => e.textContent.trim())).catch(() => []);
+  const seen = () => waitFor(`the menu of ${key}`, 15_000, async () => {
+    const r = await rows();
+    if (r.length) return { rows: r, buttons: await buttons() };
+    const message = await page.$$eval('.monaco-editor-overlaymessage', (els) => els.map((e) => e.innerText.trim()).join(' ')).catch(() => '');
+    return message ? { rows: [], message, buttons: [] } : undefined;
+  }, 200);
+  const first = await seen();
+  if (!click) return first;
+  if (!first.buttons.includes(click)) return { ...first, missing: click };
+  const n = first.rows.length;
+  await page.click(`.action-widget .action-widget-action-bar .action-label:text-is("${click}")`);
+  await waitFor(`the menu after ${click}`, 10_000, async () => (await rows()).length !== n);
+  return { ...(await seen()), clicked: click };
+}
+
+/** The cursor's line (1-based), from the status bar's "Ln N, Col M" (it follows the cursor after a
+ * moment): `expected` once it says so within a few seconds, else what it says then. */
+async function cursorLine(page, expected) {
+  const read = async () => {
+    const t = await page.$eval('#status\\.editor\\.selection', (e) => e.innerText).catch(() => '');
+    const m = /Ln (\d+)/.exec(t);
+    return m ? Number(m[1]) : null;
+  };
+  return waitFor(`the cursor on line ${expected}`, 5_000, async () => ((await read()) === expected ? expected : undefined), 200)
+    .catch(read);
+}
+
+/**
+ * The Problems panel filtered to `file` (typed into its filter box): the file's problems, each
+ * {text, line}, in the panel's order, or null while the panel lists no group for the file. Shows the panel
+ * without toggling it away (Control+Shift+M hides a focused one).
+ */
+async function problemsOf(page, file) {
+  const visible = async () => (await page.$('.part.panel:not(.hidden) .markers-panel'))?.isVisible() ?? false;
+  if (!(await visible())) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+Shift+M');
+    await waitFor('the Problems panel', 10_000, visible, 200);
+  }
+  const input = await page.waitForSelector('.part.panel .viewpane-filter input', { timeout: 10_000 });
+  if ((await input.inputValue()) !== file) {
+    await input.click({ position: { x: 8, y: 8 } }); // its right end holds the "Showing 1 of 2" badge
+    // type only into the filter box (never into the editor)
+    await waitFor('the filter box to take the keys', 3_000, () => input.evaluate((e) => document.activeElement === e), 100)
+      .catch(() => input.focus());
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type(file, { delay: 10 });
+    await sleep(800); // the filter applies after a pause
+  }
+  const rows = await page.$$eval('.markers-panel .monaco-list-row', (els) =>
+    els.map((e) => ({ level: e.getAttribute('aria-level'), label: e.getAttribute('aria-label') || e.innerText })));
+  problemsOf.files = rows.filter((r) => r.level === '1').map((r) => r.label); // "2 problems in file a.py of folder ."
+  let group = null;
+  let mine = false;
+  for (const r of rows) {
+    if (r.level === '1') {
+      mine = r.label.includes(` in file ${file} of folder`);
+      if (mine) group = [];
+    } else if (mine) {
+      const m = / at line (\d+) and character/.exec(r.label);
+      group.push({ text: r.label, line: m ? Number(m[1]) : null });
+    }
+  }
+  return group;
+}
+
+/** problemsOf(page, file) once `ok` holds of it (within `ms`); on a timeout, the error says what it showed. */
+async function waitProblems(page, file, what, ms, ok) {
+  let last;
+  try {
+    return await waitFor(what, ms, async () => {
+      last = await problemsOf(page, file);
+      return ok(last) ? last ?? [] : undefined;
+    });
+  } catch (e) {
+    throw new Error(`${e.message}; the Problems panel filtered to ${file} showed ${JSON.stringify(last)} (files: ${JSON.stringify(problemsOf.files)})`);
+  }
+}
+
+async function clearProblemsFilter(page) {
+  const input = await page.$('.part.panel .viewpane-filter input');
+  if (input && (await input.isVisible()) && (await input.inputValue())) {
+    await input.click({ position: { x: 8, y: 8 } });
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+  }
+}
+
+/** Focus the editor (the first group's active tab), e.g. from the terminal or a panel. */
+async function focusEditor(page) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+1');
+  await sleep(300);
+}
+
 // -- what the user does ------------------------------------------------------------------
 
 async function quickInput(page, opener, text) {
@@ -127,14 +251,20 @@ async function cursorOn(page, file, needle) {
   await goTo(page, at.line, at.column + 4);
 }
 
-/** Test setup, not a user step: the workspace's budget (VS Code reads the file and tells the server). */
-async function setBudget(budget) {
+/**
+ * Test setup, not a user step: a workspace setting (VS Code reads the file; the server is told); undefined
+ * removes it. Waits `settle` ms for it to be read.
+ */
+async function setSetting(key, value, settle = 2000) {
   const file = path.join(WS, '.vscode', 'settings.json');
   const settings = JSON.parse(fs.readFileSync(file, 'utf8'));
-  settings['stark.budget'] = budget;
+  if (value === undefined) delete settings[key];
+  else settings[key] = value;
   fs.writeFileSync(file, JSON.stringify(settings, null, 2));
-  await sleep(2000);
+  await sleep(settle);
 }
+
+const setBudget = (budget) => setSetting('stark.budget', budget);
 
 async function closePanel(page) {
   if (await page.$('.part.panel:not(.hidden) .markers-panel')) await page.keyboard.press('Control+J');
@@ -177,6 +307,151 @@ async function optimizeAtCursor(page, kernel) {
   const since = Date.now();
   await palette(page, 'STARK: Optimize kernel at cursor');
   return { since, progress: await waitToast(page, new RegExp(`STARK: Optimizing ${kernel}`), 120_000, since) };
+}
+
+/** The steps of the `items` scenario (see there). */
+async function itemsSteps(page, r) {
+  const rowsOf = (menu) => (menu.rows ?? []).map((x) => `${x.disabled ? '(disabled) ' : ''}${x.text}`);
+  r.partS = {};
+  let t0 = Date.now();
+  const part = (name) => {
+    r.partS[name] = Math.round((Date.now() - t0) / 100) / 10;
+    t0 = Date.now();
+  };
+
+  // -- item 7: gone.py (a finished search of 3 attempts) removed from a terminal, then saved again
+  await openFile(page, 'gone.py');
+  const gone = lineOf('gone.py', 'swish_add_kernel(');
+  const bestOnKernel = (ps) => ps?.some((p) => /Best candidate/.test(p.text) && p.line === gone.line);
+  // the first file opened: the server starts
+  r.goneBefore = await waitProblems(page, 'gone.py', 'the best candidate in the Problems panel', 120_000, bestOnKernel);
+  await page.keyboard.press('Control+Backquote'); // the terminal
+  const xterm = await page.waitForSelector('.terminal-wrapper.active .xterm-screen', { timeout: 30_000 });
+  const inTerminal = () => page.evaluate(() => !!document.activeElement?.closest('.terminal-wrapper'));
+  await waitFor('the terminal to take the keys', 30_000, async () => {
+    if (await inTerminal()) return true;
+    await xterm.click().catch(() => undefined); // it opened without the focus: click into it
+    return false;
+  }, 1000);
+  await page.keyboard.type('rm gone.py\n', { delay: 20 });
+  await waitFor('gone.py removed', 20_000, () => !fs.existsSync(path.join(WS, 'gone.py')));
+  const removedAt = Date.now();
+  r.goneAfterRm = await waitProblems(page, 'gone.py', "gone.py's problems to go", 30_000, (ps) => !ps?.length);
+  r.goneClearedS = (Date.now() - removedAt) / 1000;
+  await shot(page, 'items-removed.png');
+  await focusEditor(page);
+  await goTo(page, gone.line, gone.column + 4);
+  r.goneRefactor = rowsOf(await actionMenu(page, 'Control+Shift+R'));
+  r.goneHover = await hoverAtCursor(page, 'the hover of the removed kernel', /swish_add_kernel/);
+  await page.keyboard.press('Control+S');
+  await waitFor('gone.py saved again', 15_000, () => fs.existsSync(path.join(WS, 'gone.py')));
+  r.goneSaved = await waitProblems(page, 'gone.py', 'the best candidate back in the Problems panel', 60_000, bestOnKernel);
+  await shot(page, 'items-saved-again.png');
+  part('removed');
+
+  // -- item 3: broken.py, saved with a syntax error
+  await openFile(page, 'broken.py');
+  r.badLine = lineOf('broken.py', 'torch.empty_like(x').line;
+  const broken = lineOf('broken.py', 'swish_add_kernel(');
+  r.brokenProblems = await waitProblems(page, 'broken.py', 'the syntax error in the Problems panel', 60_000,
+    (ps) => ps?.some((p) => p.text.includes(`line ${r.badLine}`)));
+  r.brokenKernelLine = broken.line;
+  await focusEditor(page);
+  await goTo(page, broken.line, broken.column + 4);
+  r.brokenQuickFix = await actionMenu(page, 'Control+.');
+  r.brokenRefactor = rowsOf(await actionMenu(page, 'Control+Shift+R'));
+  await shot(page, 'items-syntax-error.png');
+  await page.keyboard.press('Escape');
+  part('syntax');
+
+  // -- item 2: a Triton helper module (rms_norm.py imports it)
+  await openFile(page, 'helpers.py');
+  const helper = lineOf('triton_pkg/rowops/helpers.py', 'chunk_sum_of_squares(');
+  // on the name's first characters: the hint's three dots, where its hover is
+  await goTo(page, helper.line, helper.column + 1);
+  const squiggles = () => page.$$eval('.editor-group-container.active .view-overlays [class*="squiggly-"]', (els) =>
+    [...new Set(els.map((e) => [...e.classList].find((c) => c.startsWith('squiggly-'))))]).catch(() => []);
+  r.helperSquiggles = await waitFor("the helper's diagnostic in the editor", 60_000, async () => {
+    const sq = await squiggles();
+    return sq.length ? sq : undefined;
+  });
+  r.helperHover = await hoverAtCursor(page, "the helper's hover", /stark\(helper\)/);
+  await problemsOf(page, 'helpers.py'); // hints are not listed: no group for it unless an error or a warning
+  r.helperProblems = problemsOf.files.filter((f) => f.includes('helpers.py'));
+  await focusEditor(page);
+  r.helperQuickFix = await actionMenu(page, 'Control+.');
+  r.helperRefactor = rowsOf(await actionMenu(page, 'Control+Shift+R'));
+  await shot(page, 'items-helper.png');
+  await page.keyboard.press('Escape');
+  part('helper');
+
+  // -- item 9a: a CUDA kernel without a GPU
+  await openFile(page, 'softmax_rows.cu');
+  await cursorOn(page, 'softmax_rows.cu', 'softmax_rows_kernel(');
+  r.cudaQuickFix = rowsOf(await actionMenu(page, 'Control+.'));
+  const cuda = await actionMenu(page, 'Control+Shift+R', 'Show Disabled');
+  r.cudaRefactor = { rows: rowsOf(cuda), clicked: cuda.clicked ?? null, buttons: cuda.buttons };
+  await shot(page, 'items-no-gpu.png');
+  await page.keyboard.press('Escape');
+  part('noGpu');
+
+  // -- item 1: typing above and inside a kernel of a 20,000-line .cu
+  await openFile(page, 'big.cu');
+  const first = lineOf('big.cu', 'scale_kernel_0(').line;
+  const k900 = lineOf('big.cu', 'scale_kernel_900(');
+  r.bigFirst = first;
+  r.bigKernel = k900.line;
+  const firstProblem = async () => (await problemsOf(page, 'big.cu'))?.[0]?.line ?? null;
+  r.bigOpened = (await waitProblems(page, 'big.cu', "big.cu's diagnostics", 90_000, (ps) => ps?.[0]?.line === first))[0].line;
+  part('bigOpen');
+  r.bigGroup = await page.$$eval('.markers-panel .monaco-list-row[aria-level="1"]', (els) => els.map((e) => e.getAttribute('aria-label')));
+  await focusEditor(page);
+  await goTo(page, 1, 1);
+  const typedAt = Date.now();
+  for (let i = 0; i < 20; i++) { // line by line: each line a change of its own
+    await page.keyboard.type('//');
+    await page.keyboard.press('Enter');
+  }
+  r.typedS = (Date.now() - typedAt) / 1000;
+  r.cursorAfterTyping = await cursorLine(page, 21);
+  part('bigTyped');
+  const moved = k900.line + 20;
+  await goTo(page, moved, k900.column + 4);
+  r.hoverMoved = await hoverAtCursor(page, 'the hover of the moved kernel', /scale_kernel_\d+ · STARK/);
+  await goTo(page, k900.line, k900.column + 4);
+  r.hoverOldLine = await hoverAtCursor(page, 'the hover at the old line', /scale_kernel_\d+ · STARK/);
+  await goTo(page, moved, k900.column + 4);
+  r.quickFixMoved = rowsOf(await actionMenu(page, 'Control+.'));
+  await page.keyboard.press('Escape');
+  r.firstProblemMoved = await waitFor('the diagnostics 20 lines down', 60_000, async () => {
+    const line = await firstProblem();
+    return line === first + 20 ? line : undefined;
+  }).catch(async () => firstProblem());
+  part('bigMoved');
+  // the next edits move it from where it is now: one line at the top, one inside the kernel
+  await focusEditor(page);
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.type('//');
+  await page.keyboard.press('Enter');
+  await goTo(page, k900.line + 21 + 1, 1); // the kernel's first body line
+  // a new line under it (Ctrl+Enter: right after the cursor moved, a typed Enter was sometimes lost)
+  await page.keyboard.press('Control+Enter');
+  await page.keyboard.type('// inside');
+  r.cursorInside = await cursorLine(page, k900.line + 23);
+  await goTo(page, k900.line + 21, k900.column + 4);
+  r.hoverAgain = await hoverAtCursor(page, 'the hover after the edit inside', /scale_kernel_\d+ · STARK/);
+  r.quickFixAgain = rowsOf(await actionMenu(page, 'Control+.'));
+  await page.keyboard.press('Escape');
+  r.firstProblemAgain = await waitFor('the diagnostics 21 lines down', 60_000, async () => {
+    const line = await firstProblem();
+    return line === first + 21 ? line : undefined;
+  }).catch(async () => firstProblem());
+  part('bigAgain');
+  await shot(page, 'items-big-file.png');
+  await focusEditor(page);
+  await palette(page, 'File: Revert File');
+  await waitFor('big.cu reverted', 15_000, async () => !(await page.$('.editor-group-container.active .tab.active.dirty')));
+  part('bigRevert');
 }
 
 // -- the scenarios -------------------------------------------------------------------------
@@ -502,6 +777,27 @@ const scenarios = {
     r.minimapAfterFit = await frame.$eval('#minimap', (e) => !e.classList.contains('hidden'));
     r.subtitleAfter = await frame.textContent('#subtitle');
   },
+
+  /**
+   * Issue 25's items that Neovim 0.7 checks step by step (tests/nvim/steps.lua), by keystrokes:
+   * 7: a kernel removed from a terminal loses its diagnostics, "Optimize" says why, Ctrl+S brings them back;
+   * 3: a syntax error; 2: a Triton helper module is a hint naming its user, not a broken task; 9a: no GPU:
+   * "Optimize" disabled in Refactor… (Ctrl+Shift+R) with its reason; 1: lines typed above and inside a
+   * kernel of a 20,000-line .cu: hover, quick fix and diagnostics stay on that kernel.
+   */
+  async items(page, r) {
+    await closePanel(page);
+    // Test setup: VS Code's code action menu names a disabled action's reason (instead of its title) only
+    // with the group headers off; with them on (the default) it is greyed out, its reason not shown.
+    await setSetting('editor.codeActionWidget.showHeaders', false);
+    try {
+      await itemsSteps(page, r);
+    } finally {
+      await clearProblemsFilter(page).catch(() => undefined);
+      await setSetting('editor.codeActionWidget.showHeaders', undefined, 0);
+    }
+  },
+
 };
 
 // -- run -------------------------------------------------------------------------------------
