@@ -74,6 +74,15 @@ def test_3_rounding_just_outside_the_tolerance_while_timed_is_incorrect_not_a_ch
     assert "rounding of the size the trials showed" in r.message, r.message
 
 
+@pytest.mark.parametrize("name, task", [("repair_as_rounding.py", ADD_TASK),
+                                        ("rounding_beside_half.py", ATTACKS / "two_outputs_task.py")])
+def test_3_the_rounding_excuse_covers_no_repaired_read_back_and_no_other_output(ev, name, task):
+    """A read-back repaired to look like rounding (its bytes were not those committed to), and rounding on
+    one output beside float16 on another, are cheats (a hostile review's two candidates)."""
+    r = run(ev, name, task=task)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
+
+
 def test_3_a_read_back_computed_again_and_nudged_to_fit_its_digest_is_a_cheat(ev):
     """Half precision in every call; an exact output, moved along the digest's signs until its signed sum is
     the committed one, whenever a call is read back (tests/test_output_hash.py shows the digest alone passes

@@ -21,6 +21,7 @@ class Checker:
         self.read: list[str] = []
         self.checked: list[tuple[str, list[int], set[int]]] = []
         self.fetched = 0
+        self.rounding = None  # a timed call that strayed as rounding does: said after every batch was checked
 
     def fetch(self, i: int, where: str) -> list[torch.Tensor]:
         self.read.append(where)
@@ -108,8 +109,29 @@ def test_nan_where_the_reference_has_a_number_in_a_timed_read_back_is_wrong_not_
     c.conv = SimpleNamespace(state=state, output=lambda: "", device=torch.device("cpu"))
     c.atol = c.rtol = None
     c.fetched = 0
+    c.trials_max_abs, c.rounding = {}, None
+    from stark_lsp.evaluate.wire import digest as D
+    from stark_lsp.evaluate.wire import output_hash as OH
+
+    outs = [torch.tensor([float("nan"), 2.0])]  # what the call committed to while it ran (its digest, its bytes)
+    call = CallReply(D.digest(outs, 1), [("float32", (2,))], OH.commit_one(outs, OH.scheme_for(torch.device("cpu"))))
+    with pytest.raises(Verdict) as got:
+        c._compare_fetched(call, 7, 1, [torch.tensor([1.0, 2.0])], outs, False, "timed batch, call 3", None)
+    assert got.value.result.status is Status.INCORRECT and "NaN" in got.value.result.message
+    # the same NaN in bytes the call never committed to: repaired after the fact, a cheat
     call = CallReply([[0.0, 0, 0, 0]], [("float32", (2,))], ["0" * 32])
     with pytest.raises(Verdict) as got:
-        c._compare_fetched(call, 7, 1, [torch.tensor([1.0, 2.0])], [torch.tensor([float("nan"), 2.0])],
-                           False, "timed batch, call 3", None)
-    assert got.value.result.status is Status.INCORRECT and "NaN" in got.value.result.message
+        c._compare_fetched(call, 7, 1, [torch.tensor([1.0, 2.0])], outs, False, "timed batch, call 3", None)
+    assert got.value.result.status is Status.CHEAT
+
+
+def test_a_rounding_verdict_is_said_only_after_every_batch_was_checked():
+    c = Checker()
+    p = Pending(c, budget_bytes=10_000)
+    for i in (1, 2):
+        p.add(ran(), [0], f"batch {i}")
+    c.rounding = Verdict(EvalResult(Status.INCORRECT, message="rounding of the size the trials showed"))
+    with pytest.raises(Verdict) as e:
+        p.flush()
+    assert e.value.result.status is Status.INCORRECT
+    assert [x[0] for x in c.checked] == ["batch 1", "batch 2"]  # a cheat in a later batch would have been found

@@ -18,9 +18,11 @@ draws every call's inputs itself, runs the reference on them, and checks:
 A wrong trial is ``incorrect``. A wrong timed or warm-up call is a cheat
 (``wrong_while_timed``): the candidate was right where it expected to be
 looked at and wrong elsewhere (or has a race), whatever its trials said;
-except where a call read back strays as rounding does (``compare.as_rounding``:
-a few elements just outside the tolerance, errors within 4x the trials'
-largest): that is ``incorrect`` on those inputs, not an accusation.
+except where a call read back strays as rounding does (its bytes those it
+committed to; each output passing, or a few elements just outside the
+tolerance with errors within 4x that output's largest in the trials,
+``compare.as_rounding``): that is ``incorrect`` on those inputs, raised once the
+timing's other checks passed, not an accusation.
 
 The trials are checked as they come. A timed batch's chosen outputs are read
 back at once (a snapshot in the judge's memory, which the process can no longer
@@ -43,7 +45,7 @@ import torch
 
 from stark_lsp.evaluate.harness import Reference, clone_inputs
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge.compare import as_rounding, compare_outputs, tolerance_for
+from stark_lsp.evaluate.judge.compare import Comparison, as_rounding, compare_outputs, tolerance_for
 from stark_lsp.evaluate.judge.conversation import Conversation, Verdict
 from stark_lsp.evaluate.judge.timing import Batch
 from stark_lsp.evaluate.result import Status, Trial
@@ -159,7 +161,8 @@ class Checker:
         self.atol, self.rtol = atol, rtol
         self.fetched = 0  # calls compared element by element so far
         self.checked = 0  # calls whose digest was checked
-        self.trials_max_abs = 0.0  # the largest error of a trial that passed (``compare.as_rounding``)
+        self.trials_max_abs: dict[int, float] = {}  # each output's largest error in the trials that passed
+        self.rounding: Verdict | None = None  # a timed call that strayed as rounding does (``compare.as_rounding``)
 
     def reference(self, inputs: list[Any], sync: bool = True) -> list[Any]:
         """The reference on a call's inputs, drawn again for this alone (``RanBatch.inputs``): not copied
@@ -243,21 +246,9 @@ class Checker:
                                 cmp.message))
         if st.correctness is not None:
             st.correctness.atol, st.correctness.rtol = cmp.atol, cmp.rtol
-        if not cmp.passed and cmp.special and not trial:
-            # NaN or infinities where the reference has none (fp16 overflow, log(0) on inputs no trial drew): a
-            # wrong answer, as the digest's counts say it of a call not read back, never an accusation
-            raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}",
-                                    output=self.conv.output()))
-        if not trial and as_rounding(cmp, self.trials_max_abs):
-            # a few elements just outside, errors the size of the trials': rounding on inputs no trial drew
-            raise Verdict(st.result(
-                Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}; rounding of the size "
-                                  f"the trials showed (their largest error {self.trials_max_abs:.3g}), outside this task's "
-                                  f"tolerance on these inputs", output=self.conv.output()))
-        if trial and cmp.passed and cmp.max_abs_error is not None:
-            self.trials_max_abs = max(self.trials_max_abs, cmp.max_abs_error)
-        if not cmp.passed:
+        if trial and not cmp.passed:
             raise self._wrong(trial, where, cmp.message, seed)
+        # the bytes read back must be the ones the call committed to while it ran, before anything is judged
         if not same_digest(call.digest, D.digest(outs, sign)):
             raise st.cheat("wrong_while_timed", f"{where}: the output read back is not the one the call committed to "
                                                 f"while it ran (its digest differs): repaired after the fact",
@@ -266,7 +257,40 @@ class Checker:
             raise st.cheat("wrong_while_timed", f"{where}: the output read back is not the one the call returned "
                                                 f"(its bytes do not hash to what the call committed to): "
                                                 f"computed again, or repaired, after the fact", self.conv.output())
+        if trial:
+            self._note_trial_errors(ref_out, outs, cmp)
+        elif not cmp.passed:
+            if cmp.special:
+                # NaN or infinities where the reference has none (fp16 overflow, log(0) on inputs no trial drew): a
+                # wrong answer, as the digest's counts say it of a call not read back, never an accusation
+                raise Verdict(st.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}",
+                                        output=self.conv.output()))
+            if not self._rounding_only(ref_out, outs, cmp):
+                raise self._wrong(trial, where, cmp.message, seed)
+            if self.rounding is None:  # a few elements just outside, the trials' size of error: said once every
+                # other check of the timing passed (``Pending.flush``), so a cheat elsewhere is still called one
+                self.rounding = Verdict(st.result(
+                    Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {cmp.message}; rounding of the size "
+                                      f"the trials showed (their largest error there "
+                                      f"{self.trials_max_abs.get(cmp.failed_output or 0, 0.0):.3g}), outside this "
+                                      f"task's tolerance on these inputs", output=self.conv.output()))
         self.fetched += 1
+
+    def _per_output(self, ref_out: list[Any], outs: list[Any], cmp: Comparison) -> list[Comparison]:
+        if len(ref_out) == 1:
+            return [cmp]
+        return [compare_outputs([r], [o], self.atol, self.rtol) for r, o in zip(ref_out, outs)]
+
+    def _note_trial_errors(self, ref_out: list[Any], outs: list[Any], cmp: Comparison) -> None:
+        """Each output's largest error over the trials that passed (``compare.as_rounding``'s yardstick)."""
+        for i, c in enumerate(self._per_output(ref_out, outs, cmp)):
+            if c.max_abs_error is not None:
+                self.trials_max_abs[i] = max(self.trials_max_abs.get(i, 0.0), c.max_abs_error)
+
+    def _rounding_only(self, ref_out: list[Any], outs: list[Any], cmp: Comparison) -> bool:
+        """Every output of a timed call passes or strays as that output's rounding did in the trials."""
+        return all(c.passed or as_rounding(c, self.trials_max_abs.get(i, 0.0))
+                   for i, c in enumerate(self._per_output(ref_out, outs, cmp)))
 
 
 class Pending:
@@ -309,6 +333,8 @@ class Pending:
         for ran, fetch, fetched, label in batches:
             self.checker.check(ran, fetch, trial=False, label=label, fetched=fetched)
             fetched.clear()
+        if self.checker.rounding is not None:  # every batch checked, no cheat among them: a wrong answer
+            raise self.checker.rounding
 
 
 def same_digest(committed: list[list[float]], recomputed: list[list[float]]) -> bool:
