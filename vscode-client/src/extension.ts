@@ -54,6 +54,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     searches.setRunning(list);
     status.update();
   });
+  // a kernel file removed on disk (from a terminal too) loses its figures in the status bar; saved again,
+  // its tree is read again
+  const files = vscode.workspace.createFileSystemWatcher('**/*', false, true, false);
+  files.onDidDelete((uri) => {
+    searches.forget(uri.toString());
+    status.update();
+  });
+  files.onDidCreate((uri) => {
+    if (targets.has(uri.toString())) void refresher.request(uri.toString());
+  });
 
   // Start the server for the first kernel document, not for every Python file.
   let wanted = false;
@@ -69,6 +79,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     output,
     server,
     status,
+    files,
     { dispose: () => panel?.dispose() },
     ...commands.register(),
     vscode.workspace.onDidOpenTextDocument(consider),

@@ -39,6 +39,11 @@ export class Searches {
     this.trees.set(uri, { uri, kernel: tree.kernel, bestText: best ? tree.best_text : undefined, bestGain: best?.gain ?? undefined });
   }
 
+  /** A file removed from disk: its tree's figures are no longer shown (the server clears its diagnostics too). */
+  forget(uri: string): void {
+    this.trees.delete(uri);
+  }
+
   known(): KnownTree[] {
     return [...this.trees.values()];
   }

@@ -57,6 +57,8 @@ const checks = {
       [disabledWith(r.goneRefactor, 'gone.py is not on disk'), `"Optimize" did not say gone.py is not on disk: ${JSON.stringify(r.goneRefactor)}`],
       [typeof r.goneHover === 'string' && !/Best candidate|\bbest\b/.test(r.goneHover), `the removed kernel's hover still shows its search: ${r.goneHover}`],
       [(r.goneSaved ?? []).some((p) => /Best candidate/.test(p.text)), 'saving gone.py again did not bring its best candidate back'],
+      [typeof r.goneStatus === 'string' && /STARK/.test(r.goneStatus) && !/best/.test(r.goneStatus), `the status bar kept the removed kernel's best: ${r.goneStatus}`],
+      [/swish_add_kernel: best/.test(r.goneStatusAgain ?? ''), `the status bar did not show gone.py's best once saved again: ${r.goneStatusAgain}`],
       // 3: a syntax error
       [(r.brokenProblems ?? []).some((p) => p.line === r.brokenKernelLine && p.text.includes(`fix the syntax error on line ${r.badLine} first`)),
         `no "fix the syntax error on line ${r.badLine}" problem on the kernel's line ${r.brokenKernelLine}`],

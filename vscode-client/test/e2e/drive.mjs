@@ -338,6 +338,9 @@ async function itemsSteps(page, r) {
   const removedAt = Date.now();
   r.goneAfterRm = await waitProblems(page, 'gone.py', "gone.py's problems to go", 30_000, (ps) => !ps?.length);
   r.goneClearedS = (Date.now() - removedAt) / 1000;
+  await waitFor('the status bar to drop the removed kernel', 15_000, async () => !/best/.test(await statusBarText(page)))
+    .catch(() => undefined); // the report's check says what it showed
+  r.goneStatus = await statusBarText(page);
   await shot(page, 'items-removed.png');
   await focusEditor(page);
   await goTo(page, gone.line, gone.column + 4);
@@ -346,6 +349,9 @@ async function itemsSteps(page, r) {
   await page.keyboard.press('Control+S');
   await waitFor('gone.py saved again', 15_000, () => fs.existsSync(path.join(WS, 'gone.py')));
   r.goneSaved = await waitProblems(page, 'gone.py', 'the best candidate back in the Problems panel', 60_000, bestOnKernel);
+  await waitFor('the status bar to show the kernel again', 30_000, async () => /best/.test(await statusBarText(page)))
+    .catch(() => undefined);
+  r.goneStatusAgain = await statusBarText(page);
   await shot(page, 'items-saved-again.png');
   part('removed');
 

@@ -25,6 +25,16 @@ describe('searches', () => {
     s.treeUpdated('file:///k.py', rootBest);
     assert.equal(s.bestOverall(), undefined);
   });
+
+  it('forgets a file removed from disk, and only that one', () => {
+    const s = new Searches();
+    s.treeUpdated('file:///k.py', sampleTree());
+    s.treeUpdated('file:///other.py', sampleTree());
+    s.forget('file:///k.py');
+    assert.equal(s.of('file:///k.py'), undefined);
+    assert.doesNotMatch(statusText(s, 'file:///k.py').text, /best/);
+    assert.equal(s.of('file:///other.py')?.bestText, 'best 2.50× your kernel (#4)');
+  });
 });
 
 describe('status text', () => {
