@@ -54,3 +54,15 @@ def test_floor_survives_json():
     f = Floor(8, 0, 0.5, 0.0, 4000.0, None)
     r = EvalResult(Status.OK, runtime=Runtime("gpu", True, t, t, 1.0, floor=f))
     assert EvalResult.from_json(r.to_json()).runtime.floor == f
+
+
+def test_the_tf32_ceiling_leaves_the_processs_precision_as_it_found_it():
+    """The judge's TF32 product is allowed for its own measurement only, by either of torch's APIs."""
+    from stark_lsp.evaluate.judge.roofline import _tf32_products
+
+    before = torch.get_float32_matmul_precision()
+    with _tf32_products(False):
+        assert torch.get_float32_matmul_precision() == before  # nothing touched
+    with _tf32_products(True):
+        assert torch.get_float32_matmul_precision() == "high"
+    assert torch.get_float32_matmul_precision() == before

@@ -19,7 +19,8 @@ timings they are compared with. GPU only: on the CPU there is no floor.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 
@@ -54,15 +55,35 @@ class Ceilings:
             n = 4096 if dtype == torch.float64 else 8192
             a = torch.randn(n, n, device=self.device, dtype=dtype)
             b = torch.randn(n, n, device=self.device, dtype=dtype)
-            was = torch.get_float32_matmul_precision()  # restored exactly, whatever it was
-            torch.set_float32_matmul_precision("high" if tf32 else "highest")
-            try:
+            with _tf32_products(tf32):
                 ms = _median_ms(lambda: torch.matmul(a, b), reps=5)
-            finally:
-                torch.set_float32_matmul_precision(was)
             self._peak[key] = 2 * n**3 / (ms * 1e-3) / 1e12
             del a, b
         return self._peak[key]
+
+
+@contextmanager
+def _tf32_products(on: bool) -> Iterator[None]:
+    """cuBLAS allowed TF32 for the block (``on``; otherwise nothing is touched), then restored exactly,
+    by whichever of torch's two APIs the process used (the other is refused once one was set)."""
+    if not on:
+        yield
+        return
+    try:
+        was = torch.get_float32_matmul_precision()
+    except RuntimeError:  # the legacy flag was set: use it
+        legacy = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = legacy
+        return
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(was)
 
 
 def _median_ms(fn: Any, reps: int) -> float:
