@@ -6,7 +6,8 @@ Reads ``trace.jsonl`` (``STARK_EVAL_TRACE``: the gate's exclusive holds and its 
 for, the judges' GPU memory by phase, their work after each verdict, how early each candidate
 process was asked for), ``smi.csv`` (GPU utilisation and memory, 1 s samples), ``load.txt`` (the
 load average, 5 s samples) and the bench's trees under ``kb/trees`` (every evaluation's phases), and
-prints one table each. Figures only; nothing here judges them.
+prints one table each; first the timed windows whose figure moved (other work on the GPU beside a
+timing) and what the other judges were doing meanwhile. Figures only; nothing here judges them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sqlite3
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _rows(path: Path) -> list[dict]:
@@ -107,6 +110,75 @@ def phases(trees: Path) -> dict[str, list[float]]:
     return dict(got)
 
 
+MOVED = 1.10  # a window whose median call is this many times its fastest: the figure moved
+SPREAD = 2.0  # a window whose slowest call is this many times its fastest
+
+
+def windows(rows: list[dict]) -> list[dict]:
+    """Every timed window (``timed_calls._trace``; a slow candidate's few calls left out): its role, its
+    judge, when it ran (from the row's clock, less the seconds it spent), and its per-call times."""
+    got = []
+    for r in rows:
+        if "batches" not in r or r.get("slow"):
+            continue
+        per = [b[1] / b[0] for b in r["batches"] if b and b[0]]
+        if len(per) < 2:
+            continue
+        t = r.get("t")
+        got.append({"role": r.get("role", "?"), "pid": r.get("pid"), "per": per,
+                    "span": (t - float(r.get("spent_s") or 0.0), t) if isinstance(t, (int, float)) else None,
+                    "moved": statistics.median(per) > MOVED * min(per), "spread": max(per) > SPREAD * min(per)})
+    return got
+
+
+def timelines(rows: list[dict]) -> dict[int, list[tuple[float, str]]]:
+    """Per judge, its gate's transitions in time: (when, "mode: what for"), mode "none" for no hold."""
+    got: dict[int, list[tuple[float, str]]] = collections.defaultdict(list)
+    for r in rows:
+        if "take" in r and isinstance(r.get("t"), (int, float)) and r.get("pid") is not None:
+            got[int(r["pid"])].append((float(r["t"]), f"{r['take'] or 'none'}: {r.get('for') or '-'}"))
+    for line in got.values():
+        line.sort()
+    return dict(got)
+
+
+def beside(span: tuple[float, float], pid: Any, lines: dict[int, list[tuple[float, str]]]) -> set[str]:
+    """What the other judges were doing (their gate's mode and what for) while ``span`` ran."""
+    t0, t1 = span
+    seen: set[str] = set()
+    for other, line in lines.items():
+        if other == pid:
+            continue
+        for i, (t, what) in enumerate(line):
+            end = line[i + 1][0] if i + 1 < len(line) else math.inf
+            if t < t1 and end > t0:
+                seen.add(what)
+    return seen
+
+
+def window_report(rows: list[dict]) -> None:
+    got = windows(rows)
+    if not got:
+        return
+    print(f"timed windows: median call over {MOVED:g}x the fastest (the figure moved), slowest over {SPREAD:g}x:")
+    for role in sorted({w["role"] for w in got}):
+        ws = [w for w in got if w["role"] == role]
+        print(f"  {role:12s} n={len(ws):5d}  moved {sum(w['moved'] for w in ws) / len(ws):6.1%}  "
+              f"spread {sum(w['spread'] for w in ws) / len(ws):6.1%}")
+    lines = timelines(rows)
+    timed = [w for w in got if w["span"] is not None and w["role"] == "candidate"]
+    if not lines or not timed:
+        return
+    moved = [w for w in timed if w["moved"]]
+    calm = [w for w in timed if not w["moved"]]
+    seen_moved = collections.Counter(x for w in moved for x in beside(w["span"], w["pid"], lines))
+    seen_calm = collections.Counter(x for w in calm for x in beside(w["span"], w["pid"], lines))
+    print("what other judges were doing during a candidate's timed window (share of the windows whose figure "
+          "moved / of the others):")
+    for what in sorted(set(seen_moved) | set(seen_calm), key=lambda x: -(seen_moved[x] / max(1, len(moved)))):
+        print(f"  {what:42s} {seen_moved[what] / max(1, len(moved)):6.1%}  {seen_calm[what] / max(1, len(calm)):6.1%}")
+
+
 def _stats(values: list[float]) -> str:
     return (f"n={len(values):4d}  sum {sum(values):8.1f}  mean {statistics.mean(values):7.3f}  "
             f"median {statistics.median(values):7.3f}  max {max(values):7.3f}")
@@ -117,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path)
     args = ap.parse_args(argv)
     rows = _rows(args.folder / "trace.jsonl")
+    window_report(rows)
     print("exclusive holds of the GPU's gate (s):")
     for label, held in sorted(gate_holds(rows).items()):
         print(f"  {label:28s} {_stats(held)}")

@@ -307,32 +307,71 @@ def test_an_evaluation_times_only_when_no_other_process_uses_the_gpu(lock_env, m
     assert result.phases.get("waiting for the GPU", 0.0) > 0.0
 
 
-@pytest.mark.timeout(300)
-def test_a_candidate_takes_the_gate_once_from_its_process_start_to_its_trials(lock_env, monkeypatch, tmp_path):
-    """Every take of the gate can mean a wait behind another judge's timing. From the candidate's
-    process start to its trials the judge holds it only for the calibration: the start, the task's
-    harness, the candidate's load and its first call (the CPU's work) go from one to the next, and
-    into and out of the calibration, without taking it shared in between."""
+def _takes(trace: Path) -> list[tuple]:
+    return [(r["take"], r["for"], r["after"]) for r in map(json.loads, trace.read_text().splitlines())
+            if "take" in r]
+
+
+def _traced_evaluation(monkeypatch, tmp_path, candidate: str | None = None, trials: int = 2):
     from stark_lsp.evaluate.evaluator import Evaluator
-    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED
     from stark_lsp.evaluate.options import EvalOptions
-    from stark_lsp.evaluate.result import Status
     from stark_lsp.tasks.spec import load_task
 
     trace = tmp_path / "trace.jsonl"
     monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-takes")
     monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
     task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    source = (ROOT / "tests" / "data" / "evaluator" / candidate).read_text() if candidate else task.root_source()
     with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
-        result = ev.evaluate(task, task.root_source(), EvalOptions(trials=2, cpu_reps=1))
+        result = ev.evaluate(task, source, EvalOptions(trials=trials, cpu_reps=1))
+    return result, _takes(trace)
+
+
+@pytest.mark.timeout(300)
+def test_candidate_code_runs_only_with_the_gate_held_from_the_calibration_to_the_timing(lock_env, monkeypatch,
+                                                                                        tmp_path):
+    """A candidate's process start and the task's harness (trusted code) hold nothing; from the
+    calibration (exclusive) the judge goes straight to the candidate's load, its first call, its
+    trials and its launch check, all shared, so no candidate code runs beside another judge's timing
+    (docs/EVALUATOR.md), and into the timing; every take of the gate can mean a wait, so there is no
+    other."""
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED
+    from stark_lsp.evaluate.result import Status
+
+    result, takes = _traced_evaluation(monkeypatch, tmp_path)
     assert result.status is Status.OK, result.summary()
-    takes = [(r["take"], r["for"], r["after"]) for r in map(json.loads, trace.read_text().splitlines())
-             if "take" in r]
     start = next(i for i, t in enumerate(takes) if t[1] == "candidate calibration")
     end = next(i for i, t in enumerate(takes) if t[1] == "candidate timing")
+    assert takes[start - 1][:2] == (None, "process start"), takes
     assert takes[start:end + 1] == [(EXCLUSIVE, "candidate calibration", "process start"),
-                                    (SHARED, "evaluation", "first call"),  # the trials, the launch check
+                                    (SHARED, "load", "candidate calibration"),  # then its first call, trials...
                                     (EXCLUSIVE, "candidate timing", "evaluation")], takes
+
+
+@pytest.mark.timeout(300)
+def test_a_first_call_lets_go_of_the_gate_only_while_it_says_it_compiles(lock_env, monkeypatch, tmp_path):
+    """Triton's compile in a first call is the CPU's work: the process says it starts and ends
+    (``guards.LaunchCounter.on_compile``), the judge lets go of the gate for it and takes it shared
+    again before the kernel runs, and the evaluation goes on as any other."""
+    from stark_lsp.evaluate.judge.gpu_lock import SHARED
+    from stark_lsp.evaluate.result import Status
+
+    result, takes = _traced_evaluation(monkeypatch, tmp_path, "says_it_compiles.py")
+    assert result.status is Status.OK, result.summary()
+    i = takes.index((None, "first call: compiling", "first call"))
+    assert takes[i + 1] == (SHARED, "first call", "first call: compiling"), takes
+    assert sum(t[1] == "first call: compiling" for t in takes) == 1, takes  # the trials' calls said nothing
+
+
+@pytest.mark.timeout(300)
+def test_a_compile_said_outside_a_first_call_is_a_broken_protocol(lock_env, monkeypatch, tmp_path):
+    """Letting go of the gate is asked only of a first call: a candidate that writes "compiling" on
+    its channel in a later call (to run beside another judge's timing) broke the protocol."""
+    from stark_lsp.evaluate.result import Status
+
+    result, takes = _traced_evaluation(monkeypatch, tmp_path, "says_compiling_late.py", trials=3)
+    assert result.status is Status.CHEAT and "protocol" in result.message, result.summary()
+    assert not any(t[1] == "first call: compiling" for t in takes), takes
 
 
 @pytest.mark.timeout(300)

@@ -69,6 +69,11 @@ class LaunchCounter:
 
     ``on_launch`` (when set) is called with the name after each launch went
     through: the candidate process reports progress through a long first call.
+    ``on_compile`` (when set) is called with ``("compiling", name)`` before
+    Triton compiles a kernel for a launch and ``("compiled", name)`` after
+    (``JITFunction._do_compile``, where Triton has it): the judge lets go of the
+    GPU's gate for the compile, the CPU's work, and takes it back shared before
+    the kernel runs.
     """
 
     def __init__(self) -> None:
@@ -76,6 +81,7 @@ class LaunchCounter:
         self.reached: set[str] = set()
         self.created: list[tuple[str, str]] = []  # (kernel, the file that defines it), as Triton made them
         self.on_launch: Any = None
+        self.on_compile: Any = None
         self._installed = False
 
     def install(self) -> None:
@@ -119,6 +125,20 @@ class LaunchCounter:
                 return out
 
             cls.run = run  # type: ignore[method-assign]
+        compile_ = getattr(jit.JITFunction, "_do_compile", None)
+        if callable(compile_):
+            def do_compile(self: Any, *a: Any, __orig: Any = compile_, **k: Any) -> Any:
+                told = counter.on_compile
+                if told is None or _is_protocol(self):
+                    return __orig(self, *a, **k)
+                name = _kernel_name(self)
+                told("compiling", name)
+                try:
+                    return __orig(self, *a, **k)
+                finally:
+                    told("compiled", name)  # a failed compile too: its error is raised with the gate back
+
+            jit.JITFunction._do_compile = do_compile  # type: ignore[attr-defined]
         for cls in indexers:
             get = cls.__getitem__
 

@@ -296,7 +296,8 @@ class CandidateProcess:
         for c in calls:
             seed = next_seed(int(c[0]), prev)
             inputs = self.draw(seed)
-            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration)
+            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration,
+                                 gate=msg.get("compile_gate") is True)
             self._sync()  # every stream's work, not only the current stream's, before the digest reads it
             dg = digest(out, int(c[1]))  # the next call's inputs wait for it (the chain)
             kept.append((seed, inputs, out))
@@ -306,22 +307,34 @@ class CandidateProcess:
             r["hash"] = h
         return {"calls": replies}
 
-    def _one_call(self, call: Callable[[list[Any]], list[Any]], inputs: list[Any], first: bool) -> list[Any]:
+    def _one_call(self, call: Callable[[list[Any]], list[Any]], inputs: list[Any], first: bool,
+                  gate: bool = False) -> list[Any]:
         """One call of a batch. The first of the process: its memory poisoned before (an output that is never
         written reads as NaN), each Triton launch said as it happens (a long compile shows how far it got),
-        and its return said before any synchronization (a kernel that then hangs is killed within the
-        call's limit)."""
+        each Triton compile too when the judge asked (``gate``: ``_compile_gate``), and its return said
+        before any synchronization (a kernel that then hangs is killed within the call's limit)."""
         if not first:
             return call(inputs)
         if self.is_gpu:
             poison_cached_memory(self.device)
         self.launches.on_launch = lambda name: self.chan.send({"progress": name})
+        self.launches.on_compile = self._compile_gate if gate else None
         try:
             out = call(inputs)
             self.chan.send({"launched": True})
         finally:
-            self.launches.on_launch = None
+            self.launches.on_launch = self.launches.on_compile = None
         return out
+
+    def _compile_gate(self, step: str, name: str) -> None:
+        """A Triton compile in the first call: the judge is told before it (it lets go of the GPU's gate,
+        as compiling is the CPU's work) and after it, and the kernel runs only once the judge says the
+        gate is held again (shared: no other judge's timing runs beside it)."""
+        self.chan.send({step: name})
+        if step == "compiled":
+            msg = self.chan.recv()
+            if msg.get("go") is not True:
+                raise RuntimeError(f"the judge answered a compile with {sorted(msg)!r}, not go")
 
     def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The inputs of the next batch on the device chain (``wire/device_chain.py``), drawn before the
@@ -351,7 +364,8 @@ class CandidateProcess:
         metas = []
         for i, (c, (seed, inputs)) in enumerate(zip(calls, prepared)):
             DC.perturb_inputs(inputs, dig, i - 1, nonce)
-            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration)
+            out = self._one_call(call, inputs, first=self.calls == 0 and not calibration,
+                                 gate=msg.get("compile_gate") is True)
             DC.digest_into(out, dig, i, int(c[1]))
             kept.append((seed, inputs, out))
             metas.append(output_meta(out))

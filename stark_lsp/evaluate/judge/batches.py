@@ -39,7 +39,7 @@ from __future__ import annotations
 import gc
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -127,13 +127,16 @@ class Seeds:
 
 def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: str, *, op: str = "run",
               extra: dict[str, Any] | None = None, launched_limit: float | None = None,
-              progress_limit: float | None = None) -> RanBatch:
-    """Ask for k calls in a row; the reply's form checked (``replies.batch``)."""
+              progress_limit: float | None = None, on_compile: Callable[[str], float] | None = None) -> RanBatch:
+    """Ask for k calls in a row; the reply's form checked (``replies.batch``). ``on_compile``: the first
+    call's Triton compiles are said, and the GPU's gate moved around them (``link.Link.request``)."""
     call_seeds = seeds.draw(k, 5000)
     signs = [seeds.secret() for _ in range(k)]  # new digest signs for every call, secret until now
     nonce = seeds.secret()
     msg = {"op": op, "calls": [[s, p] for s, p in zip(call_seeds, signs)], "nonce": nonce,
            "hash": OH.scheme_for(conv.device), **(extra or {})}
+    if on_compile is not None:
+        msg["compile_gate"] = True
     prepare_ms = None
     if conv.chain == "device":  # the inputs drawn first, off the batch's clock (timed too: ``Batch.untimed_ms``)
         conv.ask({"op": "prepare", "seeds": call_seeds}, PREPARE_S + limit_s, f"{phase}: drawing its inputs",
@@ -144,7 +147,7 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
     gc.disable()  # no collector pause in the judge while its clock runs
     try:
         calls = conv.ask(msg, limit_s, phase, lambda r: R.batch(r, k), launched_limit=launched_limit,
-                         progress_limit=progress_limit)
+                         progress_limit=progress_limit, on_compile=on_compile)
     finally:
         if gc_was:
             gc.enable()

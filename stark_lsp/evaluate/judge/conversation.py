@@ -111,7 +111,8 @@ class Conversation:
         return self.deadline + (self._paused() if self._paused is not None else 0.0) - time.monotonic()
 
     def ask(self, msg: dict[str, Any] | None, limit_s: float, phase: str, parse: Callable[[dict[str, Any]], T] | None = None,
-            *, launched_limit: float | None = None, progress_limit: float | None = None) -> Any:
+            *, launched_limit: float | None = None, progress_limit: float | None = None,
+            on_compile: Callable[[str], float] | None = None) -> Any:
         """One request; the reply checked by ``parse`` (``replies.py``), after any error it reports
         became a verdict. Any misbehaviour, in the reply or around it, ends the evaluation."""
         left = self.left_s()
@@ -122,7 +123,7 @@ class Conversation:
                 self.link.wait_ready(limit, self.cancel_fd)
                 return {}
             reply = self.link.request(msg, limit, launched_limit_s=launched_limit, progress_limit_s=progress_limit,
-                                      cancel_fd=self.cancel_fd)
+                                      cancel_fd=self.cancel_fd, on_compile=on_compile)
         except Interrupted:
             self.kill()
             raise Cancelled() from None

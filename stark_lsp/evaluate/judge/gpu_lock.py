@@ -8,14 +8,17 @@ through a machine-wide gate, one per GPU (named after the device's UUID):
   and its timed batches (the baselines', the candidates', the re-timing);
   also ncu's replays (``profile/run_once.py``);
 * **shared** for the other phases that run work on the GPU: the reference's
-  outputs and the task check, the trials after the first call, the launch
-  check, clearing the process away;
+  outputs and the task check, every step in which candidate code runs (its
+  load, its first call, the trials, the launch check), clearing the process
+  away;
 * **none** while the CPU does the work: a process's start and its loading
-  of the task's harness, loading the candidate, its first call (Triton's
-  compile, then one call), the ``torch.compile`` baseline's compile
-  (docs/EVALUATOR.md: what that leaves). A judge goes from one to the next,
-  and into and out of its calibration, without taking the gate shared in
-  between: every take of the gate can mean a wait behind a timer.
+  of the task's harness (trusted code), each Triton compile of a candidate's
+  first call (the process says when one starts and ends: ``judge.py``
+  ``_compile_step``), a ``load_inline`` candidate's load (its CUDA build), the
+  ``torch.compile`` baseline's compile (docs/EVALUATOR.md: what that leaves).
+  A judge goes from the calibration straight to the candidate's load, and
+  from the process's start into the calibration, without a hold in between
+  that it does not need: every take of the gate can mean a wait behind a timer.
 
 The gate is two ``flock`` files: the lock itself (shared or exclusive) and a
 turnstile that an exclusive holder keeps while it waits and runs. A new
@@ -138,6 +141,7 @@ class GpuGate:
         self._let_go()
         self._label = label
         if mode is None:
+            trace.write({"take": None, "for": label, "after": after})
             return
         t0 = time.monotonic()
         if not self._take(mode, blocking=False):

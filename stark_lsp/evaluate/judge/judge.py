@@ -437,6 +437,17 @@ class Judge:
             except Exception:  # noqa: BLE001 - a zygote that misbehaves is replaced, never trusted
                 self.close()
 
+    def _compile_step(self, step: str) -> float:
+        """A candidate's first call says a Triton compile starts (``compiling``: the gate is let go of,
+        compiling is the CPU's work) or ended (``compiled``: the gate is taken shared again before the
+        kernel runs); the seconds waited for it, which no limit counts."""
+        before = self.gate.waited_s
+        if step == "compiling":
+            self.gate.switch(None, "first call: compiling")
+        else:
+            self.gate.switch(SHARED, "first call")
+        return self.gate.waited_s - before
+
     def _param_seed(self, opts: EvalOptions) -> int:
         return self.session_seed if opts.seed is None else opts.seed
 
@@ -460,10 +471,11 @@ class Judge:
         conv = self._talk(link, state, "candidate", deadline, timeout_s, cancel_fd)
         self._choose_chain(conv, inputs0, ref_out0, ref)
         try:
-            # from the process's start to its first call the gate is held only for the calibration: the
-            # start (the CPU's, and CUDA's context), the task's harness, the candidate's imports and builds
-            # and its first call (Triton's compiles, then one call) are the CPU's work (docs/EVALUATOR.md,
-            # the gate's residual), and going straight from one to the next waits at the gate once, not thrice
+            # the process's start (the CPU's, and CUDA's context) and the task's harness (trusted code) hold
+            # nothing; the calibration holds the gate exclusive; from then on candidate code runs, and every
+            # step of it that may use the GPU holds it shared (its load, its first call) except its Triton
+            # compiles, the CPU's work, which the process says before and after (``_compile_step``): no
+            # candidate code runs beside another judge's timing unless it lies about compiling
             with self.gate.hold(None, "process start"):
                 t_ready = time.monotonic()
                 conv.ask(None, READY_LIMIT_S, "start")
@@ -474,10 +486,12 @@ class Judge:
                                                        **link.start_s}})
                 state.mark("process start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-                with self.gate.hold(EXCLUSIVE, "candidate calibration"):  # batches follow one another, as timed ones
-                    ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
+                self.gate.switch(EXCLUSIVE, "candidate calibration")  # batches follow one another, as timed ones
+                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
                 state.mark("calibration")
-                self.gate.switch(None, "load")
+                # straight on, never a moment without the gate held; but a load_inline candidate compiles its
+                # CUDA while it loads (the CPU's work, tens of seconds), and no timer waits for that
+                self.gate.switch(None if job.get("load_inline") else SHARED, "load")
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
@@ -494,9 +508,10 @@ class Judge:
                 rtol = opts.rtol if opts.rtol is not None else ref.rtol
                 state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
                 after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
-                self.gate.switch(None, "first call")
+                self.gate.switch(SHARED, "first call")
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
-                                progress_limit=call_limit + PROGRESS_SLACK_S)
+                                progress_limit=call_limit + PROGRESS_SLACK_S,
+                                on_compile=self._compile_step if self.gate.active else None)
                 state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
@@ -676,7 +691,7 @@ class Judge:
                 with self.gate.hold(EXCLUSIVE, f"{role} calibration"):
                     ov = calibrate(conv, out, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)  # batches follow one another
                 # torch.compile's compile is the CPU's work (trusted code): other judges use the GPU meanwhile
-                with self.gate.hold(None if role == "compiled" else SHARED):
+                with self.gate.hold(None if role == "compiled" else SHARED, f"{role} load and first call"):
                     conv.ask({"op": "load", "task": spec.to_dict(), "role": role, "param_seed": param_seed},
                              opts.load_timeout_s, f"loading the {role}")
                     # its first call may compile (torch.compile): the load limit, then the call's

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 from stark_lsp.safe_text import clean_text
 from stark_lsp.evaluate.judge.build_cache import Exchange
@@ -111,7 +111,8 @@ class CandidateLink:
         self.start_s.update(step_times(msg.get("start_s")))
 
     def request(self, msg: dict[str, Any] | None, limit_s: float, *, launched_limit_s: float | None = None,
-                progress_limit_s: float | None = None, cancel_fd: int | None = None) -> dict[str, Any]:
+                progress_limit_s: float | None = None, cancel_fd: int | None = None,
+                on_compile: Callable[[str], float] | None = None) -> dict[str, Any]:
         """Send ``msg`` (if any) and return the reply, within ``limit_s``.
 
         ``launched_limit_s``: once the process says its call returned
@@ -120,6 +121,12 @@ class CandidateLink:
         through in a first call), the next word must come within this: a call
         that hangs after its kernels compiled is killed in seconds, while one
         that compiles many kernels keeps its whole ``limit_s``.
+        ``on_compile``: the process says ``{"compiling": kernel}`` before a Triton
+        compile and ``{"compiled": kernel}`` after it (a first call the judge asked
+        that of); ``on_compile(step)`` moves the GPU's gate and returns the seconds
+        it waited, which the limits do not count, and a compiled kernel is answered
+        ``{"go": true}``. Without it, such a message is an answer like any other
+        (and no answer the request expects: a broken protocol).
         """
         self.sent_at = time.perf_counter()  # the judge's clock around this request starts here
         if msg is not None:
@@ -130,6 +137,19 @@ class CandidateLink:
         watch = (cancel_fd,) if cancel_fd is not None else ()
         while True:
             reply = self.chan.recv(deadline, watch)
+            step_name = next(iter(reply), "") if len(reply) == 1 else ""
+            if on_compile is not None and step_name in ("compiling", "compiled") and isinstance(reply[step_name], str):
+                waited = on_compile(step_name)
+                hard += waited
+                if step_name == "compiling":
+                    deadline, self.last_limit_s = hard, limit_s  # a compile may take what is left of the limit
+                else:
+                    if progress_limit_s is not None:
+                        deadline, self.last_limit_s = min(hard, time.monotonic() + progress_limit_s), progress_limit_s
+                    else:
+                        deadline = hard
+                    self.chan.send({"go": True})
+                continue
             if len(reply) == 1 and (reply.get("launched") is True or isinstance(reply.get("progress"), str)):
                 step = launched_limit_s if "launched" in reply else progress_limit_s
                 if step is not None:

@@ -4,13 +4,15 @@ For studying where an evaluation's time and memory go (``benchmarks/device_trace
 up); never read back by the product. The rows hold the judge's own data only: the timed processes'
 calibrations and batches (``timed_calls.py``), the GPU gate's exclusive holds and waits
 (``gpu_lock.py``), the judge's GPU memory by phase (``conversation.py``) and its work between two
-evaluations (``process.py``). No candidate sent any of it.
+evaluations (``process.py``). No candidate sent any of it. Every row carries the judge's pid and
+the wall clock (``pid``, ``t``), so the judges' phases can be laid beside each other's timed windows.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 
@@ -25,6 +27,6 @@ def write(row: dict[str, Any]) -> None:
         return
     try:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
+            fh.write(json.dumps({**row, "pid": os.getpid(), "t": round(time.time(), 4)}) + "\n")
     except (OSError, TypeError, ValueError):
         pass
