@@ -121,3 +121,32 @@ def test_bench_ignores_the_built_in_teams_token_budget_with_one_line(tmp_path, c
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if "--token-budget" in line] == \
            ["stark bench: --token-budget 7 is ignored: the built-in team uses no tokens"]
+
+
+def test_a_budget_spent_with_attempts_in_flight_is_said_at_once_on_its_own_line(tmp_path):
+    """The budget is spent while an attempt is still being evaluated: the search says so at once, as a
+    lasting notice (a terminal prints it above the live line, which would overwrite it), not only
+    when the last attempt in flight ends; the end says it again."""
+    import threading
+
+    task = make_fake_task(tmp_path)
+    store = TreeStore.open(tmp_path / "tree.sqlite")
+    ev = FakeEvaluator(hang_after=1)  # the root is evaluated; every attempt's evaluation waits for release
+    safety = threading.Timer(60, ev.release.set)  # a search that never says it still ends (and fails below)
+    safety.start()
+    said: list = []
+
+    def progress(p):
+        said.append(p)
+        if p.lasting and STOPPED.match(p.message or ""):
+            ev.release.set()
+
+    try:
+        Search(task, store, ev, FakeTeam(), SearchConfig(budget=30, concurrency=2, token_budget=1),
+               on_progress=progress).run()
+    finally:
+        safety.cancel()
+    notices = [p for p in said if p.lasting and STOPPED.match(p.message or "")]
+    assert len(notices) == 1 and not notices[0].done, [p.message for p in said]
+    assert re.search(r"; [12] attempts? in flight finish first$", notices[0].message)
+    assert said.index(notices[0]) < len(said) - 1 and STOPPED.fullmatch(said[-1].message)

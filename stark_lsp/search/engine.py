@@ -549,6 +549,7 @@ class Search:
         inflight: dict[Future, int] = {}
         error: BaseException | None = None
         message = ""
+        announced = ""  # the stop already said while attempts were still in flight
         pool = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="stark-search")
         try:
             while True:
@@ -565,6 +566,12 @@ class Search:
                     node = self._start_attempt(sel, attempt)
                     inflight[pool.submit(self._expand, node.id, sel)] = node.id
                     self._emit(message=f"attempt {attempt}: {sel.action} #{sel.node_id} ({sel.reason})")
+                if stop and inflight and stop != "cancelled" and stop != announced:
+                    announced = stop  # said once, on its own line: the live line goes on while they end
+                    k = len(inflight)
+                    self._emit(message=f"{stop}; {k} attempt{'s' * (k != 1)} in flight "
+                                       f"{'stopped' if stop == 'wall time reached' else 'finish first'}",
+                               lasting=True)
                 if not inflight:
                     message = stop or ("budget spent" if self._free_left() else
                                        "stopped: as many attempts found nothing new as the budget allows")
