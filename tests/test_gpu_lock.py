@@ -364,6 +364,23 @@ def test_a_first_call_lets_go_of_the_gate_only_while_it_says_it_compiles(lock_en
 
 
 @pytest.mark.timeout(300)
+def test_the_benchmarks_switch_leaves_a_candidates_load_and_first_call_without_the_gate(lock_env, monkeypatch,
+                                                                                       tmp_path):
+    """``STARK_EVAL_CANDIDATE_GATE=none`` (benchmarks/gate_ab.py measures both): the load and the first
+    call hold nothing, as before, and no compile is asked to be said."""
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED
+    from stark_lsp.evaluate.result import Status
+
+    monkeypatch.setenv("STARK_EVAL_CANDIDATE_GATE", "none")
+    result, takes = _traced_evaluation(monkeypatch, tmp_path, "says_it_compiles.py")
+    assert result.status is Status.OK, result.summary()
+    start = next(i for i, t in enumerate(takes) if t[1] == "candidate calibration")
+    assert takes[start + 1:start + 3] == [(None, "load", "candidate calibration"),
+                                          (SHARED, "evaluation", "first call")], takes
+    assert takes[start][0] == EXCLUSIVE and not any("compiling" in t[1] for t in takes), takes
+
+
+@pytest.mark.timeout(300)
 def test_a_compile_said_outside_a_first_call_is_a_broken_protocol(lock_env, monkeypatch, tmp_path):
     """Letting go of the gate is asked only of a first call: a candidate that writes "compiling" on
     its channel in a later call (to run beside another judge's timing) broke the protocol."""

@@ -77,6 +77,9 @@ from stark_lsp.tasks.kernel_names import defined_kernel_names, triton_kernel_nam
 from stark_lsp.tasks.spec import TaskSpec
 
 READY_LIMIT_S = 120.0
+# STARK_EVAL_CANDIDATE_GATE=none: a candidate's load and first call hold no gate, as before session 25 (for
+# benchmarks/gate_ab.py, which measures what holding it costs and saves; docs/EVALUATOR.md)
+_CANDIDATE_GATE = os.environ.get("STARK_EVAL_CANDIDATE_GATE", "shared")
 PROGRESS_SLACK_S = 15.0  # a first call's time after a kernel launched (module loads, the next compile)
 CALIBRATION_LIMIT_S = 30.0  # one call that does nothing
 RELEASE_BYTES = 256 << 20  # a call's inputs and outputs of this much or more: the judge's cache is emptied after its draw
@@ -491,7 +494,8 @@ class Judge:
                 state.mark("calibration")
                 # straight on, never a moment without the gate held; but a load_inline candidate compiles its
                 # CUDA while it loads (the CPU's work, tens of seconds), and no timer waits for that
-                self.gate.switch(None if job.get("load_inline") else SHARED, "load")
+                held = None if _CANDIDATE_GATE == "none" else SHARED
+                self.gate.switch(None if job.get("load_inline") else held, "load")
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts)
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
@@ -508,10 +512,10 @@ class Judge:
                 rtol = opts.rtol if opts.rtol is not None else ref.rtol
                 state.correctness = Correctness(passed=False, trials=trials, atol=atol, rtol=rtol)
                 after = call_limit + transfer_s(ref_out0)  # once the first call returned, its reply
-                self.gate.switch(SHARED, "first call")
+                self.gate.switch(held, "first call")
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
                                 progress_limit=call_limit + PROGRESS_SLACK_S,
-                                on_compile=self._compile_step if self.gate.active else None)
+                                on_compile=self._compile_step if self.gate.active and held is not None else None)
                 state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
