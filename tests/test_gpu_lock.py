@@ -312,7 +312,8 @@ def _takes(trace: Path) -> list[tuple]:
             if "take" in r]
 
 
-def _traced_evaluation(monkeypatch, tmp_path, candidate: str | None = None, trials: int = 2):
+def _traced_evaluation(monkeypatch, tmp_path, candidate: str | None = None, trials: int = 2,
+                       edit: tuple[str, str] = ("", "")):
     from stark_lsp.evaluate.evaluator import Evaluator
     from stark_lsp.evaluate.options import EvalOptions
     from stark_lsp.tasks.spec import load_task
@@ -322,6 +323,7 @@ def _traced_evaluation(monkeypatch, tmp_path, candidate: str | None = None, tria
     monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
     task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
     source = (ROOT / "tests" / "data" / "evaluator" / candidate).read_text() if candidate else task.root_source()
+    source = source.replace(*edit) if edit[0] else source
     with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
         result = ev.evaluate(task, source, EvalOptions(trials=trials, cpu_reps=1))
     return result, _takes(trace)
@@ -361,6 +363,31 @@ def test_a_first_call_lets_go_of_the_gate_only_while_it_says_it_compiles(lock_en
     i = takes.index((None, "first call: compiling", "first call"))
     assert takes[i + 1] == (SHARED, "first call", "first call: compiling"), takes
     assert sum(t[1] == "first call: compiling" for t in takes) == 1, takes  # the trials' calls said nothing
+
+
+@pytest.mark.timeout(300)
+def test_a_compile_over_within_a_moment_keeps_the_gate(lock_env, monkeypatch, tmp_path):
+    """A compile that Triton's disk cache answers in milliseconds is not worth a wait at the gate:
+    said and ended within ``link.COMPILE_GRACE_S``, the gate stays held shared throughout."""
+    from stark_lsp.evaluate.result import Status
+
+    result, takes = _traced_evaluation(monkeypatch, tmp_path, "says_it_compiles.py",
+                                       edit=("COMPILE_S = 0.5", "COMPILE_S = 0.0"))
+    assert result.status is Status.OK, result.summary()
+    assert not any("compiling" in t[1] for t in takes), takes
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", ["pairs", "unsaid"])
+def test_a_candidate_that_floods_or_fakes_its_compiles_broke_the_protocol(lock_env, monkeypatch, tmp_path, mode):
+    """Compile after compile said without reading the judge's answers (the judge must not hang in a
+    send with the gate held, stalling every judge behind a waiting timer), or a compile ended that
+    was never said: a broken protocol, found at once."""
+    from stark_lsp.evaluate.result import Status
+
+    result, _ = _traced_evaluation(monkeypatch, tmp_path, "floods_compiles.py",
+                                   edit=('MODE = "pairs"', f'MODE = "{mode}"'))  # a hang: the pool's limit,
+    assert result.status is Status.CHEAT and "protocol" in result.message, result.summary()  # over the timeout
 
 
 @pytest.mark.timeout(300)

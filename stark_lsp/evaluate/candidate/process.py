@@ -39,10 +39,12 @@ import numbers
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -120,6 +122,7 @@ class CandidateProcess:
             t = self._step("buffer pinned", t)
             self._warm_protocol()
             self._step("protocol's kernels", t)
+        self._compile_thread = 0  # the thread whose Triton compiles are said to the judge (``_compiles_said``)
         self.launches = LaunchCounter()
         self.launches.install()  # before any candidate code is imported
         self.launcher_signatures: list[list[str]] = []  # Triton's launcher stubs made here (a claim)
@@ -214,7 +217,8 @@ class CandidateProcess:
             self.cand_file, library = self._write_candidate(msg)
             self.source = str(msg.get("source", ""))
             try:
-                self.fn = load_candidate(self.ref, self.cand_file, library, seed)
+                with self._compiles_said(msg.get("compile_gate") is True):  # a Triton kernel warmed up as it loads
+                    self.fn = load_candidate(self.ref, self.cand_file, library, seed)
             except CandidateLoadError as e:
                 cause = e.__cause__ or e
                 diags = load_diagnostics(cause, self.cand_file, self.source)
@@ -318,18 +322,38 @@ class CandidateProcess:
         if self.is_gpu:
             poison_cached_memory(self.device)
         self.launches.on_launch = lambda name: self.chan.send({"progress": name})
-        self.launches.on_compile = self._compile_gate if gate else None
         try:
-            out = call(inputs)
+            with self._compiles_said(gate):
+                out = call(inputs)
             self.chan.send({"launched": True})
         finally:
-            self.launches.on_launch = self.launches.on_compile = None
+            self.launches.on_launch = None
         return out
 
+    @contextmanager
+    def _compiles_said(self, gate: bool) -> Iterator[None]:
+        """While a request the judge asked it of runs (``compile_gate``: a candidate's load and first
+        call), each Triton compile of this thread is said to the judge (``_compile_gate``)."""
+        if not gate:
+            yield
+            return
+        self._compile_thread = threading.get_ident()
+        self.launches.on_compile = self._compile_gate
+        try:
+            yield
+        finally:
+            self.launches.on_compile = None
+
     def _compile_gate(self, step: str, name: str) -> None:
-        """A Triton compile in the first call: the judge is told before it (it lets go of the GPU's gate,
-        as compiling is the CPU's work) and after it, and the kernel runs only once the judge says the
-        gate is held again (shared: no other judge's timing runs beside it)."""
+        """A Triton compile: the judge is told before it (it lets go of the GPU's gate, as compiling is
+        the CPU's work; the GPU's queue drained first, so none of this process's work runs on beside
+        another judge's timing) and after it, and the kernel runs only once the judge says the gate is
+        held again (shared). Only the thread that made the request says its compiles (the channel is
+        one conversation): another's compile under the gate held shared, as any other work."""
+        if threading.get_ident() != self._compile_thread:
+            return
+        if step == "compiling" and self.is_gpu:
+            self._sync()
         self.chan.send({step: name})
         if step == "compiled":
             msg = self.chan.recv()

@@ -440,16 +440,23 @@ class Judge:
             except Exception:  # noqa: BLE001 - a zygote that misbehaves is replaced, never trusted
                 self.close()
 
-    def _compile_step(self, step: str) -> float:
-        """A candidate's first call says a Triton compile starts (``compiling``: the gate is let go of,
-        compiling is the CPU's work) or ended (``compiled``: the gate is taken shared again before the
-        kernel runs); the seconds waited for it, which no limit counts."""
+    def _compile_step(self, phase: str, step: str) -> float:
+        """A candidate's load or first call (``phase``) says a Triton compile is under way
+        (``compiling``: the gate is let go of, compiling is the CPU's work) or ended (``compiled``: the
+        gate is taken shared again before the kernel runs); the seconds waited for it."""
         before = self.gate.waited_s
         if step == "compiling":
-            self.gate.switch(None, "first call: compiling")
+            self.gate.switch(None, f"{phase}: compiling")
         else:
-            self.gate.switch(SHARED, "first call")
+            self.gate.switch(SHARED, phase)
         return self.gate.waited_s - before
+
+    def _compiles(self, phase: str) -> Callable[[str], float] | None:
+        """What a request of ``phase`` does when the candidate says a compile (``link.Link.request``):
+        nothing unless the gate is held shared around candidate code."""
+        if not self.gate.active or self.gate.mode != SHARED:
+            return None
+        return lambda step: self._compile_step(phase, step)
 
     def _param_seed(self, opts: EvalOptions) -> int:
         return self.session_seed if opts.seed is None else opts.seed
@@ -496,7 +503,7 @@ class Judge:
                 # CUDA while it loads (the CPU's work, tens of seconds), and no timer waits for that
                 held = None if _CANDIDATE_GATE == "none" else SHARED
                 self.gate.switch(None if job.get("load_inline") else held, "load")
-                self._load_candidate(conv, spec, job, source, library, param_seed, opts)
+                self._load_candidate(conv, spec, job, source, library, param_seed, opts, self._compiles("load"))
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
 
@@ -515,7 +522,7 @@ class Judge:
                 self.gate.switch(held, "first call")
                 ran = run_batch(conv, seeds, 1, first_limit, "the first call", launched_limit=after,
                                 progress_limit=call_limit + PROGRESS_SLACK_S,
-                                on_compile=self._compile_step if self.gate.active and held is not None else None)
+                                on_compile=self._compiles("first call"))
                 state.mark("first call")
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
@@ -559,7 +566,7 @@ class Judge:
         return self._verdict(state, opts, base, timed, ref, spec, param_seed, output)
 
     def _load_candidate(self, conv: Conversation, spec: TaskSpec, job: dict[str, Any], source: str, library: bytes,
-                        param_seed: int, opts: EvalOptions) -> None:
+                        param_seed: int, opts: EvalOptions, on_compile: Callable[[str], float] | None = None) -> None:
         """The candidate's files go to the process by value: its source in the request, a CUDA library's
         bytes in the shared buffer (the process writes both into its own folder). No path into the
         evaluator's cache reaches the sandbox, so no candidate can read another."""
@@ -569,8 +576,9 @@ class Judge:
         load_limit = opts.load_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
         t0 = time.perf_counter()
         conv.ask({"op": "load", "task": spec.to_dict(), "role": "candidate", "source": source,
-                  "name": job_name, "library_bytes": len(library),
-                  "param_seed": param_seed}, load_limit, "loading")
+                  "name": job_name, "library_bytes": len(library), "param_seed": param_seed,
+                  **({"compile_gate": True} if on_compile is not None else {})}, load_limit, "loading",
+                 on_compile=on_compile)
         if spec.kind != "cuda":
             conv.state.compile.seconds += time.perf_counter() - t0
 

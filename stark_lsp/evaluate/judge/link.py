@@ -16,6 +16,7 @@ next evaluation finds a process whose CUDA context already exists.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import socket
@@ -33,6 +34,8 @@ from stark_lsp.evaluate.wire.pinned import pin, unpin
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
+COMPILE_GRACE_S = 0.2  # a compile said that ends sooner (a hit in Triton's disk cache) keeps the gate held
+MAX_COMPILES = 1024  # compiles one request may say (an autotuner's configs, each a compile)
 OUTPUT_KEEP = 64 << 10
 
 
@@ -122,11 +125,16 @@ class CandidateLink:
         that hangs after its kernels compiled is killed in seconds, while one
         that compiles many kernels keeps its whole ``limit_s``.
         ``on_compile``: the process says ``{"compiling": kernel}`` before a Triton
-        compile and ``{"compiled": kernel}`` after it (a first call the judge asked
-        that of); ``on_compile(step)`` moves the GPU's gate and returns the seconds
-        it waited, which the limits do not count, and a compiled kernel is answered
-        ``{"go": true}``. Without it, such a message is an answer like any other
-        (and no answer the request expects: a broken protocol).
+        compile and ``{"compiled": kernel}`` after it (a load or a first call the
+        judge asked that of). A compile that is not over within
+        ``COMPILE_GRACE_S`` (Triton's disk cache answers in milliseconds) has
+        ``on_compile("compiling")`` let go of the GPU's gate, and its end
+        ``on_compile("compiled")`` take it again; both return the seconds waited,
+        which the limits do not count, up to ``limit_s`` in all. Each compile is
+        answered ``{"go": true}``, without waiting: a process that does not read
+        its answers, a compile said twice or ended unsaid, or more than
+        ``MAX_COMPILES``, broke the protocol. Without ``on_compile``, such a
+        message is an answer like any other (and no answer the request expects).
         """
         self.sent_at = time.perf_counter()  # the judge's clock around this request starts here
         if msg is not None:
@@ -135,20 +143,41 @@ class CandidateLink:
         deadline = hard
         self.last_limit_s = limit_s
         watch = (cancel_fd,) if cancel_fd is not None else ()
+        compiling: float | None = None  # when the compile said last will let go of the gate (inf: it did)
+        compiles, credited = 0, 0.0
         while True:
-            reply = self.chan.recv(deadline, watch)
+            try:
+                reply = self.chan.recv(deadline if compiling is None else min(deadline, compiling), watch)
+            except Deadline:
+                if compiling is None or time.monotonic() >= deadline:
+                    raise
+                assert on_compile is not None
+                waited = min(on_compile("compiling"), limit_s - credited)  # a long compile: the CPU's work
+                credited += waited
+                hard += waited
+                deadline, compiling = hard, math.inf
+                continue
             step_name = next(iter(reply), "") if len(reply) == 1 else ""
             if on_compile is not None and step_name in ("compiling", "compiled") and isinstance(reply[step_name], str):
-                waited = on_compile(step_name)
-                hard += waited
+                if (step_name == "compiling") != (compiling is None):
+                    raise ChannelError(f"a compile {'said twice' if compiling is not None else 'ended unsaid'}")
                 if step_name == "compiling":
+                    compiles += 1
+                    if compiles > MAX_COMPILES:
+                        raise ChannelError(f"more than {MAX_COMPILES} compiles in one request")
+                    compiling = time.monotonic() + COMPILE_GRACE_S
                     deadline, self.last_limit_s = hard, limit_s  # a compile may take what is left of the limit
+                    continue
+                if math.isinf(compiling or 0.0):  # it let go of the gate: taken again before the kernel runs
+                    waited = min(on_compile("compiled"), max(0.0, limit_s - credited))
+                    credited += waited
+                    hard += waited
+                compiling = None
+                if progress_limit_s is not None and time.monotonic() + progress_limit_s < hard:
+                    deadline, self.last_limit_s = time.monotonic() + progress_limit_s, progress_limit_s
                 else:
-                    if progress_limit_s is not None:
-                        deadline, self.last_limit_s = min(hard, time.monotonic() + progress_limit_s), progress_limit_s
-                    else:
-                        deadline = hard
-                    self.chan.send({"go": True})
+                    deadline = hard
+                self.chan.send_now({"go": True})
                 continue
             if len(reply) == 1 and (reply.get("launched") is True or isinstance(reply.get("progress"), str)):
                 step = launched_limit_s if "launched" in reply else progress_limit_s
@@ -156,6 +185,8 @@ class CandidateLink:
                     deadline = min(hard, time.monotonic() + step)
                     self.last_limit_s = step
                 continue
+            if compiling is not None:
+                raise ChannelError("an answer before the compile it said ended")
             return reply
 
     def wall_ms(self) -> float:

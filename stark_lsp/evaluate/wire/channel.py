@@ -112,6 +112,19 @@ class Channel:
         except OSError as e:
             raise PeerClosed(f"cannot send: {e}") from None
 
+    def send_now(self, msg: dict[str, Any]) -> None:
+        """Send a short message without waiting: a peer that does not read what it is sent (the
+        socket's buffer full) broke the protocol."""
+        data = encode(msg)
+        try:
+            sent = self.sock.send(data, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            sent = 0
+        except OSError as e:
+            raise PeerClosed(f"cannot send: {e}") from None
+        if sent != len(data):
+            raise ChannelError("the peer does not read what it is sent")
+
     def recv(self, deadline: float | None = None, watch: tuple[int, ...] = ()) -> dict[str, Any]:
         """The next message. ``deadline`` is a ``time.monotonic()`` value; ``watch``:
         descriptors whose readiness interrupts the wait (raises ``Interrupted``)."""
