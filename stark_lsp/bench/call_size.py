@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from stark_lsp.agents.builtin.kb_ast import dotted
 from stark_lsp.evaluate.result import TaskIO, ValueInfo
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -413,7 +414,7 @@ class _Interpreter:
         return _BINOPS[op](a, b)
 
     def _subscript(self, node: ast.Subscript, scope: dict[str, Any], depth: int) -> Any:
-        if _dotted(node.value) == "os.environ":
+        if dotted(node.value) == "os.environ":
             key = self.eval(node.slice, scope, depth)
             if key not in self.env:
                 raise _CannotFollow
@@ -452,8 +453,8 @@ class _Interpreter:
         func = node.func
         if any(k.arg is None for k in node.keywords):
             raise _CannotFollow
-        dotted = _dotted(func)
-        if dotted in ("os.environ.get", "os.getenv"):
+        name = dotted(func)
+        if name in ("os.environ.get", "os.getenv"):
             args = self._args(node, scope, depth)
             if not args:
                 raise _CannotFollow
@@ -618,17 +619,6 @@ def _leaves(v: Any) -> int:
     if isinstance(v, (list, tuple)):
         return sum(_leaves(x) for x in v)
     raise _CannotFollow
-
-
-def _dotted(node: ast.expr) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _assigned(stmt: ast.stmt) -> list[str]:
