@@ -13,12 +13,12 @@ import pytest
 from lsprotocol import types
 
 from stark_lsp.server.apply_candidate import plan_apply
-from stark_lsp.server.code_actions import ActionContext, MarkerSpan, build_code_actions
+from stark_lsp.server.code_actions import ActionContext, MarkerSpan, build_code_actions, marker_spans
 from stark_lsp.server.diagnostics import MAX_DIAGNOSTICS, TaskProblem, build_diagnostics, changed_kernels
 from stark_lsp.server.documents import line_before_edits, line_edit
 from stark_lsp.server.harness_check import unfilled_functions
 from stark_lsp.server.hover import hover_markdown
-from stark_lsp.server.implement_marker import marker_spans, only_marker, splice_marker
+from stark_lsp.server.implement_marker import only_marker, splice_marker
 from stark_lsp.server.labels import gain_text
 from stark_lsp.server.progress import PHASE_ROOT, final_text, progress_text
 from stark_lsp.server.settings import Secret, Settings, api_key_from, parse_settings

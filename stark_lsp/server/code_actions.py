@@ -12,25 +12,33 @@ syntax error, no GPU, not on disk) it is offered *disabled* with why (LSP's
 "STARK: cannot optimize here: <why>" whose command (``stark.whyNot``) only
 shows the reason.
 
-``build_code_actions`` is pure: it gets everything it needs in a
-``CodeActionContext`` built by the server.
+``build_code_actions`` is pure: it gets everything it needs in an
+``ActionContext``, which ``action_context`` gathers from the host (the
+document, its tree, its running search, the client's capabilities); the
+handler in ``server.py`` only waits for the document's task.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
+from stark_lsp.markers.syntax import MarkerError, parse_markers
 from stark_lsp.server.commands import (APPLY_BEST, APPLY_CANDIDATE, CONTINUE, CREATE_HARNESS, IMPLEMENT_MARKER,
                                        OPTIMIZE, RENAME_HARNESS, SHOW_HARNESS, STOP, WHY_NOT)
 from stark_lsp.server.diagnostics import (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE, TaskProblem,
                                           same_text)
+from stark_lsp.server.documents import DocState, line_before_edits
+from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
 from stark_lsp.search.node_view import NodeView
 from stark_lsp.search.tree_view import TreeView
-from stark_lsp.tasks.kernels import Kernel
+from stark_lsp.tasks.gpu_need import gpu_need
+from stark_lsp.tasks.kernels import Kernel, kernels_in_range
+from stark_lsp.tasks.spec import default_harness_path
 
 KIND_OPTIMIZE = types.CodeActionKind.RefactorRewrite
 MORE_CANDIDATES = 3  # "Apply candidate #k" actions beside the best
@@ -63,6 +71,51 @@ class ActionContext:
     continue_by: int | None = None  # the budget is spent: offer "Continue search (+N)"
     cannot_run: str = ""  # why no search can run here at all (e.g. "needs an NVIDIA GPU"): a disabled action
     disabled_support: bool = True  # the client shows disabled actions (codeAction.disabledSupport)
+
+
+def marker_spans(text: str) -> tuple[list[MarkerSpan], str | None]:
+    """The document's markers (0-based lines), or ([], why) if they are broken."""
+    try:
+        return [MarkerSpan(m.id, m.instruction, m.begin_line - 1, m.end_line - 1) for m in parse_markers(text)], None
+    except MarkerError as e:
+        return [], str(e)
+
+
+def disabled_actions_shown(capabilities: Any) -> bool:
+    """Whether the client shows a code action's ``disabled.reason`` (``codeAction.disabledSupport``;
+    VS Code announces it, Neovim 0.7 does not)."""
+    text_document = getattr(capabilities, "text_document", None)
+    code_action = getattr(text_document, "code_action", None) if text_document is not None else None
+    return bool(getattr(code_action, "disabled_support", False))
+
+
+def action_context(host: Host, state: DocState, r: types.Range, diagnostics: list[types.Diagnostic]) -> ActionContext:
+    """What the actions at ``r`` (the client's lines now) depend on, read from the host."""
+    kernels = kernels_in_range(state.kernels, line_before_edits(r.start.line, state.edits),
+                               line_before_edits(r.end.line, state.edits))
+    text = host.document_text(state.uri)
+    markers, _ = marker_spans(text) if kernels and "@stark" in text else ([], None)
+    markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
+    job = host.jobs.for_document(state)
+    problem = state.shown_problem
+    harness = Path(problem.harness_path).name if problem and problem.harness_path else (
+        default_harness_path(state.path).name if state.path else "the harness")
+    tree = host.cache.get(state.task_id)
+    continue_by = None
+    stored = host.cache.harness_digests.get(state.task_id)
+    if job is None and tree is not None and tree.root is not None and tree.finished >= host.settings.budget \
+            and same_text(text, tree.root.source) and (stored is None or stored == state.harness_digest):
+        continue_by = host.settings.budget
+    orphan = host.moves.orphan_of(state.path)
+    cannot_run = ""
+    if job is None and kernels and state.task is not None and gpu_need(state.task) \
+            and not host.backend.gpu_available(host.settings):
+        # offered disabled with why, not offered and refused again at each try
+        cannot_run = ("needs an NVIDIA GPU: nothing can be run or timed here (nvcc still compiles it: "
+                      "stark eval --compile-only)")
+    return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
+                         list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run,
+                         disabled_actions_shown(host.client_capabilities))
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:

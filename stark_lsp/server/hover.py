@@ -5,19 +5,25 @@ the baseline row and at most ``MAX_CANDIDATES`` candidates (the fastest
 correct ones, then the latest others), then "n more: open the search tree".
 Speedups are labelled through ``labels.py``.
 
-``hover_markdown`` is pure (a cached ``TreeView`` in, markdown out); the
-handler in ``server.py`` only finds the kernel under the cursor.
+``hover_markdown`` is pure (a cached ``TreeView`` in, markdown out);
+``hover_for`` gathers what it shows from the host (the kernel under the
+cursor, the running search, whether this machine can run CUDA); the handler
+in ``server.py`` only waits for the document's task and wraps the markdown.
 """
 
 from __future__ import annotations
 
+from stark_lsp.server.documents import DocState, line_before_edits
+from stark_lsp.server.host import Host
 from stark_lsp.server.labels import baseline_name, eager_text, gain_ratio, gain_text
+from stark_lsp.server.progress import progress_text
 from stark_lsp.search.node_view import NodeView
 from stark_lsp.search.tree_view import TreeView, outcome
 from stark_lsp.speedups import CPU_NOTE
 
 MAX_CANDIDATES = 5
 MORE = "more: open the search tree"
+NO_GPU_NOTE = "No NVIDIA GPU here: nvcc can compile this kernel, but nothing can be run or timed."
 
 
 def _cell(text: str, limit: int = 60) -> str:
@@ -103,3 +109,16 @@ def hover_markdown(kernel: str, tree: TreeView | None, running: str | None = Non
         notes.append(CPU_NOTE)
     lines += ["", f"_{'; '.join(notes)}._"]
     return "\n".join(lines)
+
+
+def hover_for(host: Host, state: DocState, line: int) -> str | None:
+    """The hover's markdown at ``line`` of the document (as the client sees it now), or None off a kernel."""
+    kernel = state.kernel_at(line_before_edits(line, state.edits))
+    if kernel is None:
+        return None
+    job = host.jobs.for_document(state)
+    tree = host.cache.get(state.task_id)
+    running = progress_text(job.progress, tree, job.phase, job.cancel.is_set())[0] if job else None
+    problem = state.shown_problem
+    note = NO_GPU_NOTE if state.language == "cuda" and not host.backend.gpu_available(host.settings) else None
+    return hover_markdown(kernel.name, tree, running, problem.message if problem else None, note)

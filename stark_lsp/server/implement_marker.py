@@ -17,8 +17,8 @@ the root, whose ``plan`` is the marked document: it is then offered like any
 candidate ("Apply candidate #k"), and applies only onto that document.
 
 This module only adapts: the document's markers, the splice, the messages.
-``marker_spans``, ``only_marker`` and ``splice_marker`` are pure; the attempt
-runs in a worker thread.
+``only_marker`` and ``splice_marker`` are pure (the markers a code action
+offers are ``code_actions.marker_spans``); the attempt runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -30,17 +30,8 @@ from lsprotocol import types
 
 from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, parse_markers, split_lines
 from stark_lsp.search import EvaluatorFailed
-from stark_lsp.server.code_actions import MarkerSpan
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
-
-
-def marker_spans(text: str) -> tuple[list[MarkerSpan], str | None]:
-    """The document's markers (0-based lines), or ([], why) if they are broken."""
-    try:
-        return [MarkerSpan(m.id, m.instruction, m.begin_line - 1, m.end_line - 1) for m in parse_markers(text)], None
-    except MarkerError as e:
-        return [], str(e)
 
 
 def only_marker(text: str, marker_id: str) -> tuple[str, Marker]:

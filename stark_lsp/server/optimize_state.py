@@ -63,6 +63,12 @@ class OptimizeJobs:
     def all(self) -> list[Job]:
         return list(self.jobs.values())
 
+    def for_document(self, state: Any) -> Job | None:
+        """The search running for a document (a ``DocState``), as its hover and code actions show it: its
+        task's, or, while the file is no task (a syntax error saved mid-search), the one started from it, so
+        that it can still be seen and stopped."""
+        return self.running(state.task_id) or (self.find(state.uri) if state.task is None else None)
+
     def find(self, uri: str | None, task_id: str | None = None, path: Path | None = None) -> Job | None:
         """The job of a document, however it is named now: by task id, by its
         document's uri, or by a file it reads."""

@@ -36,12 +36,17 @@ Each feature keeps its own state, in an object the server holds one of:
 ``ls.notices``      tree_notices.py             stark/treeChanged and stark/searches, debounced
 ==================  ==========================  ======================================================
 
+Hover and code actions keep no state: each gathers what it shows from the
+``Host`` (``hover.hover_for``, ``code_actions.action_context``), and the
+search running for a document is ``ls.jobs.for_document``.
+
 ``StarkServer`` is wiring: it answers the features' ``Host`` protocol
 (host.py) by delegating to these, and ties them together where one event
-concerns several (``task_resolved``, ``publish``). All of it is touched only
-on the event loop. Blocking work (the search, the store, the disk, the
-analysis of a big file) runs in threads; a search's updates reach the loop in batches
-(``optimize_state.Inbox``), so requests never wait behind its bookkeeping.
+concerns several (``task_resolved``, ``refresh_tree``, ``publish``). All of
+it is touched only on the event loop. Blocking work (the search, the store,
+the disk, the analysis of a big file) runs in threads; a search's updates
+reach the loop in batches (``optimize_state.Inbox``), so requests never wait
+behind its bookkeeping.
 """
 
 from __future__ import annotations
@@ -61,14 +66,14 @@ from stark_lsp.server import file_events
 from stark_lsp.server.apply_candidate import apply_candidate
 from stark_lsp.server.backend import Backend, load_backend
 from stark_lsp.server.carried_diagnostics import CarriedDiagnostics
-from stark_lsp.server.code_actions import ActionContext, build_code_actions
+from stark_lsp.server.code_actions import action_context, build_code_actions
 from stark_lsp.server.configuration import Configuration
 from stark_lsp.server.create_harness import create_harness, show_harness
-from stark_lsp.server.diagnostics import build_diagnostics, same_text
-from stark_lsp.server.documents import DocState, line_before_edits
+from stark_lsp.server.diagnostics import build_diagnostics
+from stark_lsp.server.documents import DocState
 from stark_lsp.server.file_moves import FileMoves
-from stark_lsp.server.hover import hover_markdown
-from stark_lsp.server.implement_marker import implement_marker, marker_spans
+from stark_lsp.server.hover import hover_for
+from stark_lsp.server.implement_marker import implement_marker
 from stark_lsp.server.open_documents import OpenDocuments
 from stark_lsp.server.open_files_watch import OpenFilesWatch
 from stark_lsp.server.optimize_jobs import start_optimize, stop_optimize
@@ -82,20 +87,18 @@ from stark_lsp.server.tree_cache import TreeCache
 from stark_lsp.server.tree_json import node_detail
 from stark_lsp.server.tree_notices import TreeNotices
 from stark_lsp.server.wire import Plain, converter as wire_converter
-from stark_lsp.tasks.gpu_need import gpu_need
-from stark_lsp.tasks.kernels import kernels_in_range
-from stark_lsp.tasks.spec import default_harness_path
 
 log = logging.getLogger(__name__)
 
 SWITCH_INTERVAL_S = 0.001  # the event loop gets the GIL back quickly from a busy search or analysis thread
-NO_GPU_NOTE = "No NVIDIA GPU here: nvcc can compile this kernel, but nothing can be run or timed."
 
 
 class StarkServer(LanguageServer):
     """Wiring: each feature keeps its own state (the module docstring's second table); the server
     holds one of each, answers the ``Host`` protocol the features call through, and ties them
-    together where one event concerns several (a task resolved, a document published)."""
+    together where one event concerns several (a task resolved, a tree read again, a document
+    published). What a hover or a code action shows is gathered by its feature (``hover_for``,
+    ``action_context``) from the ``Host``; the server keeps no per-feature state."""
 
     def __init__(self, backend: Backend | None = None) -> None:
         super().__init__("stark-lsp", "0.1.0", text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
@@ -211,7 +214,9 @@ class StarkServer(LanguageServer):
     def watch_job(self, job: Job) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(file_events.watch_job(self, job))
 
-    # -- trees ---------------------------------------------------------------------
+    # -- trees and diagnostics: each ties several features together (the store through the backend, the
+    # running searches, the cache, the notices; the documents, the cache and the carried diagnostics),
+    # and the features call them through ``Host``: they stay with the wiring, holding no state of their own
     async def refresh_tree(self, state: DocState) -> None:
         task_id = state.task_id
         if task_id is None or state.store_path is None or not state.store_path.exists():
@@ -256,57 +261,6 @@ class StarkServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version)
         )
         self.carried.other_files(state, doc.source, tree)
-
-    # -- the features' views ----------------------------------------------------------
-    def action_context(self, state: DocState, r: types.Range, diagnostics: list[types.Diagnostic]) -> ActionContext:
-        kernels = kernels_in_range(state.kernels, line_before_edits(r.start.line, state.edits),
-                                   line_before_edits(r.end.line, state.edits))
-        text = self.document_text(state.uri)
-        markers, _ = marker_spans(text) if kernels and "@stark" in text else ([], None)
-        markers = [m for m in markers if m.first_line <= r.end.line and r.start.line <= m.last_line]
-        job = self.job_of(state)
-        problem = state.shown_problem
-        harness = Path(problem.harness_path).name if problem and problem.harness_path else (
-            default_harness_path(state.path).name if state.path else "the harness")
-        tree = self.cache.get(state.task_id)
-        continue_by = None
-        stored = self.cache.harness_digests.get(state.task_id)
-        if job is None and tree is not None and tree.root is not None and tree.finished >= self.settings.budget \
-                and same_text(text, tree.root.source) and (stored is None or stored == state.harness_digest):
-            continue_by = self.settings.budget
-        orphan = self.moves.orphan_of(state.path)
-        cannot_run = ""
-        if job is None and kernels and state.task is not None and gpu_need(state.task) \
-                and not self.backend.gpu_available(self.settings):
-            # offered disabled with why, not offered and refused again at each try
-            cannot_run = ("needs an NVIDIA GPU: nothing can be run or timed here (nvcc still compiles it: "
-                          "stark eval --compile-only)")
-        return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
-                             list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run,
-                             self.disabled_actions_shown())
-
-    def disabled_actions_shown(self) -> bool:
-        """Whether the client shows a code action's ``disabled.reason`` (``codeAction.disabledSupport``;
-        VS Code announces it, Neovim 0.7 does not)."""
-        text_document = getattr(self.client_capabilities, "text_document", None)
-        code_action = getattr(text_document, "code_action", None) if text_document is not None else None
-        return bool(getattr(code_action, "disabled_support", False))
-
-    def job_of(self, state: DocState) -> Job | None:
-        """The search running for this document: its task's, or, while the file is no task (a syntax error
-        saved mid-search), the one started from it, so that it can still be seen and stopped."""
-        return self.jobs.running(state.task_id) or (self.jobs.find(state.uri) if state.task is None else None)
-
-    def hover_for(self, state: DocState, line: int) -> str | None:
-        kernel = state.kernel_at(line_before_edits(line, state.edits))
-        if kernel is None:
-            return None
-        job = self.job_of(state)
-        tree = self.cache.get(state.task_id)
-        running = progress_text(job.progress, tree, job.phase, job.cancel.is_set())[0] if job else None
-        problem = state.shown_problem
-        note = NO_GPU_NOTE if state.language == "cuda" and not self.backend.gpu_available(self.settings) else None
-        return hover_markdown(kernel.name, tree, running, problem.message if problem else None, note)
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
         serve_stdio(self, stdin, stdout)
@@ -406,14 +360,14 @@ def register(ls: StarkServer) -> None:
         if state is None:
             return None
         await ls.documents.resolved(state)
-        return build_code_actions(ls.action_context(state, params.range, params.context.diagnostics)) or None
+        return build_code_actions(action_context(ls, state, params.range, params.context.diagnostics)) or None
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: StarkServer, params: types.HoverParams) -> types.Hover | None:
         state = ls.docs.get(params.text_document.uri)
         if state is not None:
             await ls.documents.resolved(state)
-        md = ls.hover_for(state, params.position.line) if state is not None else None
+        md = hover_for(ls, state, params.position.line) if state is not None else None
         if md is None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md))
