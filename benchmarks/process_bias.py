@@ -1,0 +1,100 @@
+"""Why the same eager model times slower as a candidate than as the eager baseline (docs/benchmarks.md,
+session 25: a median 2.4 % over 37 level-2 roots): three suspects, each timed alone in one process.
+
+    python3 benchmarks/process_bias.py [TASK.py ...] [--calls 200] [--rounds 5]
+
+For each KernelBench task (default: four level-2 models of different sizes), one process builds the
+task's ``Model`` on the GPU and times its forward with CUDA events (median of ``--calls`` calls, after a
+warm-up), in rounds, in this order within each round:
+
+* ``plain``: the forward alone, its output freed after each call (as a process that keeps nothing);
+* ``kept``: each output kept alive until the round ends (a candidate's batch keeps its outputs for the
+  judge's checks: every call writes to new memory rather than to the block the last call freed);
+* ``after profiler``: ``plain`` again, once ``torch.profiler`` with CUDA activity has run one call in this
+  process (the launch check does that in a candidate's process, never in a baseline's); from the first
+  such round on, every later ``plain`` is after it too, so ``plain`` is reported before and after.
+
+Prints per task the medians and their ratios to ``plain`` before the profiler. A ratio near 1.02-1.04
+names the suspect. The judge's protocol (round trips, read-backs between batches) is not in this: a
+candidate's round trip was measured apart (it moved figures by a median 0.1 %). Figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from stark_lsp.evaluate.harness import load_reference  # noqa: E402
+from stark_lsp.tasks.spec import load_task  # noqa: E402
+
+DEFAULT = ["1_Conv2D_ReLU_BiasAdd", "12_Gemm_Multiply_LeakyReLU", "19_ConvTranspose2d_GELU_GroupNorm",
+           "36_ConvTranspose2d_Min_Sum_GELU_Add"]
+
+
+def timed(fn, inputs: list, calls: int, keep: bool) -> float:
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    kept = []
+    with torch.no_grad():
+        for i in range(calls):
+            start[i].record()
+            out = fn(*inputs)
+            end[i].record()
+            if keep:
+                kept.append(out)
+            del out
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(start, end))
+
+
+def profile_once(fn, inputs: list) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]):
+        fn(*inputs)
+        torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tasks", nargs="*")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("process_bias.py: needs a GPU", file=sys.stderr)
+        return 2
+    paths = [Path(t) for t in args.tasks] or [ROOT / "benchmarks" / "kernelbench" / "level2" / f"{n}.py"
+                                              for n in DEFAULT]
+    print("| task | plain, ms | kept / plain | plain after the profiler / plain | kept after / plain |")
+    print("| --- | --- | --- | --- | --- |")
+    for path in paths:
+        ref = load_reference(load_task(path), torch.device("cuda"))
+        fn = ref.reference_fn(0)
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref.module.get_inputs()]
+        timed(fn, inputs, 20, False)  # warm-up: cuDNN's choice, the allocator's blocks
+        got: dict[str, list[float]] = {"plain": [], "kept": [], "plain after": [], "kept after": []}
+        for r in range(args.rounds):
+            got["plain"].append(timed(fn, inputs, args.calls, False))
+            got["kept"].append(timed(fn, inputs, args.calls, True))
+        profile_once(fn, inputs)
+        for r in range(args.rounds):
+            got["plain after"].append(timed(fn, inputs, args.calls, False))
+            got["kept after"].append(timed(fn, inputs, args.calls, True))
+        m = {k: statistics.median(v) for k, v in got.items()}
+        print(f"| `{path.stem}` | {m['plain']:.4f} | {m['kept'] / m['plain']:.3f} | "
+              f"{m['plain after'] / m['plain']:.3f} | {m['kept after'] / m['plain']:.3f} |", flush=True)
+        del fn, inputs, ref
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
