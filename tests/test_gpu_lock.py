@@ -391,6 +391,19 @@ def test_a_candidate_that_floods_or_fakes_its_compiles_broke_the_protocol(lock_e
 
 
 @pytest.mark.timeout(300)
+def test_a_candidate_that_stops_reading_cannot_keep_its_judge_waiting_to_send(lock_env, monkeypatch, tmp_path):
+    """A process that fills its side of the socket with unread answers and then reads nothing: the
+    judge's next request cannot be sent. Every send has the request's deadline, so the evaluation ends
+    within its limits (a time-out, or a broken protocol if the answers overflowed first), not after the
+    pool's minutes with the gate held shared (a hang shows as this test's own time-out)."""
+    from stark_lsp.evaluate.result import Status
+
+    result, _ = _traced_evaluation(monkeypatch, tmp_path, "stops_reading.py")
+    assert result.status in (Status.TIMEOUT, Status.CHEAT), result.summary()
+    assert "judge gave no result" not in result.message, result.summary()
+
+
+@pytest.mark.timeout(300)
 def test_the_benchmarks_switch_leaves_a_candidates_load_and_first_call_without_the_gate(lock_env, monkeypatch,
                                                                                        tmp_path):
     """``STARK_EVAL_CANDIDATE_GATE=none`` (benchmarks/gate_ab.py measures both): the load and the first

@@ -321,7 +321,8 @@ class CandidateProcess:
             return call(inputs)
         if self.is_gpu:
             poison_cached_memory(self.device)
-        self.launches.on_launch = lambda name: self.chan.send({"progress": name})
+        self._compile_thread = threading.get_ident()
+        self.launches.on_launch = self._progress
         try:
             with self._compiles_said(gate):
                 out = call(inputs)
@@ -344,6 +345,12 @@ class CandidateProcess:
         finally:
             self.launches.on_compile = None
 
+    def _progress(self, name: str) -> None:
+        """A launch of the first call went through: said by the thread that made the request only (the
+        channel is one conversation; another thread's words could interleave with its own)."""
+        if threading.get_ident() == self._compile_thread:
+            self.chan.send({"progress": name})
+
     def _compile_gate(self, step: str, name: str) -> None:
         """A Triton compile: the judge is told before it (it lets go of the GPU's gate, as compiling is
         the CPU's work; the GPU's queue drained first, so none of this process's work runs on beside
@@ -352,6 +359,8 @@ class CandidateProcess:
         one conversation): another's compile under the gate held shared, as any other work."""
         if threading.get_ident() != self._compile_thread:
             return
+        if self.is_gpu and torch.cuda.is_current_stream_capturing():
+            return  # a CUDA graph being captured: nothing runs until it is replayed, and no sync is allowed
         if step == "compiling" and self.is_gpu:
             self._sync()
         self.chan.send({step: name})

@@ -35,7 +35,10 @@ from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
 COMPILE_GRACE_S = 0.2  # a compile said that ends sooner (a hit in Triton's disk cache) keeps the gate held
-MAX_COMPILES = 1024  # compiles one request may say (an autotuner's configs, each a compile)
+MAX_COMPILES = 1024  # compiles one request may let go of the gate for (an autotuner's configs, each a compile)
+UNGATED_S = 60.0  # how long one process's compiles may have the gate let go of, in all (the longest honest
+# compile seen: 42 s, a Triton reduction at BLOCK_X_0 = 1024 on level 2's 37_, docs/benchmarks.md session 25)
+_LET_GO, _KEPT = math.inf, -math.inf  # a compile under way with the gate let go of, or kept held
 OUTPUT_KEEP = 64 << 10
 
 
@@ -102,6 +105,7 @@ class CandidateLink:
         self.pinned = 0  # the judge's mapping of the buffer, page-locked for the GPU (``pin_buffer``)
         self.pin_tried = False
         self.sent_at = 0.0
+        self.ungated_s = 0.0  # how long this process's compiles have had the GPU's gate let go of, in all
         self.start_s: dict[str, float] = {}  # what the zygote and the process said their start took (trace only)
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
@@ -130,32 +134,44 @@ class CandidateLink:
         ``COMPILE_GRACE_S`` (Triton's disk cache answers in milliseconds) has
         ``on_compile("compiling")`` let go of the GPU's gate, and its end
         ``on_compile("compiled")`` take it again; both return the seconds waited,
-        which the limits do not count, up to ``limit_s`` in all. Each compile is
-        answered ``{"go": true}``, without waiting: a process that does not read
-        its answers, a compile said twice or ended unsaid, or more than
-        ``MAX_COMPILES``, broke the protocol. Without ``on_compile``, such a
-        message is an answer like any other (and no answer the request expects).
+        which the limits do not count, up to ``limit_s`` in all. Once that credit,
+        or ``UNGATED_S`` of compiles without the gate in this process, or
+        ``MAX_COMPILES`` compiles in this request are spent, later compiles keep
+        the gate held (a process that lies about compiling gains no more time
+        without it). Each compile is answered ``{"go": true}`` without waiting: a
+        process that does not read its answers, a compile said twice or ended
+        unsaid, or an answer while a compile is under way broke the protocol.
+        Without ``on_compile``, such a message is an answer like any other (and
+        no answer the request expects). Every send has the request's deadline: a
+        process that reads nothing cannot keep the judge waiting to send.
         """
         self.sent_at = time.perf_counter()  # the judge's clock around this request starts here
-        if msg is not None:
-            self.chan.send(msg)
         hard = time.monotonic() + limit_s
+        if msg is not None:
+            self.chan.send(msg, deadline=hard)
         deadline = hard
         self.last_limit_s = limit_s
         watch = (cancel_fd,) if cancel_fd is not None else ()
-        compiling: float | None = None  # when the compile said last will let go of the gate (inf: it did)
+        # the compile said last: None (none under way), when its grace ends (a float), _LET_GO (the gate let
+        # go of, since ``released``) or _KEPT (the gate kept held throughout)
+        compiling: float | None = None
+        released = 0.0
         compiles, credited = 0, 0.0
         while True:
             try:
-                reply = self.chan.recv(deadline if compiling is None else min(deadline, compiling), watch)
+                reply = self.chan.recv(deadline if compiling is None or compiling < 0 else min(deadline, compiling),
+                                       watch)
             except Deadline:
-                if compiling is None or time.monotonic() >= deadline:
+                if compiling is None or compiling < 0 or time.monotonic() >= deadline:
                     raise
                 assert on_compile is not None
+                if credited >= limit_s or self.ungated_s >= UNGATED_S or compiles > MAX_COMPILES:
+                    compiling = _KEPT  # what a process may have without the gate is spent: compiled with it held
+                    continue
                 waited = min(on_compile("compiling"), limit_s - credited)  # a long compile: the CPU's work
                 credited += waited
                 hard += waited
-                deadline, compiling = hard, math.inf
+                deadline, compiling, released = hard, _LET_GO, time.monotonic()
                 continue
             step_name = next(iter(reply), "") if len(reply) == 1 else ""
             if on_compile is not None and step_name in ("compiling", "compiled") and isinstance(reply[step_name], str):
@@ -163,12 +179,11 @@ class CandidateLink:
                     raise ChannelError(f"a compile {'said twice' if compiling is not None else 'ended unsaid'}")
                 if step_name == "compiling":
                     compiles += 1
-                    if compiles > MAX_COMPILES:
-                        raise ChannelError(f"more than {MAX_COMPILES} compiles in one request")
                     compiling = time.monotonic() + COMPILE_GRACE_S
                     deadline, self.last_limit_s = hard, limit_s  # a compile may take what is left of the limit
                     continue
-                if math.isinf(compiling or 0.0):  # it let go of the gate: taken again before the kernel runs
+                if compiling == _LET_GO:  # taken again before the kernel runs
+                    self.ungated_s += time.monotonic() - released
                     waited = min(on_compile("compiled"), max(0.0, limit_s - credited))
                     credited += waited
                     hard += waited
@@ -176,12 +191,12 @@ class CandidateLink:
                 if progress_limit_s is not None and time.monotonic() + progress_limit_s < hard:
                     deadline, self.last_limit_s = time.monotonic() + progress_limit_s, progress_limit_s
                 else:
-                    deadline = hard
+                    deadline, self.last_limit_s = hard, limit_s
                 self.chan.send_now({"go": True})
                 continue
             if len(reply) == 1 and (reply.get("launched") is True or isinstance(reply.get("progress"), str)):
                 step = launched_limit_s if "launched" in reply else progress_limit_s
-                if step is not None:
+                if step is not None and compiling is None:  # a compile under way keeps what is left of the limit
                     deadline = min(hard, time.monotonic() + step)
                     self.last_limit_s = step
                 continue

@@ -106,11 +106,30 @@ class Channel:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def send(self, msg: dict[str, Any]) -> None:
-        try:
-            self.sock.sendall(encode(msg))
-        except OSError as e:
-            raise PeerClosed(f"cannot send: {e}") from None
+    def send(self, msg: dict[str, Any], deadline: float | None = None) -> None:
+        """Send ``msg`` whole. ``deadline`` (a ``time.monotonic()`` value): a peer that reads nothing
+        until then (its side of the socket full) raises ``Deadline``, never a wait without end."""
+        data = encode(msg)
+        if deadline is None:
+            try:
+                self.sock.sendall(data)
+            except OSError as e:
+                raise PeerClosed(f"cannot send: {e}") from None
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                n = self.sock.send(view, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                n = 0
+            except OSError as e:
+                raise PeerClosed(f"cannot send: {e}") from None
+            view = view[n:]
+            if view:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Deadline()
+                select.select([], [self.sock], [], min(left, 5.0))
 
     def send_now(self, msg: dict[str, Any]) -> None:
         """Send a short message without waiting: a peer that does not read what it is sent (the
