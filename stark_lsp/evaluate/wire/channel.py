@@ -118,13 +118,7 @@ class Channel:
             return
         view = memoryview(data)
         while view:
-            try:
-                n = self.sock.send(view, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                n = 0
-            except OSError as e:
-                raise PeerClosed(f"cannot send: {e}") from None
-            view = view[n:]
+            view = view[self._send_some(view):]
             if view:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -135,14 +129,17 @@ class Channel:
         """Send a short message without waiting: a peer that does not read what it is sent (the
         socket's buffer full) broke the protocol."""
         data = encode(msg)
+        if self._send_some(memoryview(data)) != len(data):
+            raise ChannelError("the peer does not read what it is sent")
+
+    def _send_some(self, view: memoryview) -> int:
+        """As many bytes of ``view`` as the socket takes now, without waiting."""
         try:
-            sent = self.sock.send(data, socket.MSG_DONTWAIT)
+            return self.sock.send(view, socket.MSG_DONTWAIT)
         except BlockingIOError:
-            sent = 0
+            return 0
         except OSError as e:
             raise PeerClosed(f"cannot send: {e}") from None
-        if sent != len(data):
-            raise ChannelError("the peer does not read what it is sent")
 
     def recv(self, deadline: float | None = None, watch: tuple[int, ...] = ()) -> dict[str, Any]:
         """The next message. ``deadline`` is a ``time.monotonic()`` value; ``watch``:
