@@ -30,7 +30,7 @@ import asyncio
 import itertools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lsprotocol import types
 
@@ -232,7 +232,7 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
         await job.ui.begin(PHASE_WORKER)
     except Exception as e:  # no progress bar: carry on
         log.info("progress: %s", e)
-    inbox = Inbox(loop, lambda nodes, p: _updates(host, job, nodes, p))
+    inbox = Inbox(loop, lambda nodes, p, notices: _updates(host, job, nodes, p, notices))
     watch = host.watch_job(job)
 
     def blocking() -> Any:
@@ -361,8 +361,11 @@ def _report(host: Host, job: Job) -> None:
         job.ui.report(msg, pct)
 
 
-def _updates(host: Host, job: Job, nodes: list[Any], progress: Any) -> None:
-    """A batch from the search's threads, on the loop."""
+def _updates(host: Host, job: Job, nodes: list[Any], progress: Any, notices: Sequence[str] = ()) -> None:
+    """A batch from the search's threads, on the loop; each lasting notice is said to the user (the
+    progress notification's text is overwritten by the next step, as a terminal's live line is)."""
+    for notice in notices:
+        host.say(f"STARK · {job.path.name}: {notice}")
     changed = False
     if nodes and job.replay:
         job.replay = False

@@ -112,9 +112,12 @@ class OptimizeJobs:
 
 class Inbox:
     """Thread-safe: ``node`` and ``progress`` from any thread; ``drain(nodes,
-    progress)`` runs on the loop, at most every ``BATCH_S``."""
+    progress, notices)`` runs on the loop, at most every ``BATCH_S``: the nodes that
+    arrived, the last progress, and every lasting notice (``Progress.lasting``: the
+    token budget spent, the re-timing's result...), which a later progress must not
+    overwrite."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, drain: Callable[[list[Any], Any], None],
+    def __init__(self, loop: asyncio.AbstractEventLoop, drain: Callable[[list[Any], Any, list[str]], None],
                  batch_s: float = BATCH_S):
         self.loop = loop
         self._drain_to = drain
@@ -122,6 +125,7 @@ class Inbox:
         self._lock = threading.Lock()
         self._nodes: list[Any] = []
         self._progress: Any = None
+        self._notices: list[str] = []
         self._scheduled = False
 
     def node(self, n: Any) -> None:
@@ -136,6 +140,8 @@ class Inbox:
                 self._nodes.append(node)
             if progress is not None:
                 self._progress = progress
+                if getattr(progress, "lasting", False) and getattr(progress, "message", ""):
+                    self._notices.append(progress.message)
             if self._scheduled:
                 return
             self._scheduled = True
@@ -147,7 +153,7 @@ class Inbox:
     def drain(self) -> None:
         """Hand over what arrived (also called once the search has ended)."""
         with self._lock:
-            nodes, progress = self._nodes, self._progress
-            self._nodes, self._progress, self._scheduled = [], None, False
+            nodes, progress, notices = self._nodes, self._progress, self._notices
+            self._nodes, self._progress, self._notices, self._scheduled = [], None, [], False
         if nodes or progress is not None:
-            self._drain_to(nodes, progress)
+            self._drain_to(nodes, progress, notices)
