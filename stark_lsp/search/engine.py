@@ -569,9 +569,9 @@ class Search:
                 if stop and inflight and stop != "cancelled" and stop != announced:
                     announced = stop  # said once, on its own line: the live line goes on while they end
                     k = len(inflight)
-                    self._emit(message=f"{stop}; {k} attempt{'s' * (k != 1)} in flight "
-                                       f"{'stopped' if stop == 'wall time reached' else 'finish first'}",
-                               lasting=True)
+                    verb = (("is" if k == 1 else "are") + " stopped" if stop == "wall time reached"
+                            else ("finishes" if k == 1 else "finish") + " first")
+                    self._emit(message=f"{stop}; the {k} attempt{'s' * (k != 1)} in flight {verb}", lasting=True)
                 if not inflight:
                     message = stop or ("budget spent" if self._free_left() else
                                        "stopped: as many attempts found nothing new as the budget allows")
