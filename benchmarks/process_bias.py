@@ -15,7 +15,11 @@ warm-up), in rounds, in this order within each round:
   such round on, every later ``plain`` is after it too, so ``plain`` is reported before and after.
 
 Prints per task the medians and their ratios to ``plain`` before the profiler. A ratio near 1.02-1.04
-names the suspect. The judge's protocol (round trips, read-backs between batches) is not in this: a
+names the suspect. Then, in the same process, ``torch.compile`` of the model and the search's seed
+(``agents/builtin/inductor_seed.py``: torch.compile's code written out as plain Triton launches), so
+that their ratio is the seed's own cost (its kernels launched through Triton's Python launcher rather
+than Inductor's) with no difference of process in it (the searches' seeds ran a median 0.96x
+torch.compile). The judge's protocol (round trips, read-backs between batches) is not in this: a
 candidate's round trip was measured apart (it moved figures by a median 0.1 %). Figures only.
 """
 
@@ -62,6 +66,41 @@ def profile_once(fn, inputs: list) -> None:
         torch.cuda.synchronize()
 
 
+def seed_and_compiled(path: Path, model, inputs: list, calls: int, rounds: int) -> tuple[float, float | None]:
+    """torch.compile of ``model`` and the seed written from its code, timed in turn (medians, ms)."""
+    import importlib.util
+    import tempfile
+
+    from stark_lsp.agents.builtin.inductor_seed import write_seed
+    from stark_lsp.evaluate.candidate.compiled_capture import CompiledCapture
+
+    cap = CompiledCapture(model)
+    with torch.no_grad():
+        cap.first(*inputs)
+    exported = cap.export()
+    seed_model = None
+    if "error" not in exported:
+        text = write_seed(exported, load_task(path).root_source())
+        where = Path(tempfile.mkdtemp()) / f"seed_{path.stem}.py"
+        where.write_text(text)
+        spec = importlib.util.spec_from_file_location(where.stem, where)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[where.stem] = mod
+        spec.loader.exec_module(mod)
+        ref = load_reference(load_task(path), torch.device("cuda"))
+        with torch.device("cuda"):
+            seed_model = mod.ModelNew(*ref.init_inputs()).cuda().eval()
+        seed_model.load_state_dict(model.state_dict())
+        timed(seed_model, inputs, 20, False)
+    timed(cap.compiled, inputs, 20, False)
+    got: dict[str, list[float]] = {"compiled": [], "seed": []}
+    for _ in range(rounds):
+        got["compiled"].append(timed(cap.compiled, inputs, calls, False))
+        if seed_model is not None:
+            got["seed"].append(timed(seed_model, inputs, calls, False))
+    return statistics.median(got["compiled"]), statistics.median(got["seed"]) if got["seed"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tasks", nargs="*")
@@ -73,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     paths = [Path(t) for t in args.tasks] or [ROOT / "benchmarks" / "kernelbench" / "level2" / f"{n}.py"
                                               for n in DEFAULT]
-    print("| task | plain, ms | kept / plain | plain after the profiler / plain | kept after / plain |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| task | plain, ms | kept / plain | plain after the profiler / plain | kept after / plain | "
+          "torch.compile / plain | seed / torch.compile |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for path in paths:
         ref = load_reference(load_task(path), torch.device("cuda"))
         fn = ref.reference_fn(0)
@@ -89,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             got["plain after"].append(timed(fn, inputs, args.calls, False))
             got["kept after"].append(timed(fn, inputs, args.calls, True))
         m = {k: statistics.median(v) for k, v in got.items()}
+        compiled, seed = seed_and_compiled(path, fn, inputs, args.calls, args.rounds)
         print(f"| `{path.stem}` | {m['plain']:.4f} | {m['kept'] / m['plain']:.3f} | "
-              f"{m['plain after'] / m['plain']:.3f} | {m['kept after'] / m['plain']:.3f} |", flush=True)
+              f"{m['plain after'] / m['plain']:.3f} | {m['kept after'] / m['plain']:.3f} | "
+              f"{compiled / m['plain']:.3f} | {seed / compiled if seed else float('nan'):.3f} |", flush=True)
         del fn, inputs, ref
         torch.cuda.empty_cache()
     return 0
