@@ -132,11 +132,17 @@ def windows(rows: list[dict]) -> list[dict]:
 
 
 def timelines(rows: list[dict]) -> dict[int, list[tuple[float, str]]]:
-    """Per judge, its gate's transitions in time: (when, "mode: what for"), mode "none" for no hold."""
+    """Per judge, its gate's transitions in time: (when, "mode: what for"), mode "none" for no hold, and
+    "waiting: what for" from when a wait began (a take's row is written once the wait is over: without
+    it, the wait would count as the mode held before)."""
     got: dict[int, list[tuple[float, str]]] = collections.defaultdict(list)
     for r in rows:
-        if "take" in r and isinstance(r.get("t"), (int, float)) and r.get("pid") is not None:
+        if not isinstance(r.get("t"), (int, float)) or r.get("pid") is None:
+            continue
+        if "take" in r:
             got[int(r["pid"])].append((float(r["t"]), f"{r['take'] or 'none'}: {r.get('for') or '-'}"))
+        elif "wait" in r and isinstance(r.get("waited_s"), (int, float)):
+            got[int(r["pid"])].append((float(r["t"]) - float(r["waited_s"]), f"waiting: {r.get('for') or '-'}"))
     for line in got.values():
         line.sort()
     return dict(got)
