@@ -67,3 +67,18 @@ def test_a_compile_is_said_before_and_after_it_even_when_it_fails():
         ("compile", "digest"),  # the protocol's own kernels are not the candidate's: never said
         ("compiling", "broken"), ("compile", "broken"), ("compiled", "broken"),  # the gate is taken back
     ]
+
+
+def test_a_requests_credit_for_waits_at_the_gate_stops_exactly_at_its_limit():
+    """Waits at the gate are credited to a request up to its limit in all; once spent, the credit is the
+    limit exactly (added up as floats it could stay a rounding step below, and the gate kept being let
+    go of: a third review's case, limit 1.38189 s after a first wait of 0.0765 s)."""
+    from stark_lsp.evaluate.judge.link import _credit
+
+    limit = 1.38189
+    waited, credited = _credit(0.0765, 0.0, limit)
+    assert (waited, credited) == (0.0765, 0.0765)
+    waited, credited = _credit(limit - credited, credited, limit)
+    assert credited == limit and credited >= limit
+    assert _credit(5.0, credited, limit) == (0.0, limit)  # nothing more once spent
+    assert _credit(9.0, 0.0, limit) == (limit, limit)  # one wait longer than the limit: the limit

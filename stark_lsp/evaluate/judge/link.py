@@ -38,6 +38,13 @@ COMPILE_GRACE_S = 0.2  # a compile said that ends sooner (a hit in Triton's disk
 MAX_COMPILES = 1024  # compiles one request may let go of the gate for (an autotuner's configs, each a compile)
 UNGATED_S = 60.0  # how long one process's compiles may have the gate let go of, in all (the longest honest
 # compile seen: 42 s, a Triton reduction at BLOCK_X_0 = 1024 on level 2's 37_, docs/benchmarks.md session 25)
+def _credit(waited: float, credited: float, cap: float) -> tuple[float, float]:
+    """What of a wait at the gate a request is credited, and its credit after it: at most ``cap`` in all,
+    and exactly ``cap`` once spent (added up, the floats could fall short of it by a rounding step)."""
+    left = max(0.0, cap - credited)
+    return (left, cap) if waited >= left else (waited, credited + waited)
+
+
 _LET_GO, _KEPT = math.inf, -math.inf  # a compile under way with the gate let go of, or kept held
 OUTPUT_KEEP = 64 << 10
 
@@ -168,8 +175,7 @@ class CandidateLink:
                 if credited >= limit_s or self.ungated_s >= UNGATED_S or compiles > MAX_COMPILES:
                     compiling = _KEPT  # what a process may have without the gate is spent: compiled with it held
                     continue
-                waited = min(on_compile("compiling"), limit_s - credited)  # a long compile: the CPU's work
-                credited += waited
+                waited, credited = _credit(on_compile("compiling"), credited, limit_s)  # a long compile: the CPU's
                 hard += waited
                 deadline, compiling, released = hard, _LET_GO, time.monotonic()
                 continue
@@ -184,8 +190,7 @@ class CandidateLink:
                     continue
                 if compiling == _LET_GO:  # taken again before the kernel runs
                     self.ungated_s += time.monotonic() - released
-                    waited = min(on_compile("compiled"), max(0.0, limit_s - credited))
-                    credited += waited
+                    waited, credited = _credit(on_compile("compiled"), credited, limit_s)
                     hard += waited
                 compiling = None
                 if progress_limit_s is not None and time.monotonic() + progress_limit_s < hard:
