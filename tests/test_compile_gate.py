@@ -2,7 +2,9 @@
 ``JITFunction._do_compile`` is wrapped so that the process says each compile before and after it
 (the judge lets go of the GPU's gate meanwhile: judge.py ``_compile_step``). Run in a subprocess:
 the wrapper patches Triton's class for the whole process. Triton's own compile is replaced by a
-stub (there is no GPU backend here); what is tested is the wrapper around it."""
+stub (there is no GPU backend here); what is tested is the wrapper around it. Then the judge's side
+(judge/link.py): a request's credit for waits at the gate, and the limits on the compiles a process may
+have the gate let go of for (a candidate's; the torch.compile baseline's, ``trust_compiles``)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,3 +87,83 @@ def test_a_requests_credit_for_waits_at_the_gate_stops_exactly_at_its_limit():
     assert credited == limit and credited >= limit
     assert _credit(5.0, credited, limit) == (0.0, limit)  # nothing more once spent
     assert _credit(9.0, 0.0, limit) == (limit, limit)  # one wait longer than the limit: the limit
+
+
+def _link_and_process():
+    """A ``CandidateLink`` (the judge's end) and the process's end of its channel, in this process."""
+    import socket
+
+    from stark_lsp.evaluate.judge.link import CandidateLink, _OutputTail
+    from stark_lsp.evaluate.wire.channel import Channel, create_buffer
+
+    judge_end, process_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_r, out_w = os.pipe()
+    os.close(out_w)
+    tail = _OutputTail(out_r)
+    tail.start()
+    return CandidateLink(None, Channel(judge_end), create_buffer(1 << 16), tail, 1), Channel(process_end)
+
+
+def _long_compiles(process, n: int, seconds: float) -> None:
+    """The process's side: ``n`` compiles of ``seconds`` each (past the grace), each answered go, then the reply."""
+    assert process.recv(time.monotonic() + 10) == {"op": "run"}
+    for i in range(n):
+        process.send({"compiling": f"k{i}"})
+        time.sleep(seconds)
+        process.send({"compiled": f"k{i}"})
+        assert process.recv(time.monotonic() + 10) == {"go": True}
+    process.send({"calls": []})
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_the_torch_compile_baselines_compiles_have_the_gate_let_go_of_past_a_candidates_limits(monkeypatch,
+                                                                                               trusted):
+    """A candidate's process may have the gate let go of for ``UNGATED_S`` in all and ``MAX_COMPILES`` compiles a
+    request (against one that lies about compiling); the torch.compile baseline's (``trust_compiles``: no
+    candidate code, one honest compile of a 3-D conv model takes 40 s) for its request's own limit. Past a
+    limit the gate is kept held, and the request goes on: never a failure."""
+    import threading
+
+    from stark_lsp.evaluate.judge import link as L
+
+    monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
+    monkeypatch.setattr(L, "UNGATED_S", 0.1)  # what a candidate's compiles may have: spent by the first
+    monkeypatch.setattr(L, "MAX_COMPILES", 2)
+    link, process = _link_and_process()
+    if trusted:
+        link.trust_compiles()
+    steps: list[str] = []
+    t = threading.Thread(target=_long_compiles, args=(process, 4, 0.3))
+    t.start()
+    try:
+        reply = link.request({"op": "run"}, 30.0, on_compile=lambda step: steps.append(step) or 0.0)
+    finally:
+        t.join(30)
+        link.close()
+    assert reply == {"calls": []}
+    if trusted:
+        assert steps == ["compiling", "compiled"] * 4 and link.ungated_s >= 4 * L.UNGATED_S
+    else:  # the first let go of it; the rest kept it held
+        assert steps == ["compiling", "compiled"] and link.ungated_s >= L.UNGATED_S
+
+
+def test_a_baselines_compiles_past_its_own_count_keep_the_gate(monkeypatch):
+    """However trusted, a request's compiles past ``BASELINE_MAX_COMPILES`` keep the gate held: safe, and the
+    baseline is timed all the same."""
+    import threading
+
+    from stark_lsp.evaluate.judge import link as L
+
+    monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
+    monkeypatch.setattr(L, "BASELINE_MAX_COMPILES", 1)
+    link, process = _link_and_process()
+    link.trust_compiles()
+    steps: list[str] = []
+    t = threading.Thread(target=_long_compiles, args=(process, 3, 0.1))
+    t.start()
+    try:
+        assert link.request({"op": "run"}, 30.0, on_compile=lambda step: steps.append(step) or 0.0) == {"calls": []}
+    finally:
+        t.join(30)
+        link.close()
+    assert steps == ["compiling", "compiled"]  # compile 2 of 1 allowed and on: the gate kept held

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -462,3 +463,38 @@ def test_a_process_that_could_not_start_is_nobodys_verdict():
                                                        "CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
     assert not out_of_memory(EvalResult(Status.INCORRECT, "trial 1: 12 elements differ"))
     assert not out_of_memory(EvalResult(Status.OK, "out of memory in a name"))
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="Inductor's CPU backend needs a C++ compiler")
+def test_the_torch_compile_baseline_lets_go_of_the_gate_only_while_it_compiles(lock_env, monkeypatch, tmp_path):
+    """torch.compile's baseline (here on the CPU, Inductor's C++: STARK_EVAL_COMPILED_BASELINE_CPU=1) holds the
+    gate shared for its load and first call, as any other, but for what its process says is the CPU's work: its
+    load's torch.compile() (imports) and its first call's compile; the compiled graph's run, the GPU's work on a
+    GPU (each kernel's autotuning there: tests/test_compile_stretch.py), has it taken back shared first."""
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.tasks.spec import load_task
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-compiled")
+    monkeypatch.setenv("STARK_EVAL_TRACE", str(trace))
+    monkeypatch.setenv("STARK_EVAL_COMPILED_BASELINE_CPU", "1")
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        result = ev.evaluate(task, task.root_source(), EvalOptions(trials=1, cpu_reps=1, compile_baseline=True))
+    assert result.status is Status.OK, result.summary()
+    assert result.runtime.compiled_reference is not None and "torch.compile baseline" not in result.runtime.note
+    takes = _takes(trace)
+    start = takes.index((EXCLUSIVE, "compiled calibration", "evaluation"))
+    end = takes.index((EXCLUSIVE, "compiled timing", "evaluation"))
+    between = takes[start + 1:end]
+    assert between[0] == (SHARED, "evaluation", "compiled calibration"), takes  # then its load, shared as it was
+    # the load's torch.compile() let go of it (seconds of imports here) and took it back before the first call
+    assert between[1:-2] in ([], [(None, "compiled load: compiling", "compiled load and first call"),
+                                  (SHARED, "compiled load", "compiled load: compiling")]), takes
+    assert between[-2][:2] == (None, "compiled first call: compiling"), takes  # Dynamo's and Inductor's work,
+    assert between[-1] == (SHARED, "compiled first call", "compiled first call: compiling"), takes  # then its run

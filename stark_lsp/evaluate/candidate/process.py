@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from stark_lsp.evaluate.candidate.compile_stretch import CompileStretch
 from stark_lsp.evaluate.candidate.compiled_capture import CompiledCapture
 from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_diagnostics
 from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
@@ -129,6 +130,7 @@ class CandidateProcess:
         if self.is_gpu:
             log_signatures(self.launcher_signatures)
         self.ref = None
+        self.role = ""  # what was loaded: "candidate", "reference" or "compiled" (torch.compile of the reference)
         self.fn: Callable[..., Any] | None = None
         self.capture: CompiledCapture | None = None
         self.cand_file: Path | None = None
@@ -213,6 +215,7 @@ class CandidateProcess:
         if self.ref is None or self.ref.spec.to_dict() != spec.to_dict():
             self.ref = load_reference(spec, self.device)
         role, seed = msg.get("role", "candidate"), int(msg["param_seed"])
+        self.role = role if isinstance(role, str) else ""
         if role == "candidate":
             self.cand_file, library = self._write_candidate(msg)
             self.source = str(msg.get("source", ""))
@@ -224,13 +227,15 @@ class CandidateProcess:
                 diags = load_diagnostics(cause, self.cand_file, self.source)
                 return error_reply("compile_error", first_line(str(e)), diags, log=str(e))
         elif role in ("reference", "compiled"):
-            fn = self.ref.reference_fn(seed)
+            fn = self.ref.reference_fn(seed)  # the model built (on the GPU): before any compile is said
             self.fn = fn
-            if role == "compiled" and isinstance(fn, torch.nn.Module):  # Inductor's code kept (compiled_capture.py)
-                self.capture = CompiledCapture(fn, on_compiled=self._compiled)
-                self.fn = self.capture.first
-            elif role == "compiled":
-                self.fn = torch.compile(fn)
+            if role == "compiled":  # torch.compile's own imports (seconds of the CPU's): said as a compile
+                with self._compiles_said(msg.get("compile_gate") is True, whole=True):
+                    if isinstance(fn, torch.nn.Module):  # Inductor's code kept (compiled_capture.py)
+                        self.capture = CompiledCapture(fn, on_compiled=self._compiled)
+                        self.fn = self.capture.first
+                    else:
+                        self.fn = torch.compile(fn)
         else:
             return error_reply("runtime_error", f"unknown role {role!r}")
         return {"loaded": True}
@@ -315,7 +320,8 @@ class CandidateProcess:
                   gate: bool = False) -> list[Any]:
         """One call of a batch. The first of the process: its memory poisoned before (an output that is never
         written reads as NaN), each Triton launch said as it happens (a long compile shows how far it got),
-        each Triton compile too when the judge asked (``gate``: ``_compile_gate``), and its return said
+        each Triton compile too when the judge asked (``gate``: ``_compile_gate``; the torch.compile
+        baseline's compile, all but the GPU's work in it: ``compile_stretch.py``), and its return said
         before any synchronization (a kernel that then hangs is killed within the call's limit)."""
         if not first:
             return call(inputs)
@@ -324,7 +330,7 @@ class CandidateProcess:
         self._compile_thread = threading.get_ident()
         self.launches.on_launch = self._progress
         try:
-            with self._compiles_said(gate):
+            with self._compiles_said(gate, whole=self.role == "compiled"):
                 out = call(inputs)
             self.chan.send({"launched": True})
         finally:
@@ -332,13 +338,19 @@ class CandidateProcess:
         return out
 
     @contextmanager
-    def _compiles_said(self, gate: bool) -> Iterator[None]:
+    def _compiles_said(self, gate: bool, whole: bool = False) -> Iterator[None]:
         """While a request the judge asked it of runs (``compile_gate``: a candidate's load and first
-        call), each Triton compile of this thread is said to the judge (``_compile_gate``)."""
+        call, the torch.compile baseline's load and first call), each Triton compile of this thread is said
+        to the judge (``_compile_gate``); with ``whole`` (torch.compile's: its imports, its compile), the
+        whole block is said as one compile, but for the GPU's work Inductor runs in it (``compile_stretch.py``)."""
         if not gate:
             yield
             return
         self._compile_thread = threading.get_ident()
+        if whole:  # Triton's compiles in it are inside the stretch: never said on their own
+            with CompileStretch(self._compile_gate).as_compile():
+                yield
+            return
         self.launches.on_compile = self._compile_gate
         try:
             yield
@@ -351,16 +363,17 @@ class CandidateProcess:
         if threading.get_ident() == self._compile_thread:
             self.chan.send({"progress": name})
 
-    def _compile_gate(self, step: str, name: str) -> None:
+    def _compile_gate(self, step: str, name: str) -> bool:
         """A Triton compile: the judge is told before it (it lets go of the GPU's gate, as compiling is
         the CPU's work; the GPU's queue drained first, so none of this process's work runs on beside
         another judge's timing) and after it, and the kernel runs only once the judge says the gate is
         held again (shared). Only the thread that made the request says its compiles (the channel is
-        one conversation): another's compile under the gate held shared, as any other work."""
+        one conversation): another's compile under the gate held shared, as any other work. True when
+        it was said."""
         if threading.get_ident() != self._compile_thread:
-            return
+            return False
         if self.is_gpu and torch.cuda.is_current_stream_capturing():
-            return  # a CUDA graph being captured: nothing runs until it is replayed, and no sync is allowed
+            return False  # a CUDA graph being captured: nothing runs until it is replayed, and no sync is allowed
         if step == "compiling" and self.is_gpu:
             self._sync()
         self.chan.send({step: name})
@@ -368,6 +381,7 @@ class CandidateProcess:
             msg = self.chan.recv()
             if msg.get("go") is not True:
                 raise RuntimeError(f"the judge answered a compile with {sorted(msg)!r}, not go")
+        return True
 
     def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The inputs of the next batch on the device chain (``wire/device_chain.py``), drawn before the

@@ -9,13 +9,15 @@ through a machine-wide gate, one per GPU (named after the device's UUID):
   also ncu's replays (``profile/run_once.py``);
 * **shared** for the other phases that run work on the GPU: the reference's
   outputs and the task check, every step in which candidate code runs (its
-  load, its first call, the trials, the launch check), clearing the process
-  away;
+  load, its first call, the trials, the launch check), the baselines' loads
+  and first calls, clearing the process away;
 * **none** while the CPU does the work: a process's start and its loading
   of the task's harness (trusted code), each Triton compile of a candidate's
   first call (the process says when one starts and ends: ``judge.py``
   ``_compile_step``), a ``load_inline`` candidate's load (its CUDA build), the
-  ``torch.compile`` baseline's compile (docs/EVALUATOR.md: what that leaves).
+  ``torch.compile`` baseline's compile (its process says it too, all of its
+  first call but the graphs and kernels Inductor runs on the GPU:
+  ``candidate/compile_stretch.py``; docs/EVALUATOR.md: what that leaves).
   A judge goes from the calibration straight to the candidate's load, and
   from the process's start into the calibration, without a hold in between
   that it does not need: every take of the gate can mean a wait behind a timer.

@@ -38,6 +38,17 @@ COMPILE_GRACE_S = 0.2  # a compile said that ends sooner (a hit in Triton's disk
 MAX_COMPILES = 1024  # compiles one request may let go of the gate for (an autotuner's configs, each a compile)
 UNGATED_S = 60.0  # how long one process's compiles may have the gate let go of, in all (the longest honest
 # compile seen: 42 s, a Triton reduction at BLOCK_X_0 = 1024 on level 2's 37_, docs/benchmarks.md session 25)
+# The torch.compile baseline's process (``trust_compiles``) has other limits. The two above are against a
+# candidate that lies about compiling to run beside another judge's timing; that process runs no candidate
+# code, only the task's reference under torch.compile, whose compile it says as one stretch broken by each
+# graph and kernel Inductor runs on the GPU (candidate/compile_stretch.py): one honest compile of a 3-D conv
+# model takes 40 s and more, and graph breaks add more compiles. Its time without the gate is bounded by its
+# request's own limit (the first call's: the process is killed past it), and its count by one stretch a
+# graph or kernel run; past either the gate is kept held, as for any process: never a failure of the baseline.
+BASELINE_UNGATED_S = math.inf
+BASELINE_MAX_COMPILES = 1 << 16
+
+
 def _credit(waited: float, credited: float, cap: float) -> tuple[float, float]:
     """What of a wait at the gate a request is credited, and its credit after it: at most ``cap`` in all,
     and exactly ``cap`` once spent (added up, the floats could fall short of it by a rounding step)."""
@@ -113,7 +124,13 @@ class CandidateLink:
         self.pin_tried = False
         self.sent_at = 0.0
         self.ungated_s = 0.0  # how long this process's compiles have had the GPU's gate let go of, in all
+        self.ungated_cap_s, self.compiles_cap = UNGATED_S, MAX_COMPILES  # a candidate's (``trust_compiles``)
         self.start_s: dict[str, float] = {}  # what the zygote and the process said their start took (trace only)
+
+    def trust_compiles(self) -> None:
+        """This process runs no candidate code (the torch.compile baseline's): the compiles it says may have
+        the gate let go of for its requests' own limits, and as many as torch.compile's first call says."""
+        self.ungated_cap_s, self.compiles_cap = BASELINE_UNGATED_S, BASELINE_MAX_COMPILES
 
     def wait_ready(self, limit_s: float, cancel_fd: int | None = None) -> None:
         if self.ready:
@@ -143,7 +160,8 @@ class CandidateLink:
         ``on_compile("compiled")`` take it again; both return the seconds waited,
         which the limits do not count, up to ``limit_s`` in all. Once that credit,
         or ``UNGATED_S`` of compiles without the gate in this process, or
-        ``MAX_COMPILES`` compiles in this request are spent, later compiles keep
+        ``MAX_COMPILES`` compiles in this request are spent (the torch.compile
+        baseline's: ``trust_compiles``), later compiles keep
         the gate held (a process that lies about compiling gains no more time
         without it). Each compile is answered ``{"go": true}`` without waiting: a
         process that does not read its answers, a compile said twice or ended
@@ -172,7 +190,7 @@ class CandidateLink:
                 if compiling is None or compiling < 0 or time.monotonic() >= deadline:
                     raise
                 assert on_compile is not None
-                if credited >= limit_s or self.ungated_s >= UNGATED_S or compiles > MAX_COMPILES:
+                if credited >= limit_s or self.ungated_s >= self.ungated_cap_s or compiles > self.compiles_cap:
                     compiling = _KEPT  # what a process may have without the gate is spent: compiled with it held
                     continue
                 waited, credited = _credit(on_compile("compiling"), credited, limit_s)  # a long compile: the CPU's
