@@ -169,3 +169,29 @@ def test_a_noisy_figure_is_not_raced_out_on_its_median_alone():
     noisy = TM.figure([TM.Batch(10, 10 * ms + 0.07) for ms in (1.0, 1.5, 2.0)], OV, True)
     assert noisy.median_ms > 1.3  # its median is a third over the best ...
     assert not TM.outpaced(noisy, race_ms=1.2)  # ... but its bound reaches below it
+
+
+def test_a_baseline_is_credited_by_the_candidates_rule_its_calibration_capped_by_its_empty_batches():
+    """The trace of an H100 run: a reference calibrated at 0.234 ms a call whose empty batches beside its
+    timed ones cost 0.03 ms a call; credited with its calibration it read 2 % fast against its own model
+    timed as a candidate (held to the empty batches' cap)."""
+    from dataclasses import replace
+
+    from stark_lsp.evaluate.judge.timed_calls import baseline_overhead, protocol_per_call
+
+    calibrated = TM.Overhead(fixed_ms=0.45, per_call_ms=0.234, noise_ms=0.01)
+    as_timed = replace(calibrated, per_call_ms=TM.PROTOCOL_CREDIT * 0.234, left_ms=TM.PROTOCOL_CREDIT * 0.234)
+    runs = [TM.Batch(1, 6.0 + 0.01 * i, paired_ms=0.45 + 0.03 + 0.002 * i) for i in range(9)]
+    ov = baseline_overhead(runs, as_timed, calibrated)
+    assert abs(ov.per_call_ms - TM.PROTOCOL_CREDIT * 0.03) < 1e-9 and abs(ov.left_ms - 0.015) < 1e-9
+    assert ov.fixed_ms == calibrated.fixed_ms
+    # a candidate of the same calibration, timed against this baseline's cap, gets the same figure
+    cap = protocol_per_call(runs, as_timed)
+    cand = replace(calibrated, per_call_ms=TM.PROTOCOL_CREDIT * min(calibrated.per_call_ms, cap))
+    unpaired = [TM.Batch(b.calls, b.wall_ms) for b in runs]
+    assert abs(TM.figure(runs, ov, True).median_ms - TM.figure(unpaired, cand, True).median_ms) < 1e-9
+    assert TM.figure(runs, ov, True).median_ms > TM.figure(runs, as_timed, True).median_ms  # it read fast before
+    # empty batches dearer than the calibration: the calibration stands; none beside: nothing changes
+    dear = [replace(b, paired_ms=2.0) for b in runs]
+    assert baseline_overhead(dear, as_timed, calibrated).per_call_ms == as_timed.per_call_ms
+    assert baseline_overhead(unpaired, as_timed, calibrated) is as_timed
