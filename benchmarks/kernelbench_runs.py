@@ -132,7 +132,9 @@ def report(dirs: list[str]) -> int:
         print(f"{doc.get('started', '?')}, {doc.get('hardware', '?')}; budget {cfg['budget']}, seeds "
               f"{cfg['seed']}..{cfg['seed'] + cfg['repeat'] - 1}, team {cfg['llm']}, torch.compile baseline "
               f"{'on' if cfg.get('compile_baseline') else 'off'}; {len(doc['runs'])}/{doc.get('planned_runs')} runs"
-              f"{'' if doc.get('complete') else ' (incomplete)'}\n")
+              f"{'' if doc.get('complete') else ' (incomplete)'}"
+              + (f"; {doc['cancelled']} of them cut short (redone by the next batch), left out of the table"
+                 if doc.get("cancelled") else "") + "\n")
         print("| policy | runs | attempted | correct | fast₁ × eager | fast₁ × torch.compile | geomean × eager "
               "(correct) | geomean × eager (attempted, failures as 1.0) | geomean × torch.compile | attempted at "
               "≥ torch.compile |")

@@ -333,3 +333,10 @@ def test_the_bench_names_one_gpu_shared_by_several_searches_as_one():
     assert _hardware([ev(0), ev(0), ev(1), ev(1)]) == "2 x NVIDIA H200, 2 searches at once on each"
     assert _hardware([ev(0), ev(1)]) == "2 x NVIDIA H200"
     assert _hardware([ev(0, "A"), ev(1, "B")]) == "GPU 0: A; GPU 1: B"
+
+
+def test_a_run_cut_short_is_kept_in_the_runs_but_left_out_of_the_summary():
+    rs = [rec("a", "stark", 2.0, curve=[1.0, 2.0, 2.0, 2.0]), rec("b", "stark", 9.0, curve=[1.0, 9.0, 9.0, 9.0], outcome="cancelled")]
+    doc = sample_doc(rs, complete=False)
+    assert len(doc["runs"]) == 2 and doc["cancelled"] == 1
+    assert doc["summary"]["policies"]["stark"]["runs"] == 1 and doc["summary"]["policies"]["stark"]["geomean_speedup"] == 2.0

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics
-from .record import RunRecord
+from .record import CANCELLED, RunRecord
 
 SCHEMA = "stark-bench/1"
 
@@ -36,13 +36,16 @@ def build_document(header: dict[str, Any], records: list[RunRecord], complete: b
     policies = list(header["config"]["policies"])
     names = [t["name"] for t in header["tasks"]]
     budget = int(header["config"]["budget"])
+    records_all, records = records, [r for r in records if r.outcome != CANCELLED]  # cut short: redone on resume,
+    # their search unfinished and their best never re-timed, so no summary counts them (the runs list keeps them)
     summary = {
         "policies": metrics.by_policy(records, policies),
         "tasks": metrics.by_task(records, names, policies),
         "curves": {p: metrics.curve([r for r in records if r.policy == p], budget) for p in policies},
         "ceilings": metrics.ceilings(records),
     }
-    doc = {"schema": SCHEMA, **header, "complete": complete, "runs": [r.to_dict() for r in records], "summary": summary}
+    doc = {"schema": SCHEMA, **header, "complete": complete, "runs": [r.to_dict() for r in records_all],
+           "cancelled": len(records_all) - len(records), "summary": summary}
     return clean(doc)
 
 
