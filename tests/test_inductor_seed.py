@@ -67,7 +67,7 @@ def test_seed_is_plain_triton_with_explicit_launches(name):
     assert all("triton.cdiv(" in grid for _, grid in launches)
     assert text.count("num_warps=8") == len(launches)
     assert "class ModelNew(Model):" in text
-    fwd = re.search(r"def forward\(self, ([^)]*)\):\n        out = _inductor_call\(\[(.*)\]\)", text)
+    fwd = re.search(r"def forward\(self, ([^)]*)\):\n        args = \[(.*)\]", text)
     assert fwd is not None
     expected = [("self." + w.split(" ", 1)[1]) if w.startswith("param") else None for w in INPUTS[name][1]]
     got = [a.strip() for a in fwd.group(2).split(",")]
@@ -257,7 +257,8 @@ def test_a_seed_with_a_convolution_has_cudnns_autotuning_as_a_switch_the_team_ca
     conv = write_seed(compiled("1_Conv2D_ReLU_BiasAdd"), source("1_Conv2D_ReLU_BiasAdd"))
     assert "CUDNN_BENCHMARK = False\ntorch.backends.cudnn.benchmark = CUDNN_BENCHMARK" in conv
     switch = [t for t in find_triton_tunables(conv) if t.kind == "switch"]
-    assert [(t.name, t.value, t.candidates) for t in switch] == [("CUDNN_BENCHMARK", False, (True,))]
+    assert [(t.name, t.value, t.candidates) for t in switch] == [("CUDNN_BENCHMARK", False, (True,)),
+                                                                  ("CUDA_GRAPH", False, (True,))]
     gemm = write_seed(compiled("12_Gemm_Multiply_LeakyReLU"), source("12_Gemm_Multiply_LeakyReLU"))
     assert "CUDNN_BENCHMARK" not in gemm  # no convolution: nothing for cuDNN to choose
 
@@ -286,3 +287,106 @@ def test_the_switch_is_not_tried_where_triton_interprets_the_kernels():
                            seed=3, hardware=hardware)
         names = {t.name for _, t, _ in BuiltinPlanner().options(ctx)}
         assert ("CUDNN_BENCHMARK" in names) is offered
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_every_seed_has_a_cuda_graph_switch_the_team_can_turn_on(name):
+    from stark_lsp.agents.builtin.code import BuiltinCoder
+    from stark_lsp.agents.builtin.plan import BuiltinPlanner
+    from stark_lsp.tasks.spec import TaskSpec
+
+    text = write_seed(compiled(name), source(name))
+    assert [(t.name, t.value) for t in find_triton_tunables(text) if t.kind == "switch"][-1] == ("CUDA_GRAPH", False)
+    task = TaskSpec(kind="kernelbench", path=KB / INPUTS[name][0] / f"{name}.py")
+    ctx = AgentContext(task, 1, text, "ok 1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", text),)), seed=3,
+                       hardware="NVIDIA H100 80GB HBM3")
+    on = [(t, v) for t, v in BuiltinPlanner(explore=0.0, noise=0.0).ranked(ctx) if t.name == "CUDA_GRAPH"]
+    assert [v for _, v in on] == [True]
+    marked = BuiltinPlanner().mark(ctx, *on[0]).marked_source
+    done = apply_replacements(marked, BuiltinCoder().code(ctx, marked).replacements)
+    assert "\nCUDA_GRAPH = True\n" in done and done.count("_inductor_call(") == text.count("_inductor_call(")
+    ast.parse(done)
+
+
+class _FakeGraph:
+    """A CUDA graph as the seed's ``_Graph`` uses it, on the CPU: capture runs the call and keeps it;
+    a replay runs it again on the same (static) inputs and writes into the captured outputs."""
+
+    captured = None  # (call, its argument list) of the capture in progress
+
+    def __init__(self):
+        self.call = None
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+        fn, args, outs = self.call
+        for o, n in zip(outs, fn(list(args))):
+            o.copy_(n)
+
+
+def _seed_graph_namespace():
+    """The seed's ``_Graph`` class, run against a CPU stand-in for torch.cuda's graph API."""
+    import contextlib
+    import types
+
+    import torch
+
+    from stark_lsp.agents.builtin.inductor_seed import _GRAPH
+
+    calls = []
+
+    def inductor_call(args):  # Inductor's call clears its argument list: the seed passes a copy
+        calls.append([a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
+        x, w, k = args
+        args.clear()
+        return [x * w + k, x.sum()]
+
+    box = {}
+
+    @contextlib.contextmanager
+    def graph(g, capture_error_mode=None):
+        box["graph"] = g
+        yield
+        g.call = (inductor_call, g_static(), box["out"])
+
+    def g_static():
+        return ns["_Graph_instance"].static
+
+    cuda = types.SimpleNamespace(CUDAGraph=_FakeGraph, graph=graph, Stream=lambda: types.SimpleNamespace(
+        wait_stream=lambda s: None), stream=lambda s: contextlib.nullcontext(),
+        current_stream=lambda: types.SimpleNamespace(wait_stream=lambda s: None))
+    fake_torch = types.SimpleNamespace(Tensor=torch.Tensor, cuda=cuda)
+
+    def recording_call(args):
+        out = inductor_call(args)
+        box["out"] = out
+        return out
+
+    ns = {"torch": fake_torch, "_inductor_call": recording_call}
+    exec(_GRAPH, ns)
+    return ns, calls
+
+
+def test_the_cuda_graph_copies_fresh_inputs_in_and_its_outputs_out():
+    import torch
+
+    ns, calls = _seed_graph_namespace()
+    g = ns["_Graph"]()
+    ns["_Graph_instance"] = g
+    w = torch.tensor([2.0, 3.0])
+    persistent = {id(w)}
+    x1 = torch.tensor([1.0, 1.0])
+    out1 = g([x1, w, 5], persistent)
+    assert torch.equal(out1[0], torch.tensor([7.0, 8.0])) and float(out1[1]) == 2.0
+    assert len(calls) == 3  # once off the graph, once captured, once replayed (the fake's replay runs the call)
+    assert calls[0][1] == w.data_ptr() and calls[0][0] != x1.data_ptr()  # the parameter in place, the input copied
+    x2 = torch.tensor([10.0, 0.0])
+    out2 = g([x2, w, 5], persistent)
+    assert torch.equal(out2[0], torch.tensor([25.0, 5.0])) and float(out2[1]) == 10.0
+    assert g.graph.replays == 2 and len(calls) == 4  # replayed, not captured again
+    assert torch.equal(out1[0], torch.tensor([7.0, 8.0]))  # the first call's outputs were copied out: untouched
+    assert out2[0].data_ptr() != g.out[0].data_ptr()  # never the graph's own memory
+    assert torch.equal(x2, torch.tensor([10.0, 0.0]))  # the caller's input is read, never written
+    g([torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 1.0, 1.0]), 5], persistent)  # new shapes: captured again
+    assert len(calls) == 7 and g.graph.replays == 1

@@ -15,7 +15,10 @@ the search can tune, the text that replaces ``class ModelNew(Model): pass``:
   its block through ``_fit``, so that no tuned value can run past the end; a persistent
   reduction's whole-row block is marked ``# stark: fixed`` and never tuned;
 * ``ModelNew(Model)``, whose ``forward`` passes the model's own parameters and buffers and its
-  inputs in the order of Inductor's graph.
+  inputs in the order of Inductor's graph;
+* a switch, ``CUDA_GRAPH = False``, which the search may turn on: ``_inductor_call`` is then captured
+  once in a CUDA graph and replayed, the call's inputs copied into the graph's and its outputs copied
+  out (``_Graph``), so that a model whose kernels are shorter than their launches pays one launch.
 
 Library calls Inductor makes (``extern_kernels.mm``, ``convolution``...) stay library calls.
 Anything this cannot write out faithfully (several graphs, kernels other than pointwise and
@@ -398,6 +401,35 @@ _FIT = '''def _fit(block, n):
     return block'''
 
 
+_GRAPH = '''class _Graph:
+    """_inductor_call captured once in a CUDA graph, then replayed: each call's inputs are copied into the
+    graph's own (the model's parameters and buffers are used where they are), and its outputs are copied
+    out, since every replay writes the same memory. A new shape, dtype or device captures it again."""
+
+    def __init__(self):
+        self.graph, self.key, self.static, self.out = None, None, [], []
+
+    def __call__(self, args, persistent):
+        key = [(id(a) in persistent, a.shape, a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a
+               for a in args]
+        if self.graph is None or key != self.key:
+            self.static = [a.clone() if isinstance(a, torch.Tensor) and id(a) not in persistent else a for a in args]
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # once off the graph: its compiles and library handles come first
+                _inductor_call(list(self.static))
+            torch.cuda.current_stream().wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+                self.out = _inductor_call(list(self.static))
+            self.key = key
+        for mine, given in zip(self.static, args):
+            if isinstance(given, torch.Tensor) and mine is not given:
+                mine.copy_(given)
+        self.graph.replay()
+        return [o.clone() if isinstance(o, torch.Tensor) else o for o in self.out]'''
+
+
 def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
             body: list[str], inputs: list[str], signature: str, outputs: int, source: str) -> str:
     single = _returns_single(source)
@@ -418,12 +450,21 @@ def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
         out += [_FIT, "", ""]
     out += ["# launch configuration (Inductor's choice): block sizes per kernel", *blocks, "", ""]
     out += ["def _inductor_call(args):", *body, "", ""]
+    out += [*switch_lines("CUDA_GRAPH"), "", "", _GRAPH, "", ""]
     ret = "out[0]" if single else "tuple(out)"
     out += ["class ModelNew(Model):",
             '    """Model.forward as torch.compile (Inductor) wrote it, as plain Triton kernels and library calls."""',
             "",
+            "    _graph = None",
+            "",
             f"    def forward(self, {signature}):",
-            f"        out = _inductor_call([{', '.join(inputs)}])",
+            f"        args = [{', '.join(inputs)}]",
+            "        if CUDA_GRAPH:",
+            "            if self._graph is None:",
+            "                self._graph = _Graph()",
+            "            out = self._graph(args, {id(t) for t in (*self.parameters(), *self.buffers())})",
+            "        else:",
+            "            out = _inductor_call(args)",
             f"        return {ret}", ""]
     return "\n".join(out)
 

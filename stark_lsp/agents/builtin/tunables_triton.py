@@ -12,7 +12,9 @@ the grid would not follow. A line whose comment says ``stark: fixed`` is never
 tuned (a persistent reduction's whole-row block, say). Switches: a
 module-level ``CUDNN_BENCHMARK = False`` (cuDNN's heuristic choice of a
 convolution's algorithm, or, on, the fastest of those it times on the first
-call), written by the team beside the line that applies it.
+call), written by the team beside the line that applies it; a module-level
+``CUDA_GRAPH = False`` (torch.compile's written-out code: its calls replayed
+from a CUDA graph when on, ``inductor_seed.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ _DICT = re.compile(rf"['\"](?P<name>{_BLOCKISH})['\"]\s*:\s*(?P<val>\d+)(?![\w.]
 _CONSTEXPR = re.compile(rf"\b(?P<name>{_BLOCKISH})\s*:\s*tl\.constexpr\s*=\s*(?P<val>\d+)(?![\w.])")
 _DEF = re.compile(r"^(?P<indent>\s*)def\s")
 _FIXED = re.compile(r"#.*\bstark:\s*fixed\b")  # a line its author marked as not a knob
-SWITCHES = ("CUDNN_BENCHMARK",)  # module-level on/off settings the team writes (``switch_lines``)
+SWITCHES = ("CUDNN_BENCHMARK", "CUDA_GRAPH")  # module-level on/off settings the team writes (``switch_lines``)
 _SWITCH = re.compile(rf"^(?P<name>{'|'.join(SWITCHES)})\s*=\s*(?P<val>True|False)\s*(?:#.*)?$")
 
 WARPS = (1, 2, 4, 8, 16)
@@ -143,4 +145,8 @@ def switch_lines(name: str) -> list[str]:
                 "# on the first call (True). The search tries both.",
                 "CUDNN_BENCHMARK = False",
                 "torch.backends.cudnn.benchmark = CUDNN_BENCHMARK"]
+    if name == "CUDA_GRAPH":
+        return ["# the whole forward captured once in a CUDA graph and replayed (True): one launch a call instead",
+                "# of one a kernel, for models whose kernels are shorter than their launches. The search tries both.",
+                "CUDA_GRAPH = False"]
     raise ValueError(f"no switch {name!r}")
