@@ -70,3 +70,21 @@ __global__ void (*pointer)(int);
     assert defined_kernel_names(src) == ["add", "scale", "tiled", "softmax_rows_kernel", "clustered"]
     py = 'CUDA = """__global__ void relu_kernel(const float* a, float* b, int n) {}"""'
     assert defined_kernel_names(py) == ["relu_kernel"]
+
+
+def test_a_source_that_may_replay_a_cuda_graph_is_checked_with_the_profiler():
+    from stark_lsp.agents.builtin.tunables_triton import switch_lines
+    from stark_lsp.evaluate.judge.judge import _profiled
+    from stark_lsp.evaluate.judge.launch_rule import uses_cuda_graph
+
+    triton_only = "@triton.jit\ndef k(x_ptr):\n    pass\n\ndef run(x):\n    k[(1,)](x)\n"
+    assert not uses_cuda_graph(triton_only) and not _profiled(triton_only)  # Triton's counter sees its launches
+    for graphed in ("g = torch.cuda.CUDAGraph()\n", "with torch.cuda.graph(g):\n", "torch.cuda.make_graphed_callables(m, (x,))\n",
+                    "from torch.cuda import graph\n", "\n".join(switch_lines("CUDA_GRAPH"))):
+        src = triton_only + graphed
+        assert _profiled(src) == uses_cuda_graph(src)
+    assert _profiled(triton_only + "g = torch.cuda.CUDAGraph()\n")  # a replay launches nothing from Python
+    assert not uses_cuda_graph(triton_only + "# a graph of the call\nplot.graph(x)\n")
+    seed = triton_only + "\n".join(switch_lines("CUDA_GRAPH")) + "\n\ng = torch.cuda.CUDAGraph()\n"
+    assert not _profiled(seed)  # the team's switch off: no replay, the counter sees every launch
+    assert _profiled(seed.replace("CUDA_GRAPH = False", "CUDA_GRAPH = True"))

@@ -59,7 +59,7 @@ from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
 from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
-from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags
+from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags, uses_cuda_graph
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
 from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrate, memory_calls, output_shapes,
@@ -381,7 +381,7 @@ class Judge:
         compile_report = build_dataclass(CompileReport, job["compile"]) if job.get("compile") else CompileReport(ok=True)
         state = EvalState(compile_report, [KernelResources(**r) for r in job.get("resources", [])], source_flags(source))
         state.on_mark = self.on_phase
-        self._profiler_next = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))
+        self._profiler_next = bool(self.is_gpu and opts.profile_launches and _profiled(source))
         timeout_s = opts.run_timeout_s + (opts.compile_timeout_s if job.get("load_inline") else 0.0)
         if opts.cap_s is not None:  # --timeout: the whole evaluation, what the build before the judge spent included
             spent = job.get("spent_s")
@@ -630,7 +630,7 @@ class Judge:
         custom = defined_kernel_names(source)
         if spec.kind == "cuda" and not self.is_gpu:
             return
-        profile = bool(self.is_gpu and opts.profile_launches and _cuda_kernels(source))  # Triton's counter sees the rest
+        profile = bool(self.is_gpu and opts.profile_launches and _profiled(source))  # Triton's counter sees the rest
         reply = conv.ask({"op": "launches", "seed": seeds.draw(1, 3000)[0], "profile": profile}, call_limit + 30.0,
                          "the launch check")
         ran = launched_kernel_names(R.strings(reply.get("triton")) + R.strings(reply.get("profiled")))
@@ -844,6 +844,12 @@ def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: 
         where = f" ({Path(code.co_filename).name}, line {code.co_firstlineno}: def {code.co_name}{given})"
     msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
     return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}{memory_hint(e)}"
+
+
+def _profiled(source: str) -> bool:
+    """Whether a candidate's launch check needs the profiler: CUDA kernels, or a CUDA graph's replay
+    (Triton's counter sees only launches from Python)."""
+    return bool(_cuda_kernels(source)) or uses_cuda_graph(source)
 
 
 def _cuda_kernels(source: str) -> list[str]:

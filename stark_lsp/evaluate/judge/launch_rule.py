@@ -46,6 +46,17 @@ def kernel_base_name(name: str) -> str:
     return n.rsplit("::", 1)[-1].lstrip("*&")
 
 
+def uses_cuda_graph(source: str) -> bool:
+    """Whether the source may replay a CUDA graph: its kernels then run with no launch from Python, which
+    Triton's launch counter cannot see, so only the profiler can tell whether they ran. The built-in
+    team's switch written off (``CUDA_GRAPH = False``, torch.compile's written-out code) replays none: such
+    a source keeps the counter alone (a source that replays a graph anyway then has its kernels called
+    not launched: its own loss, never a pass)."""
+    if re.search(r"^CUDA_GRAPH\s*=\s*False\b", source, re.M):
+        return False
+    return bool(re.search(r"\bCUDAGraph\b|\bmake_graphed_callables\b|\bcuda\.graph\b", source))
+
+
 def launched_kernel_names(raw: list[str]) -> set[str]:
     return {kernel_base_name(r) for r in raw if r}
 
