@@ -203,3 +203,97 @@ def test_torch_compiles_first_call_runs_its_graph_between_two_compiles():
         assert CompiledFxGraph.__call__ is original
         ran.clear()
         assert torch.equal(model(x), out) and ran == []
+
+
+def fake_frame_compile(kernels: list) -> str:
+    """Stands in for Dynamo's ``convert_frame._compile``: a frame's compile, which may run the GPU's work (a
+    benchmark) inside it."""
+    ran.append(("frame compile",))
+    for k in kernels:
+        k.run()
+    return "code"
+
+
+def convert(kernels: list) -> str:
+    """Stands in for Dynamo's frame converter: it calls the compile by its module-level name."""
+    return fake_frame_compile(kernels)
+
+
+FRAME = (__name__, "fake_frame_compile")
+
+
+def test_in_frame_compiles_only_dynamos_compiles_are_said_and_eager_work_keeps_the_gate():
+    """A hostile review ran a whole model eagerly (a frame Dynamo skipped at a graph break) inside a first call
+    said as one compile: with the compiles said frame by frame, eager work and the graphs' runs say nothing
+    (the gate held shared), and the GPU's work inside a compile is carved out of it."""
+    eager, inside = FakeAutotuner("eager_kernel"), FakeAutotuner("benchmarked")
+    stretch = CompileStretch(_recorder(), places=KERNELS)
+    with stretch.in_frame_compiles(FRAME):
+        eager.run()
+        assert convert([inside]) == "code"
+        eager.run()
+    assert ran == [("run", "eager_kernel", (), None),
+                   ("compiling", STRETCH), ("frame compile",), ("compiled", "benchmarked"),
+                   ("run", "benchmarked", (), None), ("compiling", STRETCH), ("compiled", STRETCH),
+                   ("run", "eager_kernel", (), None)]
+    assert fake_frame_compile.__name__ == "fake_frame_compile" and convert([]) == "code"  # unwrapped after
+    assert stretch.said == 4
+
+
+def boom_compile(kernels: list) -> str:
+    raise RuntimeError("dynamo failed")
+
+
+def test_a_failed_frame_compile_still_ends_its_compile():
+    stretch = CompileStretch(_recorder(), places=KERNELS)
+    with stretch.in_frame_compiles((__name__, "boom_compile")):
+        with pytest.raises(RuntimeError):
+            globals()["boom_compile"]([])  # called by its module-level name, as Dynamo calls its own
+    assert ran == [("compiling", STRETCH), ("compiled", STRETCH)] and not stretch.compiling
+
+
+def test_without_dynamos_frame_compile_the_whole_call_is_one_compile():
+    stretch = CompileStretch(_recorder(), places=KERNELS)
+    with stretch.in_frame_compiles((__name__, "no_such_function")):
+        FakeAutotuner("k").run()
+    assert ran == [("compiling", STRETCH), ("compiled", "k"), ("run", "k", (), None), ("compiling", STRETCH),
+                   ("compiled", STRETCH)]
+
+
+def test_this_torch_has_dynamos_frame_compile():
+    from stark_lsp.evaluate.candidate.compile_stretch import FRAME_COMPILE
+
+    import importlib
+
+    assert callable(getattr(importlib.import_module(FRAME_COMPILE[0]), FRAME_COMPILE[1], None))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="Inductor's CPU backend needs a C++ compiler")
+def test_torch_compiles_first_call_said_frame_by_frame_for_real():
+    """Inductor's C++ on the CPU, a model with a graph break: each frame's compile said, the graphs' runs and
+    the eager code between them not."""
+    import torch
+
+    class Broken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            y = self.a(x).relu()
+            if float(y.sum()) > -1e30:  # a graph break: .item() on a traced value
+                y = y + 1
+            return self.b(y)
+
+    model = torch.compile(Broken())
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        with CompileStretch(_recorder()).in_frame_compiles():
+            out = model(x)
+        words = [w for w in ran if w[0] in ("compiling", "compiled")]
+        assert words and words[0] == ("compiling", STRETCH) and words[-1] == ("compiled", STRETCH)
+        assert all(a[0] != b[0] for a, b in zip(words, words[1:]))  # they alternate
+        assert ("compiled", "CompiledFxGraph") not in words  # a graph's run outside a compile says nothing
+        ran.clear()
+        assert torch.equal(model(x), out) and ran == []

@@ -7,7 +7,11 @@ runs the GPU's work inside that call: each compiled graph it runs, and in it, at
 first launch, its autotuner benchmarking the kernel's configurations on the GPU
 (``CachingAutotuner.run`` → ``autotune_to_one_config``), then the kernel itself.
 
-So the process says the whole first call as one compile (``{"compiling": ...}`` before, the GPU's
+So the process says each compile of a frame by Dynamo as a compile (``in_frame_compiles``: the rest of
+the first call, the compiled graphs' runs and any eager code between them or in a frame Dynamo skipped,
+is the GPU's work under the gate held shared; a hostile review ran a whole model eagerly inside a
+"compile" when the whole first call was said as one). Where this torch has no such place, it says the
+whole first call as one compile (``as_compile``) (``{"compiling": ...}`` before, the GPU's
 queue drained first; ``{"compiled": ...}`` after: the judge lets go of the GPU's gate once the compile
 outlasts its grace, judge/link.py), except each run of a compiled graph (``CompiledFxGraph.__call__``),
 and outside one each run of an Inductor kernel (``CachingAutotuner.run``) and of Inductor's benchmarker
@@ -42,6 +46,10 @@ STRETCH = "torch.compile"  # the name the first call's compile is said with
 GPU_RUNS = (("torch._inductor.output_code", "CompiledFxGraph", "__call__"),
             ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner", "run"),
             ("torch._inductor.runtime.benchmarking", "benchmarker", "benchmark_gpu"))
+
+# where Dynamo compiles one frame (its tracing, then Inductor's compile of the graph it found): a module-level
+# function its frame converter calls by name, so a wrapper put in the module is the one called
+FRAME_COMPILE = ("torch._dynamo.convert_frame", "_compile")
 
 Say = Callable[[str, str], bool]
 Places = tuple[tuple[str, str, str], ...]
@@ -85,6 +93,46 @@ class CompileStretch:
         with ExitStack() as stack:
             self._to(True, STRETCH)  # before torch's imports below: they are the CPU's work too
             stack.callback(self._to, False, STRETCH)  # the last word, after the wrappers are gone
+            for owner, attr in gpu_runs(self.places):
+                stack.enter_context(mock.patch.object(owner, attr, self._wrap(owner, getattr(owner, attr))))
+            yield self
+
+    @contextmanager
+    def in_frame_compiles(self, frame: tuple[str, str] = FRAME_COMPILE) -> Iterator[CompileStretch]:
+        """``with CompileStretch(say).in_frame_compiles(): ...``: the block (torch.compile's first call) runs
+        as the GPU's work (the gate held shared), but for each compile of a frame by Dynamo (``frame``), said
+        as a compile, with the runs of ``gpu_runs`` in it said as the GPU's work again. Eager code (a graph
+        break, a frame Dynamo skips and runs as it is) and the compiled graphs' runs are then under the gate
+        whatever torch does between them. Without ``frame`` in this torch, the whole block is one compile
+        (``as_compile``)."""
+        try:
+            module = importlib.import_module(frame[0])
+            original = getattr(module, frame[1], None)
+        except Exception:  # noqa: BLE001 - another torch: the coarser stretch
+            module, original = None, None
+        if module is None or not callable(original):
+            with self.as_compile() as stretch:
+                yield stretch
+            return
+        self._thread = threading.get_ident()
+        depth = [0]
+        stretch = self
+
+        @functools.wraps(original)
+        def compile_frame(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != stretch._thread or depth[0]:
+                return original(*args, **kwargs)
+            depth[0] += 1
+            stretch._to(True, STRETCH)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                stretch._to(False, STRETCH)
+
+        with ExitStack() as stack:
+            stack.callback(self._to, False, STRETCH)  # whatever an error left said, the last word ends it
+            stack.enter_context(mock.patch.object(module, frame[1], compile_frame))
             for owner, attr in gpu_runs(self.places):
                 stack.enter_context(mock.patch.object(owner, attr, self._wrap(owner, getattr(owner, attr))))
             yield self

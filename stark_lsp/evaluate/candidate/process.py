@@ -330,7 +330,7 @@ class CandidateProcess:
         self._compile_thread = threading.get_ident()
         self.launches.on_launch = self._progress
         try:
-            with self._compiles_said(gate, whole=self.role == "compiled"):
+            with self._compiles_said(gate, whole=self.role == "compiled", frames=True):
                 out = call(inputs)
             self.chan.send({"launched": True})
         finally:
@@ -338,17 +338,20 @@ class CandidateProcess:
         return out
 
     @contextmanager
-    def _compiles_said(self, gate: bool, whole: bool = False) -> Iterator[None]:
+    def _compiles_said(self, gate: bool, whole: bool = False, frames: bool = False) -> Iterator[None]:
         """While a request the judge asked it of runs (``compile_gate``: a candidate's load and first
         call, the torch.compile baseline's load and first call), each Triton compile of this thread is said
-        to the judge (``_compile_gate``); with ``whole`` (torch.compile's: its imports, its compile), the
-        whole block is said as one compile, but for the GPU's work Inductor runs in it (``compile_stretch.py``)."""
+        to the judge (``_compile_gate``); with ``whole`` (torch.compile's: its imports, its compile), torch's
+        compile is said instead (``compile_stretch.py``): the whole block (the load: imports) or, with
+        ``frames`` (the first call), each compile of a frame by Dynamo, but for the GPU's work Inductor runs
+        in it."""
         if not gate:
             yield
             return
         self._compile_thread = threading.get_ident()
-        if whole:  # Triton's compiles in it are inside the stretch: never said on their own
-            with CompileStretch(self._compile_gate).as_compile():
+        if whole:  # Triton's compiles in it are inside torch's: never said on their own
+            stretch = CompileStretch(self._compile_gate)
+            with stretch.in_frame_compiles() if frames else stretch.as_compile():
                 yield
             return
         self.launches.on_compile = self._compile_gate
