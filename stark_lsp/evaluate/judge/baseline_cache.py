@@ -54,7 +54,7 @@ MAX_AGE_S = 7 * 24 * 3600  # older figures are timed afresh (a driver's or a mac
 _ENV_PREFIXES = ("TORCH", "NVIDIA_TF32", "CUBLAS", "CUDNN", "STARK_SMALL", "PYTORCH")
 _CODE = ("timing.py", "timed_calls.py", "batches.py", "judge.py", "../harness.py", "../wire/device_chain.py",
          "../wire/device_chain_kernels.py", "../wire/digest.py", "../wire/signed_sum.py", "../candidate/process.py",
-         "../candidate/compiled_capture.py", "replies.py")
+         "../candidate/compiled_capture.py", "../candidate/compile_stretch.py", "link.py", "replies.py")
 
 
 def directory() -> Path | None:
