@@ -305,6 +305,26 @@ async def test_a_helper_module_is_a_hint_naming_its_user_not_a_broken_task(clien
     assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason
 
 
+async def test_a_helper_module_used_from_another_folder_of_its_package_names_that_user(client: LanguageClient):
+    """pkg/common/helpers.py, imported by pkg/ops/rms.py (a task: rms.harness.py beside it) with an absolute import:
+    a hint naming pkg/ops/rms.py, no "no harness" error (issue 25, item 2; tests/test_helper_modules.py has more)."""
+    root = client.root / "proj"
+    for d in ("pkg", "pkg/common", "pkg/ops"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+        (root / d / "__init__.py").write_text("")
+    path = root / "pkg" / "common" / "helpers.py"
+    path.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice(x):\n    return 2 * x\n")
+    (root / "pkg" / "ops" / "rms.py").write_text(TRITON_KERNEL.replace("import triton\n", "import triton\n"
+                                                 "from pkg.common.helpers import twice\n", 1))
+    (root / "pkg" / "ops" / "rms.harness.py").write_text(TRITON_HARNESS)
+    uri = open_document(client, path, "python")
+    (hint,) = await wait_until(lambda: diags_with(client, uri, "helper"), "the helper hint")
+    assert hint.severity == types.DiagnosticSeverity.Hint and "pkg/ops/rms.py uses it" in hint.message
+    assert not diags_with(client, uri, "missing-harness")
+    (action,) = await code_actions(client, uri, line_of(path.read_text(), "def twice"))
+    assert action.disabled is not None and "pkg/ops/rms.py uses it" in action.disabled.reason
+
+
 async def test_a_broken_task_stops_the_search_with_an_error_on_the_harness_line(client: LanguageClient):
     """The harness's reference raises on the task's inputs: the search stops at once ("the task is broken"),
     the kernel says so, and the harness gets an error on the line the judge named; fixed and saved, it goes."""

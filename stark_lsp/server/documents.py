@@ -28,6 +28,7 @@ from stark_lsp.server.diagnostics import CODE_HELPER, CODE_NOT_ON_DISK, CODE_UNF
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
 from stark_lsp.search.tree_store import harness_digest
 from stark_lsp.search.node_view import NodeView
+from stark_lsp.server.helper_modules import helper_users, shown_name
 from stark_lsp.tasks.kernels import Kernel, find_kernels, language_of
 from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, is_kernelbench_reference, is_triton_source, load_task
 
@@ -134,9 +135,10 @@ def resolve_task(path: Path) -> Resolved:
         task = load_task(path)
     except HarnessNotFound as e:
         users = helper_users(path)
-        if users:  # a module of @triton.jit helpers that a task's file imports: no error, a hint naming it
-            return Resolved(None, TaskProblem(f"a helper module: {users[0].name} uses it; optimize the kernel there "
-                                              f"(its search may change what it calls here)", code=CODE_HELPER))
+        if users:  # a module of @triton.jit helpers that a task's file in its package imports: a hint naming it
+            return Resolved(None, TaskProblem(f"a helper module: {shown_name(users[0], path)} uses it; optimize the "
+                                              f"kernel there (its search may change what it calls here)",
+                                              code=CODE_HELPER))
         return Resolved(None, TaskProblem(str(e), missing_harness=True, harness_path=str(e.expected)))
     except TaskError as e:
         return Resolved(None, TaskProblem(str(e)))
@@ -197,29 +199,3 @@ def line_before_edits(line: int, edits: list[LineEdit]) -> int:
         elif line > e.first:
             line = min(line, e.last)
     return line
-
-
-def helper_users(path: Path, limit: int = 200) -> list[Path]:
-    """The task files beside ``path`` (its folder, the Python files with a harness) that import it as a
-    module (``from .helpers import``, ``from pkg.helpers import``, ``import helpers``): ``path`` is then their
-    helper, not a task of its own. Blocking; reads at most ``limit`` files."""
-    import re
-
-    if path.suffix != ".py":
-        return []
-    name = re.escape(path.stem)
-    uses = re.compile(rf"^\s*(from\s+[.\w]*\b{name}\b\s+import|import\s+[.\w]*\b{name}\b)", re.M)
-    out = []
-    try:
-        siblings = sorted(path.parent.glob("*.py"))[:limit]
-    except OSError:
-        return []
-    for other in siblings:
-        if other == path or other.name.endswith(".harness.py") or not other.with_suffix(".harness.py").exists():
-            continue
-        try:
-            if uses.search(other.read_text(errors="replace")):
-                out.append(other)
-        except OSError:
-            continue
-    return out
