@@ -22,10 +22,21 @@ const checks = {
     [/needs an NVIDIA GPU/.test(r.refusal ?? ''), 'no "needs an NVIDIA GPU" message'],
     [r.searchStarted === false, 'a search started for a CUDA kernel without a GPU'],
   ],
-  rename: (r) => [
-    [/moved to moved\.py and goes on/.test(r.moved ?? ''), 'the search did not move with the renamed files'],
-    [/cancelled/.test(r.stopped ?? ''), 'Stop did not reach the search under its new name'],
-  ],
+  rename: (r, report) => {
+    // item 6: one tree move per rename, with one message. The Explorer's rename event and the file watcher both
+    // see it; the loser of that race must not say "already has a search tree … stays as it was". Every toast
+    // of the run counts (report.toasts, kept until the end): a late second message shows there too. seenToasts
+    // keeps one of each text, so two identical messages read as one; two different ones are caught.
+    const toasts = r.toastsAfterRename ?? report?.toasts ?? [];
+    const already = toasts.filter((t) => /already has a search tree/.test(t));
+    const moves = toasts.filter((t) => /moved to moved\.py/.test(t));
+    return [
+      [/moved to moved\.py and goes on/.test(r.moved ?? ''), 'the search did not move with the renamed files'],
+      [/cancelled/.test(r.stopped ?? ''), 'Stop did not reach the search under its new name'],
+      [already.length === 0, `the rename also said the tree was not moved: ${JSON.stringify(already)}`],
+      [moves.length === 1, `the rename said "moved to" ${moves.length} times, not once: ${JSON.stringify(moves)}`],
+    ];
+  },
   delete: (r) => [[/doomed\.py (was deleted|is gone)/.test(r.deleted ?? ''), 'deleting the file did not stop its search']],
   harness: (r) => [
     [/Create fill_me\.harness\.py/.test(r.quickFix ?? ''), 'no "Create fill_me.harness.py" quick fix'],
@@ -136,7 +147,7 @@ export function checkReport(report, only = []) {
       continue;
     }
     if (r.error) problems.push(`${name}: ${r.error}`);
-    for (const [ok, why] of check(r)) if (!ok) problems.push(`${name}: ${why}`);
+    for (const [ok, why] of check(r, report)) if (!ok) problems.push(`${name}: ${why}`);
   }
   return problems;
 }
