@@ -17,15 +17,20 @@ ENTRY = {"cli.py", "__main__.py"}
 
 
 def imported(path: Path) -> list[tuple[list[str], int]]:
-    """Every stark_lsp module ``path`` imports (absolute or relative, at any depth): its dotted parts."""
+    """Every stark_lsp module ``path`` imports (absolute or relative, at any depth; ``from stark_lsp import
+    search`` and ``from .. import search`` name the package itself): its dotted parts."""
     here = ["stark_lsp", *path.relative_to(PKG).with_suffix("").parts]
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.append((node.module.split("."), node.lineno))
-        elif isinstance(node, ast.ImportFrom) and node.level > 0:  # from .x / ..x import: resolved
-            base = here[:-node.level] if path.name != "__init__.py" else here[:len(here) - node.level]
-            out.append((base + (node.module.split(".") if node.module else []), node.lineno))
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module.split(".") if node.module else []
+            else:  # from .x / ..x import: resolved
+                up = here[:-node.level] if path.name != "__init__.py" else here[:len(here) - node.level]
+                base = up + (node.module.split(".") if node.module else [])
+            out.append((base, node.lineno))
+            if base == ["stark_lsp"]:  # from stark_lsp import search: each name may be a package or module
+                out += [([*base, a.name], node.lineno) for a in node.names]
         elif isinstance(node, ast.Import):
             out += [(a.name.split("."), node.lineno) for a in node.names]
     return [(bits, line) for bits, line in out if bits[0] == "stark_lsp" and len(bits) > 1]
@@ -109,3 +114,23 @@ def test_relative_imports_are_followed():
     """``from .excerpts import`` in search/windows.py is search.excerpts; ``from ..node`` in a policy is search.node."""
     assert ["stark_lsp", "search", "excerpts"] in [b for b, _ in imported(PKG / "search" / "windows.py")]
     assert ["stark_lsp", "search", "node"] in [b for b, _ in imported(PKG / "search" / "policies" / "greedy.py")]
+
+
+def test_a_package_imported_by_name_from_the_top_counts(tmp_path):
+    import shutil
+
+    copy = tmp_path / "stark_lsp"
+    (copy / "a").mkdir(parents=True)
+    (copy / "b").mkdir()
+    (copy / "a" / "x.py").write_text("from stark_lsp import b\n")
+    (copy / "b" / "y.py").write_text("from .. import a\n")
+    global PKG
+    kept = PKG
+    try:
+        PKG = copy
+        assert imported(copy / "a" / "x.py")[-1][0] == ["stark_lsp", "b"]
+        assert imported(copy / "b" / "y.py")[-1][0] == ["stark_lsp", "a"]
+        assert ["a", "b"] in [sorted(c) for c in cycles(package_graph()[0])]
+    finally:
+        PKG = kept
+    shutil.rmtree(copy)
