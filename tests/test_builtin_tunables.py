@@ -146,3 +146,18 @@ def test_eval_int():
     assert eval_int("256u", {}) == 256
     assert eval_int("blockDim.x", {}) is None
     assert eval_int("(int)x", {"x": 1}) is None
+
+
+def test_the_team_reads_the_nvcc_flags_lines_as_the_builder_does():
+    """Every ``stark-nvcc-flags`` line counts, split as a shell would: the builder and the built-in team
+    (issue 26: each had its own reading, and two lines or a quoted flag set them apart)."""
+    from stark_lsp.agents.builtin.tunables_cuda import find_cuda_tunables
+    from stark_lsp.evaluate.cuda_build import requested_nvcc_flags
+
+    src = ("// stark-nvcc-flags: -O3\n// stark-nvcc-flags: '--use_fast_math' -maxrregcount=64\n"
+           "__global__ void k(float* x) { x[0] = 1.0f; }\n")
+    assert requested_nvcc_flags(src) == ["-O3", "--use_fast_math", "-maxrregcount=64"]
+    values = {t.name: t.value for t in find_cuda_tunables(src) if t.kind == "nvcc_flag"}
+    assert values == {"nvcc --use_fast_math": True, "nvcc -maxrregcount": 64, "nvcc -O3": True}
+    flag_sites = {t.site.line for t in find_cuda_tunables(src) if t.kind == "nvcc_flag"}
+    assert flag_sites == {1}  # a change is written on the first line

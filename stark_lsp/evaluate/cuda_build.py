@@ -54,6 +54,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from stark_lsp import nvcc_flags
 from stark_lsp.project_build import inputs as I
 from stark_lsp.project_build.depfile import parse_depfile
 from stark_lsp.project_build.ninja_file import NinjaBuild
@@ -71,7 +72,6 @@ extern "C" int stark_last_error(void) { return (int)cudaGetLastError(); }
 extern "C" const char* stark_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
 extern "C" int stark_device_sync(void) { return (int)cudaDeviceSynchronize(); }
 """
-_FLAGS_COMMENT = re.compile(r"^\s*//\s*stark-nvcc-flags:(.*)$", re.M)
 _ALLOWED_FLAG = re.compile(
     r"^(-O[0-3]|--use_fast_math|-use_fast_math|-maxrregcount=\d+|--maxrregcount=\d+|-lineinfo|"
     r"--extra-device-vectorization|-Xptxas=-O[0-3]|--ftz=(true|false)|--prec-div=(true|false)|"
@@ -133,11 +133,14 @@ def requested_nvcc_flags(source: str) -> list[str]:
     be able to pass ``-o``, ``-Xcompiler`` or ``-include`` to the compiler.
     """
     flags: list[str] = []
-    for m in _FLAGS_COMMENT.finditer(source):
-        for f in shlex.split(m.group(1)):
-            if not _ALLOWED_FLAG.match(f):
-                raise BuildError(f"stark-nvcc-flags: flag {f!r} is not allowed (allowed: optimization and codegen flags)")
-            flags.append(f)
+    try:
+        asked = nvcc_flags.requested(source)
+    except ValueError as e:
+        raise BuildError(f"stark-nvcc-flags: {e}") from None
+    for f in asked:
+        if not _ALLOWED_FLAG.match(f):
+            raise BuildError(f"stark-nvcc-flags: flag {f!r} is not allowed (allowed: optimization and codegen flags)")
+        flags.append(f)
     return flags
 
 
@@ -538,10 +541,8 @@ def _compiler_env() -> dict[str, str]:
 
 
 def _flags_line(source: str) -> int | None:
-    for i, ln in enumerate(source.splitlines(), 1):
-        if _FLAGS_COMMENT.match(ln):
-            return i
-    return None
+    found = nvcc_flags.flag_lines(source.splitlines())
+    return found[0][0] if found else None
 
 
 def _first_error_line(log: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from stark_lsp import nvcc_flags
 from stark_lsp.agents.builtin.cexpr import eval_int, names_in
 from stark_lsp.agents.builtin.tunable import Site, Tunable, powers_of_two
 from stark_lsp.markers.syntax import split_lines
@@ -32,7 +33,7 @@ _LAUNCH = re.compile(r"(?P<kernel>[A-Za-z_]\w*)\s*(?:<[^<>]*>)?\s*<<<(?P<args>.*
 _DIM3 = re.compile(r"\bdim3\s+(?P<var>[A-Za-z_]\w*)\s*(?:\(|\{|=\s*dim3\s*\()")
 _UNROLL = re.compile(r"^\s*#\s*pragma\s+unroll\s*\(?\s*(?P<val>\d+)\s*\)?\s*$")
 _BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(?P<val>[^,()]+?)\s*(?:,|\))")
-_FLAGS = re.compile(r"^\s*//\s*stark-nvcc-flags:(?P<flags>.*)$")
+_FLAGS = nvcc_flags.FLAGS_LINE  # read as the builder reads it (``stark_lsp/nvcc_flags.py``)
 _SHARED = re.compile(r"__shared__")
 
 KNOB_WORDS = {
@@ -100,7 +101,10 @@ def _find_dim3(text: str) -> list[_Dim3]:
 
 
 def parse_flags(text: str) -> list[str]:
-    return text.split()
+    try:
+        return nvcc_flags.split_flags(text)
+    except ValueError:  # an unclosed quote: the builder refuses the source; nothing here to tune
+        return text.split()
 
 
 def find_cuda_tunables(source: str, fragment: bool = False) -> list[Tunable]:
@@ -258,14 +262,10 @@ def _coupled(lines: list[str], site_line: int, val: int, grid: str, dim3s: dict,
 
 
 def _flag_tunables(lines: list[str]) -> list[Tunable]:
-    for no, text in enumerate(lines, start=1):
-        m = _FLAGS.match(text)
-        if m:
-            flags = parse_flags(m.group("flags"))
-            site = Site(no, m.start("flags"), m.end("flags"))
-            break
-    else:
-        flags, site = [], None
+    found = nvcc_flags.flag_lines(lines)
+    # every flags line counts, as the builder reads them; a change is written on the first
+    flags = [f for _, m in found for f in parse_flags(m.group("flags"))]
+    site = Site(found[0][0], found[0][1].start("flags"), found[0][1].end("flags")) if found else None
     out = []
     fast = "--use_fast_math" in flags or "-use_fast_math" in flags
     out.append(Tunable("nvcc --use_fast_math", "nvcc_flag", site, fast, (not fast,), "flag"))
