@@ -292,9 +292,13 @@ def test_continue_search_when_the_budget_is_spent():
 
 def test_code_actions_while_running_and_for_markers():
     m = MarkerSpan("st", "do it", 3, 5)
-    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, [m], running_kernel="add_relu_kernel"))
+    idle = build_code_actions(ActionContext("u", ROOT, KERNELS, [m]))
+    assert titles(idle)[-1] == "Implement with the Code agent (marker st)" and idle[-1].command.arguments == ["u", "st"]
+    # while a search runs, its tree is the search's: the marker's attempt is offered disabled, with why (issue 26)
+    acts = build_code_actions(ActionContext("u", ROOT, KERNELS, [m], running_kernel="add_relu_kernel",
+                                            disabled_support=True))
     assert titles(acts) == ["Stop optimizing add_relu_kernel", "Implement with the Code agent (marker st)"]
-    assert acts[1].command.arguments == ["u", "st"]
+    assert acts[1].disabled is not None and "stop it first" in acts[1].disabled.reason and acts[1].command is None
     assert build_code_actions(ActionContext("u", ROOT, [], tree=tree())) == []
 
 

@@ -18,7 +18,13 @@ from typing import Any
 
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
-from stark_lsp.commands.arguments import add_sandbox_argument, positive_float, positive_int, tolerance
+from stark_lsp.commands.arguments import (
+    add_sandbox_argument,
+    positive_float,
+    positive_int,
+    tolerance,
+)
+from stark_lsp.evaluate.protocol import is_gpu
 
 NAME = "eval"
 HELP = "compile, verify and time a candidate kernel against a task's reference"
@@ -81,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
             result = compile_only(ev, task, source, opts, shown)
         else:
             result = ev.evaluate(task, source, opts)
-        hardware = ev.hardware()
+        hardware, on_gpu = ev.hardware(), is_gpu(ev)
     finally:
         ev.close(wait=False)  # the verdict is in: the judge clears its sandbox away after this returns
-    if refusal.needs_gpu(task) and "interpreter" in str(hardware):  # nvcc compiled it; nothing here runs it
+    if refusal.needs_gpu(task) and not on_gpu:  # nvcc compiled it; nothing here runs it
         hardware = "none: no NVIDIA GPU here (nvcc compiles; nothing runs)"
     result = with_user_file_name(result, Path(shown).name)
     # a KernelBench file without ModelNew, evaluated alone: the reference timed against itself

@@ -316,10 +316,8 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
         else:
             print("no correct candidate: nothing written")
         return False
-    gain = view.gain(best)
+    gain = view.gain(best)  # the re-timed median against your kernel where there is one (speedups.vs_yours)
     retimed = Retimed.from_dict(best.retimed) if best.retimed else None
-    if retimed is not None and retimed.vs_root is not None:
-        gain = retimed.vs_root  # the median of rounds that timed it in turn with your kernel
     if root is not None and root.correct and (gain is None or gain <= 1.0):
         print(f"no verified candidate beat your kernel (the fastest, #{best.id}, is "
               f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}): nothing written")

@@ -4,8 +4,9 @@
 Every surface reads this view rather than working these out itself:
 
 * the server (hover, diagnostics, code actions, progress, notifications and
-  ``stark/tree``), over immutable ``NodeView`` copies (``tree_view(task_id,
-  nodes)``, built in a worker thread and kept by ``TreeCache``);
+  ``stark/tree``), over immutable ``NodeView`` copies (``node_view``), which
+  ``server/tree_cache.py`` keeps by id and builds its ``TreeView`` from as node
+  updates arrive (``tree_view(task_id, nodes)`` is the same view made at once);
 * ``stark show`` (``render.py``), ``stark optimize``'s verdict, the search's
   progress line, the bench's records and ``TreeStore.best``, over the store's
   ``Node``s as they are (``TreeView.of(nodes)``).
@@ -208,5 +209,6 @@ def outcome(tree: TreeView, n: Any) -> str:
 
 
 def tree_view(task_id: str, nodes: Iterable[Any]) -> TreeView[NodeView]:
-    """The server's view: immutable ``NodeView`` copies of the nodes, by id."""
+    """A view over immutable ``NodeView`` copies of ``nodes``, in id order, made at once: the view the
+    server's ``TreeCache`` builds up node by node."""
     return TreeView(task_id, tuple(node_view(n) for n in sorted(nodes, key=lambda n: n.id)))

@@ -35,7 +35,7 @@ from stark_lsp.server.documents import DocState, line_before_edits
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
 from stark_lsp.search.node_view import NodeView
-from stark_lsp.search.tree_view import TreeView
+from stark_lsp.search.tree_view import FASTER, TreeView, outcome
 from stark_lsp.tasks.gpu_need import gpu_need
 from stark_lsp.tasks.kernels import Kernel, kernels_in_range
 from stark_lsp.tasks.spec import default_harness_path
@@ -151,7 +151,10 @@ def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
     return []
 
 
-def _disabled(c: ActionContext, k: Kernel, title: str, reason: str) -> types.CodeAction:
+MARKER_WHILE_SEARCHING = "a search is running on this kernel: stop it first (a marker's attempt writes the same tree)"
+
+
+def _disabled(c: ActionContext, name: str, title: str, reason: str) -> types.CodeAction:
     """An action that cannot be taken now, with why (LSP's ``disabled.reason``): never a silent missing one.
     A client without ``disabledSupport`` would show it as if it could run (or not at all): it gets an
     action that says why in its title, and whose command shows the reason."""
@@ -159,7 +162,7 @@ def _disabled(c: ActionContext, k: Kernel, title: str, reason: str) -> types.Cod
     if c.disabled_support:
         return types.CodeAction(title=title, kind=KIND_OPTIMIZE, disabled=types.CodeActionDisabled(reason=first))
     short = first if len(first) <= TITLE_REASON_CHARS else first[: TITLE_REASON_CHARS - 1].rstrip() + "…"
-    return _action(f"{CANNOT}{short}", KIND_OPTIMIZE, WHY_NOT, [c.uri, k.name, first])
+    return _action(f"{CANNOT}{short}", KIND_OPTIMIZE, WHY_NOT, [c.uri, name, first])
 
 
 def _applied(c: ActionContext, node: NodeView) -> bool:
@@ -175,9 +178,9 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
             actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
         elif blocked:
             fixes = _problem_fixes(c, k)
-            actions += fixes or [_disabled(c, k, f"Optimize kernel {k.name}", c.problem.message)]
+            actions += fixes or [_disabled(c, k.name, f"Optimize kernel {k.name}", c.problem.message)]
         elif c.cannot_run:
-            actions.append(_disabled(c, k, f"Optimize kernel {k.name}", c.cannot_run))
+            actions.append(_disabled(c, k.name, f"Optimize kernel {k.name}", c.cannot_run))
             # what can be done here: the same command compiles it (nvcc) and says what it found
             actions.append(_action(f"Check that {k.name} compiles (no GPU here to run it)", KIND_OPTIMIZE, OPTIMIZE,
                                    [c.uri, k.name]))
@@ -195,13 +198,15 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
                                    [c.uri, first], is_preferred=True))
         others = [n for n in tree.ranked_candidates() if best is None or n.id != best.id]
         for n in others[:MORE_CANDIDATES]:
-            gain = tree.gain(n)
-            if gain is not None and gain <= 1.0:
-                break  # not faster than the user's own kernel
+            if outcome(tree, n) != FASTER:
+                break  # not faster than the user's own kernel (ranked fastest first: nor is any after it)
             if not _applied(c, n):
                 actions.append(_action(f"Apply candidate #{n.id}: {gain_text(tree, n)}", KIND_OPTIMIZE,
                                        APPLY_CANDIDATE, [c.uri, first, n.id]))
     for m in c.markers:
-        actions.append(_action(f"Implement with the Code agent (marker {m.id})", KIND_OPTIMIZE, IMPLEMENT_MARKER,
-                               [c.uri, m.id]))
+        title = f"Implement with the Code agent (marker {m.id})"
+        if c.running_kernel is not None:  # its attempt would write the tree the running search writes
+            actions.append(_disabled(c, c.running_kernel, title, MARKER_WHILE_SEARCHING))
+            continue
+        actions.append(_action(title, KIND_OPTIMIZE, IMPLEMENT_MARKER, [c.uri, m.id]))
     return actions

@@ -32,6 +32,7 @@ from stark_lsp.markers.syntax import Marker, MarkerError, apply_replacements, pa
 from stark_lsp.search import EvaluatorFailed
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
+from stark_lsp.server.code_actions import MARKER_WHILE_SEARCHING
 
 
 def only_marker(text: str, marker_id: str) -> tuple[str, Marker]:
@@ -88,6 +89,8 @@ async def implement_marker(ls: Host, uri: str, marker_id: str) -> dict[str, Any]
     await ls.ready(state)
     if state.task is None:
         return ls.fail(state.problem.message if state.problem else "this file is not a task yet")
+    if ls.jobs.running(state.task_id) is not None:
+        return ls.fail(MARKER_WHILE_SEARCHING, types.MessageType.Warning)
     text = ls.document_text(uri)
     try:
         only_marker(text, marker_id)

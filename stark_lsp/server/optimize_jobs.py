@@ -44,7 +44,7 @@ from stark_lsp.server.host import Host
 from stark_lsp.server.labels import best_text
 from stark_lsp.server.optimize_state import Inbox, Job
 from stark_lsp.server.progress import PHASE_CHECK, PHASE_ROOT, PHASE_WORKER, WorkDone, final_text, progress_text
-from stark_lsp.search.node import IN_FLIGHT
+from stark_lsp.search.node import IN_FLIGHT, outcome_fields
 from stark_lsp.search.node_view import node_view
 from stark_lsp.speedups import CPU_NOTE as SPEED_CPU_NOTE
 from stark_lsp.tasks.gpu_need import LOAD_INLINE, gpu_need
@@ -214,11 +214,8 @@ class _CheckedRoot:
 
     def __init__(self, source: str, result: Any):
         self.id, self.parent_id, self.kind, self.attempt = 0, None, "root", 0
-        self.status = result.status.value
+        self.status, self.speedup, self.runtime_ms, self.error = outcome_fields(result)  # as the search writes a node's
         self.source, self.result, self.summary, self.plan = source, result, "your kernel", ""
-        self.speedup = result.speedup if result.status.value == "ok" else None
-        self.runtime_ms = result.runtime.candidate.median_ms if result.runtime else None
-        self.error = result.message if result.status.value != "ok" else ""
         self.duplicate_of, self.profile = None, None
 
 
