@@ -374,8 +374,10 @@ def test_the_cuda_graph_copies_fresh_inputs_in_and_its_outputs_out():
     ns, calls = _seed_graph_namespace()
     g = ns["_Graph"]()
     ns["_Graph_instance"] = g
+    import types
+
     w = torch.tensor([2.0, 3.0])
-    persistent = {id(w)}
+    persistent = types.SimpleNamespace(parameters=lambda: [w], buffers=lambda: [])  # the model: w is its parameter
     x1 = torch.tensor([1.0, 1.0])
     out1 = g([x1, w, 5], persistent)
     assert torch.equal(out1[0], torch.tensor([7.0, 8.0])) and float(out1[1]) == 2.0
@@ -388,5 +390,7 @@ def test_the_cuda_graph_copies_fresh_inputs_in_and_its_outputs_out():
     assert torch.equal(out1[0], torch.tensor([7.0, 8.0]))  # the first call's outputs were copied out: untouched
     assert out2[0].data_ptr() != g.out[0].data_ptr()  # never the graph's own memory
     assert torch.equal(x2, torch.tensor([10.0, 0.0]))  # the caller's input is read, never written
-    g([torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 1.0, 1.0]), 5], persistent)  # new shapes: captured again
+    g([torch.tensor([[1.0, 2.0]]), w, 5], persistent)  # a new shape: captured again
     assert len(calls) == 7 and g.graph.replays == 1
+    g([torch.tensor([[1.0, 2.0]]), torch.tensor([1.0, 1.0]), 5], persistent)  # another parameter: again
+    assert len(calls) == 10 and g.graph.replays == 1

@@ -404,30 +404,43 @@ _FIT = '''def _fit(block, n):
 _GRAPH = '''class _Graph:
     """_inductor_call captured once in a CUDA graph, then replayed: each call's inputs are copied into the
     graph's own (the model's parameters and buffers are used where they are), and its outputs are copied
-    out, since every replay writes the same memory. A new shape, dtype or device captures it again."""
+    out, since every replay writes the same memory. Other shapes, or other parameters, capture it again."""
 
     def __init__(self):
-        self.graph, self.key, self.static, self.out = None, None, [], []
+        self.graph, self.static, self.copied, self.out = None, [], [], []
 
-    def __call__(self, args, persistent):
-        key = [(id(a) in persistent, a.shape, a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a
-               for a in args]
-        if self.graph is None or key != self.key:
-            self.static = [a.clone() if isinstance(a, torch.Tensor) and id(a) not in persistent else a for a in args]
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # once off the graph: its compiles and library handles come first
-                _inductor_call(list(self.static))
-            torch.cuda.current_stream().wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-                self.out = _inductor_call(list(self.static))
-            self.key = key
-        for mine, given in zip(self.static, args):
-            if isinstance(given, torch.Tensor) and mine is not given:
-                mine.copy_(given)
+    def __call__(self, args, model):
+        if self.graph is None or not self._fits(args):
+            self._capture(args, model)
+        for i in self.copied:
+            self.static[i].copy_(args[i])
         self.graph.replay()
-        return [o.clone() if isinstance(o, torch.Tensor) else o for o in self.out]'''
+        return [o.clone() if isinstance(o, torch.Tensor) else o for o in self.out]
+
+    def _fits(self, args):
+        if len(args) != len(self.static):
+            return False
+        for i, (mine, given) in enumerate(zip(self.static, args)):
+            if i in self.copied:
+                if (given.shape, given.stride(), given.dtype, given.device) != (mine.shape, mine.stride(),
+                                                                                  mine.dtype, mine.device):
+                    return False
+            elif given is not mine and (isinstance(given, torch.Tensor) or given != mine):
+                return False
+        return True
+
+    def _capture(self, args, model):
+        kept = {id(t) for t in (*model.parameters(), *model.buffers())}
+        self.copied = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and id(a) not in kept]
+        self.static = [a.clone() if i in self.copied else a for i, a in enumerate(args)]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # once off the graph: its compiles and library handles come first
+            _inductor_call(list(self.static))
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+            self.out = _inductor_call(list(self.static))'''
 
 
 def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
@@ -462,7 +475,7 @@ def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
             "        if CUDA_GRAPH:",
             "            if self._graph is None:",
             "                self._graph = _Graph()",
-            "            out = self._graph(args, {id(t) for t in (*self.parameters(), *self.buffers())})",
+            "            out = self._graph(args, self)",
             "        else:",
             "            out = _inductor_call(args)",
             f"        return {ret}", ""]
