@@ -7,12 +7,16 @@ torch.compile baseline and ``compiled_code`` (what Inductor wrote for it), then 
 ``agents/builtin/inductor_seed.write_seed`` writes from it, evaluated by the same judge. Prints
 per task the seed's verdict, its time, and its figure against eager and against torch.compile
 (both from the one ratio function, ``stark_lsp.speedups``), or why no seed could be written.
+With ``--graph``, each seed is judged a second time with its ``CUDA_GRAPH`` switch turned on (the
+built-in team's move for launch-bound models: the forward captured once and replayed), as
+``graph_*`` fields: its verdict (the judge's launch rule must pass it), time and figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -43,6 +47,7 @@ def main() -> int:
     ap.add_argument("models", nargs="+")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--repeat", type=int, default=1, help="evaluate each seed this many times (its median)")
+    ap.add_argument("--graph", action="store_true", help="also judge each seed with CUDA_GRAPH = True")
     args = ap.parse_args()
     rows = []
     opts = EvalOptions(compile_baseline=True)
@@ -79,6 +84,16 @@ def main() -> int:
                         statistics.median(e[1] for e in each)
                     if all(e[2] for e in each):
                         row["x_compile"] = statistics.median(e[2] for e in each)
+            if args.graph:
+                graphed, n = re.subn(r"^CUDA_GRAPH = False$", "CUDA_GRAPH = True", src, flags=re.M)
+                if n != 1:
+                    row["graph"] = "no CUDA_GRAPH switch in the seed"
+                else:
+                    r = ev.evaluate(task, graphed, opts)
+                    row["graph"], row["graph_message"] = r.status.value, r.message[:300]
+                    if r.runtime is not None:
+                        row["graph_ms"], row["graph_x_eager"] = r.runtime.candidate.median_ms, r.runtime.speedup
+                        row["graph_x_compile"] = r.runtime.speedup_vs_compiled
             rows.append(row)
             print(json.dumps(row), flush=True)
     ok = [r for r in rows if r.get("x_compile")]

@@ -1,6 +1,7 @@
 #!/bin/bash
 # On a GPU machine (the device tool's, from the repository's root): one batch of KernelBench level 2
-# (or WHAT=level1 / policies; it resumes from bench-results/kb-$WHAT where that was carried)
+# (or WHAT=level1 / policies; it resumes from benchmarks/results/kb-$WHAT: its bench.json is
+# committed, its trees travel where they were carried)
 # with the evaluator's trace (STARK_EVAL_TRACE: timed processes, the gate's exclusive holds, the
 # judges' GPU memory), GPU utilisation and memory (nvidia-smi, 1 s) and the load average (5 s); with
 # LATENCY=1 then the turnaround (eval_latency.py). Everything lands in /tmp/w, tarred into $OUT/w.tgz.

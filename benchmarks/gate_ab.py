@@ -2,7 +2,7 @@
 
     python3 benchmarks/gate_ab.py TREES [--tasks 6] [--per-task 10] [--jobs 6] [--rounds 2] [--json FILE]
 
-TREES is a bench's trees folder (``bench-results/kb-level2/trees``): the candidates are the sources its
+TREES is a bench's trees folder (``benchmarks/results/kb-level2/trees``): the candidates are the sources its
 searches judged correct, ``--per-task`` of each of the first ``--tasks`` tasks (the KernelBench files of
 the same names under ``benchmarks/kernelbench``). One evaluator with ``--jobs`` judges evaluates them all
 at once, in two modes, in alternating rounds (shared, none, none, shared, ...) so that neither always

@@ -1,9 +1,9 @@
 """The measurements of issue 12, in batches that each fit one 10-minute command (docs/benchmarks.md).
 
     python3 benchmarks/kernelbench_runs.py prepare
-    python3 benchmarks/kernelbench_runs.py level2   [--out bench-results/kb-level2] [--gpus all]
-    python3 benchmarks/kernelbench_runs.py level1   [--out bench-results/kb-level1] [--gpus all]
-    python3 benchmarks/kernelbench_runs.py policies [--out bench-results/policies]  [--gpus all]
+    python3 benchmarks/kernelbench_runs.py level2   [--out benchmarks/results/kb-level2] [--gpus all]
+    python3 benchmarks/kernelbench_runs.py level1   [--out benchmarks/results/kb-level1] [--gpus all]
+    python3 benchmarks/kernelbench_runs.py policies [--out benchmarks/results/kb-policies] [--gpus all]
     python3 benchmarks/kernelbench_runs.py report   DIR [DIR ...]
 
 ``prepare`` checks the KernelBench task files that travel with the working tree
@@ -13,7 +13,9 @@ no network) and lists what each measurement will run. ``level1`` / ``level2`` /
 after ``--batch-seconds`` and a run stops starting attempts after
 ``--run-seconds``; a batch that overruns anyway is interrupted (SIGINT: the run in
 flight is recorded as cancelled and redone next time). Run the same command again
-until it prints ``complete``. ``report`` prints the figures as Markdown for
+until it prints ``complete``. The default output folders are under benchmarks/results/: each one's
+``bench.json`` (every finished run's record, which ``--resume`` continues from) is committed, so a
+measurement spread over several GPU sessions survives a fresh checkout; its trees and pages are not. ``report`` prints the figures as Markdown for
 docs/benchmarks.md.
 
 * level1 / level2: all 100 models, budget 30, policy stark, torch.compile baseline on.
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from stark_lsp.speedups import ratio_text  # noqa: E402
 KB = ROOT / "benchmarks" / "kernelbench"
+RESULTS = ROOT / "benchmarks" / "results"
 POLICY_TASKS = [
     "samples/mistuned/swish_add.py", "samples/mistuned/row_softmax.py", "samples/mistuned/bias_relu2d.cu",
     "samples/mistuned/row_sum.cu", "samples/triton/softmax.py", "samples/triton/layernorm.py",
@@ -103,7 +106,7 @@ def state(out: Path) -> tuple[int, int, bool]:
 
 
 def batch(name: str, args: argparse.Namespace) -> int:
-    args.out = Path(args.out or ROOT / "bench-results" / f"kb-{name}")
+    args.out = Path(args.out or RESULTS / f"kb-{name}")
     cmd = bench_command(name, args)
     print("$ " + " ".join(str(c) for c in cmd), flush=True)
     before = state(args.out)[0]
@@ -168,7 +171,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["prepare", "level1", "level2", "policies", "report"])
     ap.add_argument("dirs", nargs="*", help="report: bench output directories")
-    ap.add_argument("--out", help="bench output directory (default bench-results/kb-<what>)")
+    ap.add_argument("--out", help="bench output directory (default benchmarks/results/kb-<what>)")
     ap.add_argument("--gpus", help="passed to stark bench --gpus (e.g. all)")
     ap.add_argument("--budget", type=int, default=30)
     ap.add_argument("--jobs", type=int, help="passed to stark bench --jobs (default: its own)")
@@ -181,7 +184,7 @@ def main(argv: list[str]) -> int:
     if args.what == "prepare":
         return prepare()
     if args.what == "report":
-        return report(args.dirs or [str(ROOT / "bench-results" / f"kb-{n}") for n in MEASUREMENTS])
+        return report(args.dirs or [str(RESULTS / f"kb-{n}") for n in MEASUREMENTS])
     return batch(args.what, args)
 
 
