@@ -81,8 +81,9 @@ async def test_a_big_file_stays_responsive_and_its_diagnostics_are_capped(client
         change_lines(client, uri, 0, "// typed\n")
     md = await hover_text(client, uri, name_line + 20)  # the kernel moved down 20 lines: still found
     assert md is not None and md.startswith("**scale_kernel_900**")
-    (fix,) = await code_actions(client, uri, name_line + 20)
+    fix, opt = await code_actions(client, uri, name_line + 20)
     assert fix.title == "Create big.harness.py for scale_kernel_900"
+    assert opt.title == "Optimize kernel scale_kernel_900" and opt.disabled.reason.startswith("create big.harness.py")
     # once typing pauses, the file is analysed again and the diagnostics follow the new lines
     first = next(i for i, l in enumerate(lines) if "scale_kernel_0(" in l)
     await wait_until(lambda: (client.diagnostics.get(uri) or [None])[0] is not None
@@ -95,8 +96,9 @@ async def test_a_big_file_stays_responsive_and_its_diagnostics_are_capped(client
         moved += after == "above"
         md = await hover_text(client, uri, name_line + moved)
         assert md is not None and md.startswith("**scale_kernel_900**"), (after, md)
-        (fix,) = await code_actions(client, uri, name_line + moved)
+        fix, opt = await code_actions(client, uri, name_line + moved)
         assert fix.title == "Create big.harness.py for scale_kernel_900", after
+        assert opt.title == "Optimize kernel scale_kernel_900" and opt.disabled is not None, after
         await wait_until(lambda: (client.diagnostics.get(uri) or [None])[0] is not None
                          and client.diagnostics[uri][0].range.start.line == first + moved, f"analysis after {after}")
 

@@ -32,6 +32,7 @@ from tests.server_fixtures import (
     messages,
     node_of,
     open_document,
+    progress_values,
     run_action,
     save_document,
     server_command,
@@ -62,8 +63,9 @@ async def test_harness_quick_fix_opens_it_then_fill_then_optimize(client: Langua
     assert d.severity == types.DiagnosticSeverity.Error and d.range.start.line == kline
     assert "add_relu.harness.py" in d.message
 
-    (fix,) = await code_actions(client, uri, kline)
+    fix, disabled = await code_actions(client, uri, kline)
     assert fix.title == "Create add_relu.harness.py for add_relu_kernel"
+    assert disabled.disabled is not None and disabled.disabled.reason.startswith("create add_relu.harness.py first")
     assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred
     assert fix.diagnostics and fix.diagnostics[0].code == "missing-harness"
     assert "error" in await client.workspace_execute_command_async(
@@ -88,8 +90,9 @@ async def test_harness_quick_fix_opens_it_then_fill_then_optimize(client: Langua
     refused = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="stark.optimize", arguments=[uri, "add_relu_kernel"]))
     assert "fill in reference()" in refused["error"]
-    (fill,) = await code_actions(client, uri, kline)
+    fill, waiting = await code_actions(client, uri, kline)
     assert fill.title == "Fill in add_relu.harness.py"
+    assert waiting.disabled is not None and waiting.disabled.reason.startswith("fill in reference() in add_relu.harness.py")
     assert (await run_action(client, fill))["shown"] is True and client.shown_documents[-1].uri == huri
 
     # the user writes the reference and saves: the diagnostics go, "Optimize" comes, and it runs
@@ -301,8 +304,9 @@ async def test_a_helper_module_is_a_hint_naming_its_user_not_a_broken_task(clien
     assert hint.severity == types.DiagnosticSeverity.Hint and "rms_norm.py uses it" in hint.message
     assert not diags_with(client, uri, "missing-harness")
     line = line_of(path.read_text(), "def chunk_sum_of_squares")
-    (action,) = await code_actions(client, uri, line)
-    assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason
+    (action,) = await code_actions(client, uri, line)  # "Optimize" here offers the user's search
+    assert action.title == "Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)"
+    assert action.disabled is None and action.command.command == "stark.optimizeHelperUser"
 
 
 async def test_a_helper_module_used_from_another_folder_of_its_package_names_that_user(client: LanguageClient):
@@ -322,7 +326,84 @@ async def test_a_helper_module_used_from_another_folder_of_its_package_names_tha
     assert hint.severity == types.DiagnosticSeverity.Hint and "pkg/ops/rms.py uses it" in hint.message
     assert not diags_with(client, uri, "missing-harness")
     (action,) = await code_actions(client, uri, line_of(path.read_text(), "def twice"))
-    assert action.disabled is not None and "pkg/ops/rms.py uses it" in action.disabled.reason
+    assert action.title == "Optimize kernel add_relu_kernel (via pkg/ops/rms.py, which uses this helper)"
+    assert list(action.command.arguments) == [uri, from_fs_path(str((root / "pkg" / "ops" / "rms.py").resolve())),
+                                              "add_relu_kernel"]
+
+
+async def test_optimize_on_a_helper_module_starts_the_search_of_the_file_that_uses_it(client: LanguageClient):
+    """Issue 25, "Tasks and helpers": "Optimize" on a helper module offers its caller's task. Chosen, the
+    search that starts is rms_norm.py's (its task id, its kernel, its tree), though only helpers.py is
+    open; rms_norm.py is shown; while it runs the helper offers to stop it, and the stop stops it."""
+    import shutil
+
+    from stark_lsp.tasks.spec import load_task
+
+    shutil.copytree(REPO / "samples" / "triton_pkg", client.root / "triton_pkg",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"stark": {"budget": 500}}))
+    rowops = client.root / "triton_pkg" / "rowops"
+    helpers, user = rowops / "helpers.py", rowops / "rms_norm.py"
+    user_uri = from_fs_path(str(user.resolve()))
+    user_task = load_task(user).task_id()
+    huri = open_document(client, helpers, "python")
+    hline = line_of(helpers.read_text(), "def chunk_sum_of_squares")
+    (action,) = await code_actions(client, huri, hline)
+    assert action.title == "Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)"
+    assert action.disabled is None and action.kind == types.CodeActionKind.RefactorRewrite
+    assert list(action.command.arguments) == [huri, user_uri, "rms_norm_kernel"]
+
+    result = await run_action(client, action)  # the action's own command, as the editor runs it
+    assert result["started"] is True and result["task_id"] == user_task, result
+    assert result["uri"] == user_uri and result["shown"] is True
+    shown = client.shown_documents[-1]  # the user's file, at its kernel: where the search's results show
+    assert shown.uri == user_uri and shown.selection.start.line == line_of(user.read_text(), "def rms_norm_kernel")
+    await wait_until(lambda: (client.searches and [(s["uri"], s["kernel"], s["task_id"]) for s in client.searches[-1]["searches"]]
+                              == [(user_uri, "rms_norm_kernel", user_task)]), "stark/searches to list rms_norm.py's search")
+    assert any("optimizing rms_norm_kernel in rms_norm.py, which uses helpers.py" in m for m in messages(client))
+    await wait_until(lambda: any(isinstance(v, types.WorkDoneProgressReport) and "attempt" in v.message
+                                 for v in progress_values(client)), "the search to report attempts")
+    begin = next(v for v in progress_values(client) if isinstance(v, types.WorkDoneProgressBegin))
+    assert begin.title == "Optimizing rms_norm_kernel"
+
+    # the editor opens rms_norm.py (as showDocument asked): it is the running search's file, with its tree
+    uri = open_document(client, user, "python")
+    assert uri == user_uri
+    assert "Stop optimizing rms_norm_kernel" in [a.title for a in await code_actions(
+        client, uri, line_of(user.read_text(), "def rms_norm_kernel"))]
+    tree = await get_tree(client, uri, "rms_norm_kernel")
+    assert tree["running"] is True and tree["task_id"] == user_task and tree["nodes"][0]["kind"] == "root"
+
+    # while it runs, the helper offers to stop it; the stop stops that search
+    (stop,) = await code_actions(client, huri, hline)
+    assert stop.title == "Stop optimizing rms_norm_kernel (in rms_norm.py, which uses this helper)"
+    assert (await run_action(client, stop))["stopping"] == 1
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to stop")
+    assert end.message.startswith("cancelled")
+    (again,) = await code_actions(client, huri, hline)
+    assert again.title.startswith("Optimize kernel rms_norm_kernel (via rms_norm.py")
+    # the helper itself stays no task: nothing was searched under its name
+    assert (await get_tree(client, huri, "chunk_sum_of_squares"))["task_id"] is None
+
+
+async def test_a_missing_harness_offers_optimize_disabled_naming_the_file_to_create(client: LanguageClient):
+    """Issue 25, item 3: beside its "Create harness" quick fix, a kernel without a harness gets "Optimize"
+    disabled, its reason the harness file to create; once written and filled in, "Optimize" is enabled."""
+    (client.root / "add_relu.py").write_text(TRITON_KERNEL)
+    uri = open_document(client, client.root / "add_relu.py", "python")
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    fix, opt = await code_actions(client, uri, kline)
+    assert fix.title == "Create add_relu.harness.py for add_relu_kernel" and fix.is_preferred
+    assert opt.title == "Optimize kernel add_relu_kernel" and opt.command is None
+    assert opt.kind == types.CodeActionKind.RefactorRewrite
+    assert opt.disabled is not None and opt.disabled.reason.startswith("create add_relu.harness.py first"), opt.disabled
+    assert "reference" in opt.disabled.reason and "get_inputs" in opt.disabled.reason
+
+    (client.root / "add_relu.harness.py").write_text(TRITON_HARNESS)
+    save_document(client, uri)
+    await wait_until(lambda: not diags_with(client, uri, "missing-harness"), "the missing harness to clear")
+    (ready,) = await code_actions(client, uri, kline)
+    assert ready.title == "Optimize kernel add_relu_kernel" and ready.disabled is None
 
 
 async def test_a_broken_task_stops_the_search_with_an_error_on_the_harness_line(client: LanguageClient):
@@ -471,5 +552,7 @@ async def test_optimize_is_offered_when_asked_right_after_didopen(client: Langua
     helpers = client.root / "triton_pkg" / "rowops" / "helpers.py"
     huri = open_document(client, helpers, "python")
     (action,) = await code_actions(client, huri, line_of(helpers.read_text(), "def chunk_sum_of_squares"))
-    assert action.disabled is not None and "rms_norm.py uses it" in action.disabled.reason
+    # (its user's search, or its stop while that search still runs)
+    assert action.title in ("Stop optimizing rms_norm_kernel (in rms_norm.py, which uses this helper)",
+                            "Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)"), action.title
     await wait_until(lambda: ended_progress(client), "the search to end")

@@ -207,7 +207,8 @@ async def test_renaming_the_kernel_alone_offers_to_rename_its_harness(client: La
     await wait_until(lambda: running_uris(client) == [], "nothing to run: fused.py has no harness")
     actions = await code_actions(client, new_uri, KLINE)
     assert [a.title for a in actions] == ["Rename add_relu.harness.py to fused.harness.py (the harness of the old name)",
-                                          "Create fused.harness.py for add_relu_kernel"]
+                                          "Create fused.harness.py for add_relu_kernel", "Optimize kernel add_relu_kernel"]
+    assert actions[2].disabled is not None and "rename add_relu.harness.py to fused.harness.py" in actions[2].disabled.reason
     result = await run_action(client, actions[0])
     assert result == {"renamed": from_fs_path(str(root / "fused.harness.py"))}
     assert (root / "fused.harness.py").exists() and not (root / "add_relu.harness.py").exists()

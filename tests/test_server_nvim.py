@@ -15,6 +15,7 @@ import pytest
 from stark_lsp.evaluate.evaluator import gpu_present
 from stark_lsp.server.diagnostics import MAX_DIAGNOSTICS
 from stark_lsp.server.progress import PHASE_WORKER
+from stark_lsp.tasks.spec import load_task
 from tests.server_fixtures import (CUDA_HARNESS, CUDA_KERNEL, FAKE_BACKEND, REPO, TRITON_HARNESS, TRITON_KERNEL, line_of,
                                    server_env)
 from tests.test_server_big_file import big_cuda
@@ -173,6 +174,10 @@ def test_neovim_big_file_helper_module_and_no_gpu(tmp_path):
         {"op": "actions", "buf": "cu", "line": kline, "as": "cuda_actions"},
         {"op": "run", "buf": "cu", "line": kline, "title": "STARK: cannot optimize here", "as": "cuda_why"},
         {"op": "wait_message", "has": "cannot optimize scale_kernel", "as": "cuda_message"},
+        # item 2, chosen: "Optimize" on the helper starts the search of rms_norm.py, which uses it
+        {"op": "run", "buf": "helpers", "line": hline, "title": "Optimize kernel rms_norm_kernel (via rms_norm.py",
+         "as": "helper_run"},
+        {"op": "wait_message", "has": "optimizing rms_norm_kernel in rms_norm.py", "as": "helper_message"},
     ]
     r = run_steps(tmp_path, steps, backend=None)
 
@@ -189,9 +194,12 @@ def test_neovim_big_file_helper_module_and_no_gpu(tmp_path):
     (hint,) = r["helper_diags"]["first"]  # a hint, and no "no harness" error
     assert hint["severity"] == 4 and hint["code"] == "helper", hint
     assert hint["message"].startswith("a helper module: rms_norm.py uses it"), hint
-    (why,) = r["helper_actions"]
-    assert why["title"].startswith("STARK: cannot optimize here: a helper module: rms_norm.py uses it"), why
-    assert why["command"] == "stark.whyNot" and why["arguments"][1] == "chunk_sum_of_squares"
+    (opt,) = r["helper_actions"]  # the search of the file that uses it, enabled
+    assert opt["title"] == "Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)", opt
+    assert opt["command"] == "stark.optimizeHelperUser" and opt["arguments"][2] == "rms_norm_kernel"
+    user = helpers.with_name("rms_norm.py")
+    assert r["helper_run"]["started"] is True and r["helper_run"]["task_id"] == load_task(user).task_id(), r["helper_run"]
+    assert "which uses helpers.py" in r["helper_message"]
 
     why, check = r["cuda_actions"]
     assert why["title"].startswith(f"STARK: cannot optimize here: {NO_GPU}"), why
@@ -223,9 +231,9 @@ def test_neovim_with_disabled_support_gets_disabled_optimize_with_why(tmp_path):
     assert opt["title"] == "Optimize kernel add_relu_kernel" and opt["command"] is None
     assert opt["disabled"].startswith(f"fix the syntax error on line {BAD_LINE} first"), opt
     assert any(d["lnum"] == kline for d in r["syntax_diags"]["first"]), r["syntax_diags"]
-    (opt,) = r["helper"]
-    assert opt["title"] == "Optimize kernel chunk_sum_of_squares" and opt["command"] is None
-    assert "rms_norm.py uses it" in opt["disabled"], opt
+    (opt,) = r["helper"]  # a helper module: "Optimize" offers the search of the file that uses it
+    assert opt["title"] == "Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)", opt
+    assert opt["disabled"] is None and opt["command"] == "stark.optimizeHelperUser"
     if not gpu_present():
         opt, check = r["cuda"]
         assert opt["title"] == "Optimize kernel scale_kernel" and opt["disabled"].startswith(NO_GPU), opt

@@ -305,18 +305,46 @@ def test_code_actions_while_running_and_for_markers():
 def test_quick_fixes_for_a_missing_or_unfilled_harness():
     diag = types.Diagnostic(range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
                             message="m", source="stark", code="missing-harness")
-    (a,) = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=tree(), problem=TaskProblem("m", True),
-                                            diagnostics=[diag], harness_name="x.harness.py"))
+    a, opt = build_code_actions(ActionContext("u", ROOT, KERNELS, tree=tree(), problem=TaskProblem("m", True),
+                                              diagnostics=[diag], harness_name="x.harness.py"))
     assert a.title == "Create x.harness.py for add_relu_kernel" and a.kind == types.CodeActionKind.QuickFix
     assert a.diagnostics == [diag] and a.command.command == "stark.createHarness"
+    # beside the fix, "Optimize" disabled with the file to create (issue 25: never a silent missing action)
+    assert opt.title == "Optimize kernel add_relu_kernel" and opt.command is None
+    assert opt.disabled.reason.startswith("create x.harness.py first: the harness says what add_relu_kernel")
     renamed = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("m", True),
                                                harness_name="new.harness.py", orphan_harness="old.harness.py"))
     assert titles(renamed) == ["Rename old.harness.py to new.harness.py (the harness of the old name)",
-                               "Create new.harness.py for add_relu_kernel"]
+                               "Create new.harness.py for add_relu_kernel", "Optimize kernel add_relu_kernel"]
     assert renamed[0].is_preferred and renamed[0].command.command == "stark.renameHarness"
-    (fill,) = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("f", code="unfilled-harness"),
-                                               harness_name="x.harness.py"))
+    assert renamed[2].disabled.reason.startswith("rename old.harness.py to new.harness.py (the harness of the old "
+                                                 "name), or create new.harness.py first")
+    fill, wait = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("fill in reference() in "
+                                                  "x.harness.py", code="unfilled-harness"), harness_name="x.harness.py"))
     assert fill.title == "Fill in x.harness.py" and fill.command.command == "stark.showHarness"
+    assert wait.disabled.reason == "fill in reference() in x.harness.py"
+    # a client that cannot show a disabled action has the fix alone: it says what to do
+    (fix,) = build_code_actions(ActionContext("u", ROOT, KERNELS, problem=TaskProblem("m", True),
+                                              harness_name="x.harness.py", disabled_support=False))
+    assert fix.title == "Create x.harness.py for add_relu_kernel"
+
+
+def test_a_helper_module_offers_its_users_searches_or_their_stop():
+    from stark_lsp.server.code_actions import HelperUserTarget
+
+    problem = TaskProblem("a helper module: ops/a.py uses it", code="helper")
+    users = [HelperUserTarget("file:///p/ops/a.py", "ops/a.py", "a_kernel"),
+             HelperUserTarget("file:///p/ops/b.py", "ops/b.py", "b_kernel", running="b_kernel")]
+    acts = build_code_actions(ActionContext("file:///p/h.py", ROOT, KERNELS * 2, tree=tree(), problem=problem,
+                                            helper_users=users))
+    assert titles(acts) == ["Optimize kernel a_kernel (via ops/a.py, which uses this helper)",
+                            "Stop optimizing b_kernel (in ops/b.py, which uses this helper)"]
+    assert acts[0].command.command == "stark.optimizeHelperUser" and acts[0].disabled is None
+    assert acts[0].command.arguments == ["file:///p/h.py", "file:///p/ops/a.py", "a_kernel"]
+    assert acts[1].command.command == "stark.stop" and acts[1].command.arguments == ["file:///p/ops/b.py", "b_kernel"]
+    # no user left to search (none has a kernel now): "Optimize" disabled, saying why
+    (alone,) = build_code_actions(ActionContext("file:///p/h.py", ROOT, KERNELS, problem=problem))
+    assert alone.disabled is not None and "ops/a.py uses it" in alone.disabled.reason
 
 
 # -- apply plans -------------------------------------------------------------------------------

@@ -10,7 +10,12 @@ syntax error, no GPU, not on disk) it is offered *disabled* with why (LSP's
 ``disabled.reason``); a client that does not announce
 ``codeAction.disabledSupport`` (Neovim 0.7) gets instead an enabled
 "STARK: cannot optimize here: <why>" whose command (``stark.whyNot``) only
-shows the reason.
+shows the reason. Where a quick fix makes the file a task (create or fill in
+its harness), "Optimize" is offered disabled beside it, saying which file to
+write. On a helper module (``helper_modules.py``) "Optimize" offers the
+search of each task file that uses it ("Optimize kernel k (via ops/k.py,
+which uses this helper)", ``stark.optimizeHelperUser``), or to stop it while
+it runs.
 
 ``build_code_actions`` is pure: it gets everything it needs in an
 ``ActionContext``, which ``action_context`` gathers from the host (the
@@ -27,10 +32,12 @@ from typing import Any
 from lsprotocol import types
 
 from stark_lsp.markers.syntax import MarkerError, parse_markers
+from pygls.uris import from_fs_path
+
 from stark_lsp.server.commands import (APPLY_BEST, APPLY_CANDIDATE, CONTINUE, CREATE_HARNESS, IMPLEMENT_MARKER,
-                                       OPTIMIZE, RENAME_HARNESS, SHOW_HARNESS, STOP, WHY_NOT)
-from stark_lsp.server.diagnostics import (CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE, TaskProblem,
-                                          same_text)
+                                       OPTIMIZE, OPTIMIZE_HELPER_USER, RENAME_HARNESS, SHOW_HARNESS, STOP, WHY_NOT)
+from stark_lsp.server.diagnostics import (CODE_HELPER, CODE_MISSING_HARNESS, CODE_UNFILLED_HARNESS, SOURCE,
+                                          TaskProblem, same_text)
 from stark_lsp.server.documents import DocState, line_before_edits
 from stark_lsp.server.host import Host
 from stark_lsp.server.labels import gain_text
@@ -54,6 +61,16 @@ class MarkerSpan:
     last_line: int  # 0-based line of the end comment
 
 
+@dataclass(frozen=True)
+class HelperUserTarget:
+    """A task file that uses the helper module the actions are asked for: what "Optimize" there searches."""
+
+    uri: str  # its open document's uri, else its path's
+    shown: str  # how the helper's hint names it
+    kernel: str  # its kernel that calls the helper
+    running: str | None = None  # the kernel of its search, while one runs
+
+
 @dataclass
 class ActionContext:
     """What the server knows about the document, for the actions at a range."""
@@ -71,6 +88,7 @@ class ActionContext:
     continue_by: int | None = None  # the budget is spent: offer "Continue search (+N)"
     cannot_run: str = ""  # why no search can run here at all (e.g. "needs an NVIDIA GPU"): a disabled action
     disabled_support: bool = True  # the client shows disabled actions (codeAction.disabledSupport)
+    helper_users: list[HelperUserTarget] = field(default_factory=list)  # a helper module's users
 
 
 def marker_spans(text: str) -> tuple[list[MarkerSpan], str | None]:
@@ -115,7 +133,23 @@ def action_context(host: Host, state: DocState, r: types.Range, diagnostics: lis
                       "stark eval --compile-only)")
     return ActionContext(state.uri, text, kernels, markers, tree, problem, job.kernel if job else None,
                          list(diagnostics), harness, orphan.name if orphan else None, continue_by, cannot_run,
-                         disabled_actions_shown(host.client_capabilities))
+                         disabled_actions_shown(host.client_capabilities),
+                         helper_targets(host, problem) if kernels else [])
+
+
+def helper_targets(host: Host, problem: TaskProblem | None) -> list[HelperUserTarget]:
+    """A helper module's users (``TaskProblem.users``) as its actions name them: by the open document's uri
+    where the editor has the file open, with the search that runs on it, if one does."""
+    if problem is None or problem.kind != CODE_HELPER:
+        return []
+    out = []
+    for u in problem.users:
+        path = Path(u.path)
+        state = next((s for s in host.docs.values() if s.path == path), None)
+        uri = state.uri if state is not None else from_fs_path(u.path)
+        job = host.jobs.find(uri, state.task_id if state is not None else None, path)
+        out.append(HelperUserTarget(uri, u.shown, u.kernel, job.kernel if job is not None else None))
+    return out
 
 
 def _action(title: str, kind: str, command: str, args: list[Any], **kw: Any) -> types.CodeAction:
@@ -132,6 +166,8 @@ def _ours(diags: list[types.Diagnostic], code: str) -> list[types.Diagnostic] | 
 
 
 def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
+    """The quick fixes that make the file a task, and beside them "Optimize" disabled with which file to
+    write (a client that cannot show a disabled action has the fix, which says as much)."""
     p = c.problem
     if p is None:
         return []
@@ -144,11 +180,29 @@ def _problem_fixes(c: ActionContext, k: Kernel) -> list[types.CodeAction]:
         fixes.append(_action(f"Create {c.harness_name} for {k.name}", types.CodeActionKind.QuickFix, CREATE_HARNESS,
                              [c.uri, k.name], diagnostics=_ours(c.diagnostics, CODE_MISSING_HARNESS),
                              is_preferred=not c.orphan_harness))
-        return fixes
+        first = (f"rename {c.orphan_harness} to {c.harness_name} (the harness of the old name), or create "
+                 f"{c.harness_name}" if c.orphan_harness else f"create {c.harness_name}")
+        why = (f"{first} first: the harness says what {k.name} must compute (reference) and on which inputs "
+               f"(get_inputs); “Create {c.harness_name}” writes one beside it to fill in")
+        return fixes + ([_disabled(c, k.name, f"Optimize kernel {k.name}", why)] if c.disabled_support else [])
     if p.kind == CODE_UNFILLED_HARNESS:
-        return [_action(f"Fill in {c.harness_name}", types.CodeActionKind.QuickFix, SHOW_HARNESS, [c.uri],
-                        diagnostics=_ours(c.diagnostics, CODE_UNFILLED_HARNESS), is_preferred=True)]
+        fill = _action(f"Fill in {c.harness_name}", types.CodeActionKind.QuickFix, SHOW_HARNESS, [c.uri],
+                       diagnostics=_ours(c.diagnostics, CODE_UNFILLED_HARNESS), is_preferred=True)
+        return [fill] + ([_disabled(c, k.name, f"Optimize kernel {k.name}", p.message)] if c.disabled_support else [])
     return []
+
+
+def _helper_actions(c: ActionContext) -> list[types.CodeAction]:
+    """On a helper module: the search of each task file that uses it, or its Stop while it runs."""
+    out = []
+    for u in c.helper_users:
+        if u.running is not None:
+            out.append(_action(f"Stop optimizing {u.running} (in {u.shown}, which uses this helper)", KIND_OPTIMIZE,
+                               STOP, [u.uri, u.running]))
+        else:
+            out.append(_action(f"Optimize kernel {u.kernel} (via {u.shown}, which uses this helper)", KIND_OPTIMIZE,
+                               OPTIMIZE_HELPER_USER, [c.uri, u.uri, u.kernel]))
+    return out
 
 
 MARKER_WHILE_SEARCHING = "a search is running on this kernel: stop it first (a marker's attempt writes the same tree)"
@@ -173,7 +227,10 @@ def build_code_actions(c: ActionContext) -> list[types.CodeAction]:
     """Actions for the kernels and markers that overlap the requested range."""
     actions: list[types.CodeAction] = []
     blocked = c.problem is not None and c.problem.blocks_search
-    for k in c.kernels:
+    # a helper module: its users' searches, offered once whichever of its functions is under the cursor
+    helper = _helper_actions(c) if c.kernels and c.running_kernel is None else []
+    actions += helper
+    for k in [] if helper else c.kernels:
         if c.running_kernel is not None:  # a search runs (even if the file was since saved broken): it can stop
             actions.append(_action(f"Stop optimizing {c.running_kernel}", KIND_OPTIMIZE, STOP, [c.uri, k.name]))
         elif blocked:

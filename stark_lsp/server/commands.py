@@ -2,6 +2,7 @@
 the VS Code extension calls them by these names."""
 
 OPTIMIZE = "stark.optimize"  # uri, kernel
+OPTIMIZE_HELPER_USER = "stark.optimizeHelperUser"  # helper uri, user uri, kernel: a helper module's user's search
 CONTINUE = "stark.continueSearch"  # uri, kernel, extra attempts
 STOP = "stark.stop"  # uri, kernel; no arguments: every search
 APPLY_BEST = "stark.applyBest"  # uri, kernel

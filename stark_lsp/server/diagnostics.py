@@ -67,6 +67,7 @@ class TaskProblem:
     missing_harness: bool = False
     harness_path: str | None = None  # where the harness is (or is expected)
     code: str = ""  # one of the CODE_* above; default: missing-harness or not-a-task
+    users: tuple = ()  # a helper module's (CODE_HELPER) users, ``helper_modules.HelperUser``s: "Optimize" searches them
 
     @property
     def kind(self) -> str:

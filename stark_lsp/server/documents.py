@@ -28,12 +28,13 @@ from stark_lsp.server.diagnostics import CODE_HELPER, CODE_NOT_ON_DISK, CODE_UNF
 from stark_lsp.server.harness_check import Unfilled, unfilled_functions, unfilled_message
 from stark_lsp.search.tree_store import harness_digest
 from stark_lsp.search.node_view import NodeView
-from stark_lsp.server.helper_modules import helper_users, shown_name
+from stark_lsp.server.helper_modules import helper_user, helper_users, shown_name
 from stark_lsp.tasks.kernels import Kernel, find_kernels, language_of
 from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, is_kernelbench_reference, is_triton_source, load_task
 
 INLINE_CHARS = 100_000  # below this, kernels are found again at every change, on the event loop
 MAX_CHARS = 8_000_000  # beyond this, the file is not analysed (a generated file, not a kernel someone tunes)
+MAX_HELPER_USERS = 3  # a helper module's users that "Optimize" on it offers to search, at most
 
 
 @dataclass
@@ -135,10 +136,12 @@ def resolve_task(path: Path) -> Resolved:
         task = load_task(path)
     except HarnessNotFound as e:
         users = helper_users(path)
-        if users:  # a module of @triton.jit helpers that a task's file in its package imports: a hint naming it
+        if users:  # a module of @triton.jit helpers that a task's file in its package imports: a hint naming it,
+            # and "Optimize" here offers the search of the kernels that call it
+            found = tuple(u for u in (helper_user(p, path) for p in users[:MAX_HELPER_USERS]) if u is not None)
             return Resolved(None, TaskProblem(f"a helper module: {shown_name(users[0], path)} uses it; optimize the "
                                               f"kernel there (its search may change what it calls here)",
-                                              code=CODE_HELPER))
+                                              code=CODE_HELPER, users=found))
         return Resolved(None, TaskProblem(str(e), missing_harness=True, harness_path=str(e.expected)))
     except TaskError as e:
         return Resolved(None, TaskProblem(str(e)))

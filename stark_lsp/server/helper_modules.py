@@ -17,18 +17,33 @@ to files as the agents' project context resolves them
 (``project_files.python_files``, with ``ast``): a module of the same name
 elsewhere is not the helper.
 
+``helper_user`` says, for each user, which of its kernels "Optimize" on the
+helper offers to search: the one that calls a function the helper defines (the
+first kernel of the file if none is found), named as the hint names the file.
+
 Pure: reads the filesystem only; blocking.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FILES = 2000  # Python files looked at, at most
 MAX_FOLDERS = 5000  # folders walked, at most
 MAX_FILE_BYTES = 1 << 20  # a bigger file is generated, not a kernel that imports a helper
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv"}  # and any folder with a pyvenv.cfg
+
+
+@dataclass(frozen=True)
+class HelperUser:
+    """A task file that imports a helper module: what "Optimize" on the helper searches instead."""
+
+    path: str  # the user's kernel file (resolved)
+    shown: str  # how hints and titles name it (``shown_name``)
+    kernel: str  # its kernel that calls the helper (the search is the file's: one search per file)
 
 
 def helper_users(path: Path, limit: int = MAX_FILES) -> list[Path]:
@@ -56,6 +71,32 @@ def shown_name(user: Path, helper: Path) -> str:
         return user.relative_to(module_place(helper).root).as_posix()
     except ValueError:
         return str(user)
+
+
+def helper_user(user: Path, helper: Path) -> HelperUser | None:
+    """``user`` (one of ``helper_users(helper)``) as "Optimize" on the helper offers it: its kernel that
+    calls one of the helper's ``@triton.jit`` functions (by name, in its body), else its first kernel;
+    None when it has no kernel (it cannot be searched)."""
+    from stark_lsp.tasks.kernels import find_kernels
+
+    user, helper = Path(user).resolve(), Path(helper).resolve()
+    try:
+        text = user.read_text(encoding="utf-8", errors="replace")
+        helper_text = helper.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    kernels = [k for k in find_kernels(text, "triton") if k.language == "triton"]
+    if not kernels:
+        return None
+    called = {k.name for k in find_kernels(helper_text, "triton")}
+    lines = text.split("\n")
+
+    def calls_helper(k) -> bool:
+        body = "\n".join(lines[k.name_line + 1: k.end_line + 1])
+        return any(re.search(rf"\b{re.escape(name)}\s*\(", body) for name in called)
+
+    chosen = next((k for k in kernels if calls_helper(k)), kernels[0])
+    return HelperUser(str(user), shown_name(user, helper), chosen.name)
 
 
 def _python_files(root: Path, limit: int) -> list[Path]:

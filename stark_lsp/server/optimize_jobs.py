@@ -71,9 +71,11 @@ def _token() -> str:
 # -- starting -------------------------------------------------------------------------------
 
 
-async def start_optimize(host: Host, uri: str, kernel: str, extra: int | None = None) -> dict[str, Any]:
-    """``extra``: continue the tree with that many more attempts (else the budget setting)."""
-    state = host.docs.get(uri)
+async def start_optimize(host: Host, uri: str, kernel: str, extra: int | None = None,
+                         state: DocState | None = None) -> dict[str, Any]:
+    """``extra``: continue the tree with that many more attempts (else the budget setting). ``state``: the
+    file's, read from disk, when it is not open (a helper module's user: ``helper_search.py``)."""
+    state = state or host.docs.get(uri)
     if state is None:
         return host.fail(f"{uri} is not a CUDA or Triton kernel file the server knows")
     await host.ready(state)

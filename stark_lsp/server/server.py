@@ -9,6 +9,7 @@ textDocument/didOpen, didChange open_documents.py (documents.py: kernels),
 textDocument/codeAction         code_actions.py
 textDocument/hover              hover.py
 workspace/executeCommand        optimize_jobs.py (optimize, continueSearch, stop),
+                                helper_search.py (optimizeHelperUser),
                                 apply_candidate.py, implement_marker.py,
                                 create_harness.py, file_events.py (renameHarness),
                                 configuration.py (stark.setApiKey), stark.whyNot (here)
@@ -72,6 +73,7 @@ from stark_lsp.server.create_harness import create_harness, show_harness
 from stark_lsp.server.diagnostics import build_diagnostics
 from stark_lsp.server.documents import DocState
 from stark_lsp.server.file_moves import FileMoves
+from stark_lsp.server.helper_search import optimize_helper_user as optimize_user
 from stark_lsp.server.hover import hover_for
 from stark_lsp.server.implement_marker import implement_marker
 from stark_lsp.server.open_documents import OpenDocuments
@@ -375,6 +377,10 @@ def register(ls: StarkServer) -> None:
     @ls.command(cmd.OPTIMIZE)
     async def optimize(ls: StarkServer, uri: str, kernel: str) -> dict[str, Any]:
         return await start_optimize(ls, uri, kernel)
+
+    @ls.command(cmd.OPTIMIZE_HELPER_USER)
+    async def optimize_helper_user(ls: StarkServer, helper_uri: str, user_uri: str, kernel: str) -> dict[str, Any]:
+        return await optimize_user(ls, helper_uri, user_uri, kernel)
 
     @ls.command(cmd.CONTINUE)
     async def continue_search(ls: StarkServer, uri: str, kernel: str, *extra: Any) -> dict[str, Any]:
