@@ -5,6 +5,7 @@ A small budget (3) keeps it to about a minute."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -16,6 +17,7 @@ from tests.server_fixtures import (
     REPO,
     code_actions,
     ended_progress,
+    ends_of,
     get_tree,
     hover_text,
     line_of,
@@ -156,3 +158,72 @@ async def test_a_kernelbench_model_is_optimized_and_its_modelnew_added(kb_client
     assert result["applied"] is True
     text = client.texts[uri][1]
     assert text.startswith(KB_MODEL.rstrip()) and "class ModelNew(Model):" in text and "@triton.jit" in text
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command(backend=None),
+                                              server_env=server_env(), client_factory=make_client))
+async def cancel_client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    lsp_client.root = root
+    lsp_client.text = copy_sample(root)
+    await start(lsp_client, root, {"llm": "builtin", "budget": 50, "concurrency": 1, "evaluation": {"device": "cpu"}})
+    yield
+    await lsp_client.shutdown_session()
+
+
+EVALUATING = re.compile(r"\b1 running \((?:\d+ (?:building|queued|timing the baselines|starting|checking|timing)(?:, )?)+\)")
+
+
+def evaluating(client, token) -> bool:
+    """The search's progress says an attempt's evaluation is in flight ("1 running (1 checking)")."""
+    return any(isinstance(v, types.WorkDoneProgressReport) and EVALUATING.search(v.message or "")
+               for v in client.progress_reports.get(token, []))
+
+
+async def test_cancel_stores_the_real_evaluation_in_flight_as_stopped_by_the_user(cancel_client: LanguageClient):
+    """Issue 25, item 5, with the real evaluator (the Triton interpreter on the CPU): Cancel while an
+    attempt's evaluation runs stores that attempt as stopped by the user (abandoned, "stopped by Ctrl-C /
+    Cancel"), not as a failed timeout; it is not counted as failed, and a continued search redoes it.
+    No timing is assumed: Cancel is sent once the progress says an evaluation is in flight and the tree has
+    that attempt running; should the evaluation end before the Cancel arrives (nothing was cut), the search
+    is continued and cancelled again."""
+    client = cancel_client
+    uri = open_document(client, client.root / "softmax.py", "python")
+    kline = line_of(client.text, "def softmax_kernel")
+    cut = None
+    for round_ in range(3):
+        (opt,) = [a for a in await code_actions(client, uri, kline)
+                  if a.title.startswith(("Optimize kernel", "Continue search"))]
+        assert (await run_action(client, opt))["started"] is True
+        token = await wait_until(lambda: next((t for t in client.progress_reports if not ends_of(client, t)), None),
+                                 "the search's progress", timeout=120)
+        await wait_until(lambda: evaluating(client, token), "an attempt's evaluation in flight", timeout=600)
+        tree = await get_tree(client, uri, "softmax_kernel")
+        running = [n["id"] for n in tree["nodes"] if n["parent"] is not None and n["status"] == "running"]
+        client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+        (end,) = await wait_until(lambda: ends_of(client, token), "the search to stop", timeout=300)
+        assert end.message.startswith("cancelled"), (end.message, messages(client))
+        nodes = {n["id"]: n for n in (await get_tree(client, uri, "softmax_kernel"))["nodes"]}
+        cut = [nodes[i] for i in running if nodes[i]["status"] == "abandoned"]
+        if cut:
+            break
+        assert all(nodes[i]["status"] not in ("running", "pending") for i in running), nodes  # none left in flight
+    assert cut, "no evaluation was in flight at Cancel in 3 tries"
+    tree = await get_tree(client, uri, "softmax_kernel")
+    for n in cut:
+        detail = await node_of(client, uri, "softmax_kernel", n["id"])
+        assert detail["error"].startswith("stopped by Ctrl-C / Cancel"), detail["error"]
+        assert "redone when the search continues" in detail["error"]
+        assert n["outcome"] != "failed" and n["status"] not in ("timeout", "runtime_error"), n
+    assert not [n for n in tree["nodes"] if n["status"] == "timeout"], tree["nodes"]  # no verdict made of the cut
+    assert tree["failed"] == sum(n["outcome"] == "failed" for n in tree["nodes"])  # and none counted as failed
+
+    # the search continued: the cut attempt's slot is redone, and the cut node says so
+    ends = len([v for vs in client.progress_reports.values() for v in vs if isinstance(v, types.WorkDoneProgressEnd)])
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="stark.continueSearch", arguments=[uri, "softmax_kernel", 1]))
+    assert result["started"] is True, result
+    await wait_until(lambda: ended_progress(client, ends + 1), "the continued search to end", timeout=600)
+    for n in cut:
+        detail = await node_of(client, uri, "softmax_kernel", n["id"])
+        assert detail["status"] == "abandoned" and detail["error"].endswith("its attempt was redone when the search continued"), detail
