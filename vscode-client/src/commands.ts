@@ -4,6 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { ApiKeyStore } from './apiKey';
+import { WHY_NOT_COMMAND, whyNotMessage } from './disabledActions';
 import { findKernels, kernelAtLine } from './kernels';
 import type { Searches } from './searches';
 import type { ServerManager } from './server';
@@ -72,6 +73,7 @@ export class Commands {
       r('stark.ui.showTree', () => this.showTree()),
       r('stark.ui.setApiKey', () => this.setApiKey()),
       r('stark.ui.restartServer', () => this.restart()),
+      r(WHY_NOT_COMMAND, (title: string, reason: string) => this.whyNot(title, reason)),
     ];
   }
 
@@ -143,6 +145,11 @@ export class Commands {
       return;
     }
     this.d.panel().show(t);
+  }
+
+  /** What a disabled action, shown enabled in the lightbulb (disabledActions.ts), does: say why it cannot run. */
+  async whyNot(title: string, reason: string): Promise<void> {
+    await vscode.window.showWarningMessage(whyNotMessage(title, reason));
   }
 
   async setApiKey(): Promise<void> {

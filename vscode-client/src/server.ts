@@ -12,6 +12,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import { ApiKeyStore } from './apiKey';
+import { showDisabledReasons } from './disabledActions';
 import { linkSearchTree, SHOW_TREE_COMMAND } from './hoverLinks';
 import { chooseInterpreter, describeChoice, serverCommand } from './interpreter';
 import { showProgressAsNotifications } from './progressNotification';
@@ -102,6 +103,9 @@ export class ServerManager implements vscode.Disposable {
       markdown: { isTrusted: { enabledCommands: [SHOW_TREE_COMMAND] } },
       middleware: {
         provideHover: async (document, position, token, next) => linkedHover(await next(document, position, token)),
+        // the lightbulb and Ctrl+. leave disabled actions out: there, each says why as an enabled one
+        provideCodeActions: async (document, range, context, token, next) =>
+          showDisabledReasons(await next(document, range, context, token), context.only),
       },
     };
     const client = new LanguageClient('stark', 'STARK', serverOptions, clientOptions);

@@ -57,7 +57,11 @@ const checks = {
     ...foldChecks(r),
   ],
   items: (r) => {
-    const enabledOptimize = (rows) => (rows ?? []).some((t) => /^Optimize kernel/.test(typeof t === 'string' ? t : t.text));
+    const text = (t) => (typeof t === 'string' ? t : t.text);
+    // "Optimize kernel k (unavailable: why)" is the client's way of showing a disabled one in the lightbulb
+    const enabledOptimize = (rows) => (rows ?? []).some((t) => /^Optimize kernel/.test(text(t)) && !/\(unavailable: /.test(text(t)));
+    const unavailable = (rows, why) => (rows ?? []).some((t) => /^Optimize kernel .* \(unavailable: /.test(text(t)) && text(t).includes(why));
+    const helperUser = 'Optimize kernel rms_norm_kernel (via rms_norm.py, which uses this helper)';
     const disabledWith = (rows, text) => (rows ?? []).some((t) => t.startsWith('(disabled) ') && t.includes(text));
     const hoverKernel = (t) => /(scale_kernel_\d+) · STARK/.exec(t ?? '')?.[1];
     const harness = 'Create big.harness.py for scale_kernel_900';
@@ -75,28 +79,36 @@ const checks = {
         `no "fix the syntax error on line ${r.badLine}" problem on the kernel's line ${r.brokenKernelLine}`],
       [disabledWith(r.brokenRefactor, `fix the syntax error on line ${r.badLine} first`), `"Optimize" not disabled with the syntax error's line: ${JSON.stringify(r.brokenRefactor)}`],
       [!enabledOptimize(r.brokenQuickFix?.rows), 'Ctrl+. offered "Optimize" on a file with a syntax error'],
+      [unavailable(r.brokenQuickFix?.rows, `fix the syntax error on line ${r.badLine} first`),
+        `Ctrl+. did not show "Optimize" unavailable with the syntax error's line: ${JSON.stringify(r.brokenQuickFix)}`],
+      [new RegExp(`is unavailable: fix the syntax error on line ${r.badLine} first`).test(r.brokenWhyToast ?? ''),
+        `choosing "Optimize (unavailable: ...)" did not say why: ${r.brokenWhyToast}`],
       // 2: a helper module
       [JSON.stringify(r.helperSquiggles) === '["squiggly-hint"]', `the helper module is marked ${JSON.stringify(r.helperSquiggles)}, not with a hint only`],
       [/a helper module: rms_norm\.py uses it/.test(r.helperHover ?? '') && /stark\(helper\)/.test(r.helperHover ?? ''),
         `the helper's hint (its hover) does not name rms_norm.py: ${r.helperHover}`],
       [Array.isArray(r.helperProblems) && !r.helperProblems.length, `the helper module is in the Problems panel: ${JSON.stringify(r.helperProblems)}`],
-      [!(r.helperQuickFix?.rows ?? []).some((x) => /harness/i.test(x.text)) && !enabledOptimize(r.helperQuickFix?.rows),
-        `Ctrl+. offered a harness or "Optimize" for the helper: ${JSON.stringify(r.helperQuickFix)}`],
-      [disabledWith(r.helperRefactor, 'a helper module: rms_norm.py uses it'), `"Optimize" not disabled naming the helper's user: ${JSON.stringify(r.helperRefactor)}`],
+      [!(r.helperQuickFix?.rows ?? []).some((x) => /harness/i.test(x.text)) && (r.helperQuickFix?.rows ?? []).some((x) => x.text === helperUser && !x.disabled),
+        `Ctrl+. on the helper did not offer its user's search alone (no harness): ${JSON.stringify(r.helperQuickFix)}`],
+      [(r.helperRefactor ?? []).includes(helperUser), `Refactor… on the helper did not offer its user's search: ${JSON.stringify(r.helperRefactor)}`],
       // 9a: no GPU
-      [(r.cudaQuickFix ?? []).includes('Check that softmax_rows_kernel compiles (no GPU here to run it)') && !enabledOptimize(r.cudaQuickFix),
-        `Ctrl+. on the CUDA kernel: ${JSON.stringify(r.cudaQuickFix)}`],
+      [(r.cudaQuickFix ?? []).includes('Check that softmax_rows_kernel compiles (no GPU here to run it)') && !enabledOptimize(r.cudaQuickFix)
+        && unavailable(r.cudaQuickFix, 'needs an NVIDIA GPU'), `Ctrl+. on the CUDA kernel: ${JSON.stringify(r.cudaQuickFix)}`],
       [r.cudaRefactor?.clicked === 'Show Disabled' && disabledWith(r.cudaRefactor?.rows, 'needs an NVIDIA GPU'),
         `"Optimize" not shown disabled with "needs an NVIDIA GPU": ${JSON.stringify(r.cudaRefactor)}`],
       // 1: a 20,000-line .cu, typed in above and inside a kernel
       [r.cursorAfterTyping === 21, `20 lines typed at the top left the cursor on line ${r.cursorAfterTyping}`],
       [hoverKernel(r.hoverMoved) === 'scale_kernel_900', `the hover 20 lines down names ${hoverKernel(r.hoverMoved)}, not scale_kernel_900`],
       [hoverKernel(r.hoverOldLine) === 'scale_kernel_898', `the hover at the kernel's old line names ${hoverKernel(r.hoverOldLine)}, not scale_kernel_898`],
-      [JSON.stringify(r.quickFixMoved) === JSON.stringify([harness]), `Ctrl+. 20 lines down: ${JSON.stringify(r.quickFixMoved)}`],
+      [r.quickFixMoved?.length === 2 && r.quickFixMoved.includes(harness) && unavailable(r.quickFixMoved, 'create big.harness.py first')
+        && r.quickFixMoved.every((t) => !t.includes('Optimize') || t.startsWith('Optimize kernel scale_kernel_900 ')),
+        `Ctrl+. 20 lines down: ${JSON.stringify(r.quickFixMoved)}`],
       [r.firstProblemMoved === r.bigFirst + 20, `the first diagnostic is on line ${r.firstProblemMoved}, not ${r.bigFirst + 20}`],
       [r.cursorInside === r.bigKernel + 23, `the line typed inside the kernel is line ${r.cursorInside}, not ${r.bigKernel + 23}`],
       [hoverKernel(r.hoverAgain) === 'scale_kernel_900', `the hover after more edits names ${hoverKernel(r.hoverAgain)}, not scale_kernel_900`],
-      [JSON.stringify(r.quickFixAgain) === JSON.stringify([harness]), `Ctrl+. after more edits: ${JSON.stringify(r.quickFixAgain)}`],
+      [r.quickFixAgain?.length === 2 && r.quickFixAgain.includes(harness) && unavailable(r.quickFixAgain, 'create big.harness.py first')
+        && r.quickFixAgain.every((t) => !t.includes('Optimize') || t.startsWith('Optimize kernel scale_kernel_900 ')),
+        `Ctrl+. after more edits: ${JSON.stringify(r.quickFixAgain)}`],
       [r.firstProblemAgain === r.bigFirst + 21, `after more edits the first diagnostic is on line ${r.firstProblemAgain}, not ${r.bigFirst + 21}`],
     ];
   },

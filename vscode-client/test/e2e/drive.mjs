@@ -365,6 +365,13 @@ async function itemsSteps(page, r) {
   await focusEditor(page);
   await goTo(page, broken.line, broken.column + 4);
   r.brokenQuickFix = await actionMenu(page, 'Control+.');
+  // item 3 in the lightbulb's menu: "Optimize" (unavailable: why) is there, and choosing it says why in full
+  const why = await page.$('.action-widget .monaco-list-row.action:has-text("(unavailable:")');
+  if (why) {
+    const since = Date.now();
+    await why.click();
+    r.brokenWhyToast = await waitToast(page, /is unavailable: fix the syntax error/, 15_000, since).catch(() => null);
+  }
   r.brokenRefactor = rowsOf(await actionMenu(page, 'Control+Shift+R'));
   await shot(page, 'items-syntax-error.png');
   await page.keyboard.press('Escape');

@@ -25,7 +25,11 @@ export class LanguageClient {
     public id: string,
     public name: string,
     public serverOptions: { command: string; args: string[]; options?: { env?: Record<string, string | undefined> } },
-    public clientOptions: { initializationOptions?: Record<string, unknown>; synchronize?: { configurationSection?: string } },
+    public clientOptions: {
+      initializationOptions?: Record<string, unknown>;
+      synchronize?: { configurationSection?: string };
+      middleware?: Record<string, (...args: never[]) => unknown>;
+    },
   ) {
     created.push(this);
   }

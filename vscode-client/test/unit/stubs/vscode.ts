@@ -52,6 +52,24 @@ export class Uri {
   }
 }
 
+export class CodeActionKind {
+  constructor(public value: string) {}
+  static readonly QuickFix = new CodeActionKind('quickfix');
+  static readonly Refactor = new CodeActionKind('refactor');
+  static readonly RefactorRewrite = new CodeActionKind('refactor.rewrite');
+}
+
+export class CodeAction {
+  command?: { title: string; command: string; arguments?: unknown[] };
+  diagnostics?: unknown[];
+  disabled?: { reason: string };
+  isPreferred?: boolean;
+  constructor(
+    public title: string,
+    public kind?: CodeActionKind,
+  ) {}
+}
+
 export const StatusBarAlignment = { Left: 1, Right: 2 };
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 };
 

@@ -64,3 +64,11 @@ describe('optimize and stop commands', () => {
     assert.equal(refused(null), false);
   });
 });
+
+describe('why an action is unavailable', () => {
+  it('shows the whole reason of a disabled action chosen from the lightbulb', async () => {
+    const { commands } = setup();
+    await commands.whyNot('Optimize kernel k', 'create k.harness.py first: the harness says what k must compute');
+    assert.deepEqual(fake.messages, ['warning: STARK: Optimize kernel k is unavailable: create k.harness.py first: the harness says what k must compute']);
+  });
+});

@@ -3,7 +3,7 @@ import type * as vscode from 'vscode';
 import { ApiKeyStore, API_KEY_SECRET } from '../../../src/apiKey';
 import { ServerManager } from '../../../src/server';
 import { created, LanguageClient } from '../stubs/languageclient';
-import { fake, makeSecretStorage } from '../stubs/vscode';
+import { CodeAction, CodeActionKind, fake, makeSecretStorage } from '../stubs/vscode';
 
 const output = { appendLine() {}, show() {} } as unknown as vscode.OutputChannel;
 const manager = () => new ServerManager(output, new ApiKeyStore(makeSecretStorage() as unknown as vscode.SecretStorage));
@@ -114,5 +114,23 @@ describe('server manager: progress, searches, hovers', () => {
     created[0].notificationHandlers.get('stark/searches')?.({ searches: [{ uri: 'u', kernel: 'k' }] });
     await m.stop();
     assert.deepEqual(seen, [[{ uri: 'u', kernel: 'k' }], []]);
+  });
+});
+
+describe('server manager: code actions', () => {
+  it("passes the server's code actions through a middleware that shows disabled ones' reasons where VS Code hides them", async () => {
+    await manager().start();
+    const provide = created[0].clientOptions.middleware?.provideCodeActions as unknown as (
+      doc: unknown, range: unknown, context: { only?: unknown }, token: unknown, next: () => Promise<unknown[]>) => Promise<vscode.CodeAction[]>;
+    assert.ok(provide, 'no provideCodeActions middleware');
+    const opt = new CodeAction('Optimize kernel k', CodeActionKind.RefactorRewrite);
+    opt.disabled = { reason: 'fix the syntax error on line 12 first' };
+    const next = async () => [opt];
+    const lightbulb = await provide({}, {}, { only: undefined }, {}, next);
+    assert.deepEqual(lightbulb.map((a) => [a.title, a.disabled, a.command?.command]), [
+      ['Optimize kernel k (unavailable: fix the syntax error on line 12 first)', undefined, 'stark.ui.whyNot'],
+    ]);
+    const refactor = await provide({}, {}, { only: CodeActionKind.Refactor }, {}, next);
+    assert.deepEqual(refactor, [opt]);
   });
 });
