@@ -118,6 +118,7 @@ def guarded(run: Callable[[argparse.Namespace], int | None], args: argparse.Name
     and ``USAGE``; anything unexpected is one line and ``INTERNAL`` (the
     traceback with ``debug``)."""
     from stark_lsp.commands.refusal import Refusal
+    from stark_lsp.evaluate.unavailable import EvaluatorUnavailable  # without importing the evaluator
 
     try:
         return int(run(args) or 0)
@@ -132,12 +133,12 @@ def guarded(run: Callable[[argparse.Namespace], int | None], args: argparse.Name
     except BrokenPipeError:  # stark show | head
         _quiet_stdout()
         return exit_codes.OK
+    except EvaluatorUnavailable as e:
+        if debug:
+            traceback.print_exc()
+        print(f"{prog}: {e}", file=sys.stderr)
+        return exit_codes.EVALUATOR_UNAVAILABLE
     except Exception as e:  # noqa: BLE001 - the guard: one line, never a raw traceback
-        if type(e).__name__ == "EvaluatorUnavailable":
-            if debug:
-                traceback.print_exc()
-            print(f"{prog}: {e}", file=sys.stderr)
-            return exit_codes.EVALUATOR_UNAVAILABLE
         if debug:
             traceback.print_exc()
         where = _where(e)

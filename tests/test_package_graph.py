@@ -1,6 +1,7 @@
 """The packages of stark_lsp import one another one way only (issue 26): no cycle between them.
 
-Reads the imports (absolute ones, at any depth of a module, lazy ones included) from the source;
+Reads the imports (absolute and relative ones, at any depth of a module, lazy ones included, and
+``importlib.import_module`` of a name written out) from the source;
 a cycle fails with the import lines that make it."""
 
 from __future__ import annotations
@@ -33,7 +34,19 @@ def imported(path: Path) -> list[tuple[list[str], int]]:
                 out += [([*base, a.name], node.lineno) for a in node.names]
         elif isinstance(node, ast.Import):
             out += [(a.name.split("."), node.lineno) for a in node.names]
+        elif _import_module_call(node):  # importlib.import_module("stark_lsp.agents.team"): a lazy import too
+            out.append((node.args[0].value.split("."), node.lineno))
     return [(bits, line) for bits, line in out if bits[0] == "stark_lsp" and len(bits) > 1]
+
+
+def _import_module_call(node: ast.AST) -> bool:
+    """``importlib.import_module("stark_lsp....")`` (or ``import_module(...)``) with the module's name written out."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    arg = node.args[0]
+    return name == "import_module" and isinstance(arg, ast.Constant) and isinstance(arg.value, str)
 
 
 def package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]]:
@@ -131,6 +144,29 @@ def test_a_package_imported_by_name_from_the_top_counts(tmp_path):
         assert imported(copy / "a" / "x.py")[-1][0] == ["stark_lsp", "b"]
         assert imported(copy / "b" / "y.py")[-1][0] == ["stark_lsp", "a"]
         assert ["a", "b"] in [sorted(c) for c in cycles(package_graph()[0])]
+    finally:
+        PKG = kept
+    shutil.rmtree(copy)
+
+
+def test_an_import_module_call_with_the_name_written_out_counts(tmp_path):
+    """``importlib.import_module("stark_lsp.agents.team")`` (server/backend.py's lazy import) is an edge too,
+    and so are relative imports from a sub-package (``from ... import b``, ``from ...b import y``)."""
+    import shutil
+
+    copy = tmp_path / "stark_lsp"
+    for rel, text in {"a/x.py": "import importlib\nimportlib.import_module('stark_lsp.b.z')\n",
+                      "b/z.py": "from stark_lsp.c import w\n",
+                      "c/sub/w.py": "from ... import a\n",
+                      "d/sub/v.py": "from ...a.x import f\n", "a/y.py": "from stark_lsp.d.sub import v\n"}.items():
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (copy / rel).write_text(text)
+    global PKG
+    kept = PKG
+    try:
+        PKG = copy
+        assert imported(copy / "a" / "x.py")[-1][0] == ["stark_lsp", "b", "z"]
+        assert [sorted(c) for c in cycles(package_graph()[0])] == [["a", "b", "c", "d"]]
     finally:
         PKG = kept
     shutil.rmtree(copy)

@@ -31,6 +31,7 @@ from stark_lsp.cluster.env import actor_env_vars
 from stark_lsp.cluster.scheduler import ActorsUnavailable, ActorSet, Member
 from stark_lsp.evaluate.evaluator import EvaluatorUnavailable, default_cache_dir
 from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.pool import WorkerStartError
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.tasks.spec import TaskSpec
 
@@ -139,7 +140,7 @@ class RayEvaluator:
                 continue
             except rex.RayTaskError as e:  # the actor's own code raised
                 cause = getattr(e, "cause", None)
-                if isinstance(cause, EvaluatorUnavailable) or type(cause).__name__ == "WorkerStartError":
+                if isinstance(cause, (EvaluatorUnavailable, WorkerStartError)):
                     self.actors.replace(member, "its evaluation worker cannot start")
                     raise EvaluatorUnavailable(f"evaluation actor {member.index}: {cause}") from e
                 self.actors.release(member)

@@ -123,6 +123,37 @@ class TaskBroken(EvaluatorFailed):
     can be judged, so the search stops with the evaluator's message."""
 
 
+# -- the task-gone rule ----------------------------------------------------------------------------------
+# One rule, two ways of knowing that the files went: an evaluation that failed once the task's file or harness
+# was deleted or moved failed because of that, not on the candidate's merits: the attempt is cut short (abandoned,
+# redone if the task comes back), never recorded as a failed candidate. The search applies it as it evaluates when
+# it watches the files itself (``Search._task_gone``, the CLI); a caller that watches them (the editor:
+# ``stop_when_files_go`` off, server/file_events.py) applies it once the search stopped (``void_after_task_gone``).
+
+
+def gone_file(task: TaskSpec) -> Path | None:
+    """The task's file or harness that is not on disk any more (deleted or moved), if one is."""
+    return next((Path(p) for p in (task.path, task.harness) if p is not None and not Path(p).exists()), None)
+
+
+def cut_short(why: str) -> dict[str, str]:
+    """What the task-gone rule makes of an attempt (``TreeStore.update_node``'s fields): abandoned, so that it
+    is redone when the search continues, with why (``why``: the file gone, or the editor's own words)."""
+    return {"status": ABANDONED, "error": f"cut short: {why}"}
+
+
+def void_after_task_gone(store: TreeStore, task_id: str, gone_since: float, why: str) -> list[int]:
+    """The task-gone rule applied after the fact, by a caller that saw the task's files go while a search
+    of ``task_id`` ran (``gone_since``: time.time(), at the latest when they went): every evaluation that
+    failed since then (``Node.failed``, the user's kernel included, as ``Search._task_gone`` cuts it short
+    too) is cut short. Verdicts that passed, agent errors and attempts already abandoned stay as they are.
+    Call it once the search has stopped. Returns the ids of the nodes cut short."""
+    ids = [n.id for n in store.nodes(task_id) if n.failed and n.updated >= gone_since]
+    for node_id in ids:
+        store.update_node(node_id, **cut_short(why))
+    return ids
+
+
 class GpuGate:
     """Evaluations share the GPU; a profiler takes it alone. A waiting
     profiler keeps new evaluations out until it has had its turn."""
@@ -789,14 +820,17 @@ class Search:
         return self._nodes[node.id]
 
     def _task_gone(self, node: Node) -> None:
-        """The task's file or harness was deleted or moved mid-search: every later candidate would fail for
-        it, not for itself; this one is cut short (abandoned, redone if the task comes back) and the search stops."""
+        """The task-gone rule (``cut_short``), where the search watches the task's files itself
+        (``stop_when_files_go``): the task's file or harness was deleted or moved mid-search, so every later
+        candidate would fail for it, not for itself; the attempt in hand is cut short and the search stops.
+        A caller that watches the files itself (the editor) applies the same rule once the search stopped:
+        ``void_after_task_gone``."""
         if not self.config.stop_when_files_go:
             return
-        gone = [p for p in (self.task.path, self.task.harness) if p is not None and not Path(p).exists()]
-        if gone:
-            self._update(node.id, status=ABANDONED, error=f"cut short: {Path(gone[0]).name} is gone")
-            raise TaskBroken(f"{Path(gone[0]).name} is gone (deleted or moved during the search): the search stopped")
+        gone = gone_file(self.task)
+        if gone is not None:
+            self._update(node.id, **cut_short(f"{gone.name} is gone"))
+            raise TaskBroken(f"{gone.name} is gone (deleted or moved during the search): the search stopped")
 
     def _options(self, node: Node) -> EvalOptions:
         """A candidate's settings: the search's, with the baselines' pinned (one timing of them serves the

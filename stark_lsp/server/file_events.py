@@ -16,6 +16,10 @@ reports nothing) is seen within a second.
   goes on under the new name with the same budget.
 * A search that saw its file vanish before the editor said why is treated
   the same way: a rename reported a moment later still carries it.
+* The attempts that failed once the files went failed because of that: they
+  are cut short, not failures, by the search's own task-gone rule
+  (``search/engine.py``: ``void_after_task_gone``), which ``optimize_jobs``
+  applies when the search has stopped, from ``Job.files_moved_at``.
 
 What waits meanwhile (carries, orphaned harnesses) is ``host.moves``, a
 ``file_moves.FileMoves``.

@@ -37,6 +37,7 @@ from lsprotocol import types
 from stark_lsp.agents.base import AgentsUnavailable
 from stark_lsp.evaluate.unavailable import EvaluatorUnavailable
 from stark_lsp.search import EvaluatorFailed, SearchBusy, TaskBroken
+from stark_lsp.search.engine import void_after_task_gone
 from stark_lsp.server.backend import BackendUnavailable
 from stark_lsp.server.diagnostics import CODE_NEEDS_GPU, CODE_RUN_FAILED, TaskProblem, same_text
 from stark_lsp.server.documents import DocState
@@ -285,15 +286,12 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
 
 
 def _void_after_move(backend: Any, store_path: Path, job: Job) -> None:
-    """Attempts that failed after the search's files were deleted or moved failed
-    because of that, not on their merits: abandoned (redone on resume), not failures."""
-    from stark_lsp.search.node import ABANDONED, FAILED_EVAL_STATUSES
-
+    """The search's task-gone rule (``search.engine.void_after_task_gone``) for a search whose files the
+    editor saw go (``Job.files_moved_at``; the editor's searches run with ``stop_when_files_go`` off, so
+    the rule is applied here, once the search stopped, with the words the user was told)."""
     try:
-        store = backend.open_store(store_path)
-        for n in store.nodes(job.task_id):
-            if n.parent_id is not None and n.status in FAILED_EVAL_STATUSES and n.updated >= job.files_moved_at:
-                store.update_node(n.id, status=ABANDONED, error=f"cut short: {job.stop_reason}")
+        void_after_task_gone(backend.open_store(store_path), job.task_id, job.files_moved_at,
+                             job.stop_reason or "the task's files were deleted or moved")
     except Exception as e:  # the tree stays as it is; the search's end is reported all the same
         log.warning("marking the attempts cut short by a file move: %s", e)
 
