@@ -8,7 +8,7 @@ import { WHY_NOT_COMMAND, whyNotMessage } from './disabledActions';
 import { findKernels, kernelAtLine } from './kernels';
 import type { Searches } from './searches';
 import type { ServerManager } from './server';
-import { kernelFromActions } from './serverActions';
+import { type CommandLike, helperSearchFrom, kernelFromActions } from './serverActions';
 import type { StatusBar } from './statusBar';
 import type { TreePanel } from './treePanel';
 import type { TreeParams } from './tree/types';
@@ -55,6 +55,18 @@ export async function kernelAtCursor(editor: vscode.TextEditor | undefined): Pro
   return only ? { uri, kernel: only.name } : undefined;
 }
 
+/** The search of the file that uses the helper module at the cursor, as the server offers it, if it does. */
+export async function helperSearchAtCursor(editor: vscode.TextEditor | undefined): Promise<CommandLike | undefined> {
+  if (!editor || editor.document.languageId !== 'python') return undefined;
+  const pos = editor.selection.active;
+  try {
+    const actions = await vscode.commands.executeCommand<unknown[]>('vscode.executeCodeActionProvider', editor.document.uri, new vscode.Range(pos, pos));
+    return helperSearchFrom(actions ?? [], editor.document.uri.toString());
+  } catch {
+    return undefined;
+  }
+}
+
 async function requireKernel(): Promise<TreeParams | undefined> {
   const t = await kernelAtCursor(vscode.window.activeTextEditor);
   if (!t) void vscode.window.showWarningMessage('STARK: put the cursor in a CUDA __global__ kernel, a @triton.jit function or a KernelBench Model.');
@@ -88,8 +100,14 @@ export class Commands {
     }
   }
 
-  /** Starts a search; resolves when the server answers (it reports the search in `stark/searches`). */
+  /** Starts a search; resolves when the server answers (it reports the search in `stark/searches`). On a
+   * helper module (no task of its own), the search of the file that uses it, as its lightbulb offers. */
   async optimize(target?: TreeParams): Promise<void> {
+    const helper = target ? undefined : await helperSearchAtCursor(vscode.window.activeTextEditor);
+    if (helper) {
+      await this.run(`optimize ${String(helper.arguments?.[2])}`, helper.command, helper.arguments ?? []);
+      return;
+    }
     const t = target ?? (await requireKernel());
     if (!t) return;
     await vscode.window.activeTextEditor?.document.save();

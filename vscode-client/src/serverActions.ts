@@ -38,3 +38,15 @@ export function actionTitles(actions: readonly unknown[]): string[] {
     .map((a) => (typeof a === 'object' && a !== null ? (a as { title?: unknown }).title : undefined))
     .filter((t): t is string => typeof t === 'string');
 }
+
+export const HELPER_USER_COMMAND = 'stark.optimizeHelperUser';
+
+/** The search a helper module's action offers at `uri` (the file that uses it: `[helper uri, user uri,
+ * kernel]`), if the server offers one: what "Optimize kernel at cursor" runs there. */
+export function helperSearchFrom(actions: readonly unknown[], uri: string): CommandLike | undefined {
+  for (const a of actions) {
+    const c = commandOf(a);
+    if (c?.command === HELPER_USER_COMMAND && c.arguments?.[0] === uri && typeof c.arguments[2] === 'string') return c;
+  }
+  return undefined;
+}

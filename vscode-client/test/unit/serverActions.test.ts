@@ -1,5 +1,5 @@
 import { strict as assert } from 'assert';
-import { actionTitles, commandOf, kernelFromActions } from '../../src/serverActions';
+import { actionTitles, commandOf, helperSearchFrom, kernelFromActions } from '../../src/serverActions';
 
 const U = 'file:///w/k.cu';
 
@@ -19,5 +19,13 @@ describe('server code actions', () => {
     assert.equal(kernelFromActions(actions, U), 'add_kernel');
     assert.equal(kernelFromActions(actions.slice(0, 2), U), undefined);
     assert.deepEqual(actionTitles([...actions, { command: 'c' }]), ['Organize imports', 'Optimize kernel', 'Optimize kernel']);
+  });
+
+  it("finds a helper module's search of the file that uses it", () => {
+    const H = 'file:///w/pkg/helpers.py';
+    const search = { title: 'Optimize kernel rms_kernel (via rms.py, which uses this helper)', command: { command: 'stark.optimizeHelperUser', arguments: [H, 'file:///w/pkg/rms.py', 'rms_kernel'] } };
+    assert.deepEqual(helperSearchFrom([search], H), search.command);
+    assert.equal(helperSearchFrom([search], U), undefined); // another document's
+    assert.equal(helperSearchFrom([{ title: 'Optimize kernel', command: { command: 'stark.optimize', arguments: [H, 'k'] } }], H), undefined);
   });
 });

@@ -7,7 +7,7 @@ import { ServerManager } from '../../../src/server';
 import { StatusBar } from '../../../src/statusBar';
 import type { TreePanel } from '../../../src/treePanel';
 import { created, LanguageClient } from '../stubs/languageclient';
-import { fake, makeSecretStorage } from '../stubs/vscode';
+import { fake, makeSecretStorage, Position, Uri, window } from '../stubs/vscode';
 
 const output = { appendLine() {}, show() {} } as unknown as vscode.OutputChannel;
 const T = { uri: 'file:///w/k.py', kernel: 'k' };
@@ -70,5 +70,23 @@ describe('why an action is unavailable', () => {
     const { commands } = setup();
     await commands.whyNot('Optimize kernel k', 'create k.harness.py first: the harness says what k must compute');
     assert.deepEqual(fake.messages, ['warning: STARK: Optimize kernel k is unavailable: create k.harness.py first: the harness says what k must compute']);
+  });
+});
+
+describe('optimize at the cursor of a helper module', () => {
+  it('runs the search of the file that uses it, as the lightbulb offers it', async () => {
+    const H = 'file:///w/pkg/helpers.py';
+    const args = [H, 'file:///w/pkg/rms.py', 'rms_kernel'];
+    fake.executeCommand = async (id) =>
+      id === 'vscode.executeCodeActionProvider' ? [{ title: 'Optimize kernel rms_kernel (via rms.py, which uses this helper)', command: { command: 'stark.optimizeHelperUser', arguments: args } }] : undefined;
+    window.activeTextEditor = { document: { uri: Uri.file('/w/pkg/helpers.py'), languageId: 'python', save: async () => true }, selection: { active: new Position(3, 0) } };
+    try {
+      LanguageClient.answer = () => ({ started: true });
+      const { commands } = setup();
+      await commands.optimize();
+      assert.deepEqual(commandsSent(), [{ command: 'stark.optimizeHelperUser', arguments: args }]);
+    } finally {
+      window.activeTextEditor = undefined;
+    }
   });
 });
