@@ -25,7 +25,7 @@ from stark_lsp.agents.base import Usage
 from stark_lsp.speedups import vs_eager
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
-from .node import IN_FLIGHT, had_nothing_new, retimed_figure
+from .node import FAILED_EVAL_STATUSES, IN_FLIGHT, had_nothing_new, retimed_figure
 
 OK = "ok"
 
@@ -68,6 +68,11 @@ class NodeView:
     @property
     def correct(self) -> bool:
         return self.status == OK and self.speedup is not None
+
+    @property
+    def failed(self) -> bool:
+        """An evaluated candidate that failed (``Node.failed``: the same statuses)."""
+        return self.status in FAILED_EVAL_STATUSES
 
     @property
     def eager(self) -> float | None:

@@ -236,7 +236,7 @@ def _on_names(lines: list[str], kernels: list[Kernel], message: str, code: str,
 def root_failure(text: str, lines: list[str], kernels: list[Kernel], root: NodeView) -> list[types.Diagnostic]:
     """The user's kernel failed: its errors on the compiler's lines while the
     document is the evaluated text, else nothing (the error is stale)."""
-    if root.status in ("ok", "not_run", "pending", "running", "abandoned") or not same_text(text, root.source):
+    if not root.failed or not same_text(text, root.source):
         return []
     why = f"your kernel fails the evaluation ({root.status.replace('_', ' ')}), so no search was started"
     out = []
@@ -267,7 +267,7 @@ def in_other_file(p: object) -> bool:
 def other_file_failures(text: str, root: NodeView | None, kernel_name: str) -> dict[str, list[types.Diagnostic]]:
     """The user's kernel failed to build because of errors in a header (or another unit): those
     errors by file path, each on its line, while the document is the evaluated text."""
-    if root is None or root.status in ("ok", "not_run", "pending", "running", "abandoned") or not same_text(text, root.source):
+    if root is None or not root.failed or not same_text(text, root.source):
         return {}
     out: dict[str, list[types.Diagnostic]] = {}
     for p in root.problems:

@@ -106,7 +106,7 @@ async def implement_marker(ls: Host, uri: str, marker_id: str) -> dict[str, Any]
     ls.tree_changed(state.task_id)
     tree = ls.cache.get(state.task_id)
     view = tree.get(node.id) if tree is not None else None
-    if node.status == "ok" and view is not None:
+    if view is not None and view.correct:
         msg = (f"marker {marker_id}: candidate #{node.id} is correct, {gain_text(tree, view)}; "
                f"apply it with “Apply candidate #{node.id}”")
     else:
