@@ -4,7 +4,9 @@ The language server never builds or runs the search, the evaluator or the
 agents itself; it asks a ``Backend``. It reads the search's data and its
 pure views (``search/tree_view.py``, ``node_view.py``, the progress and pace
 texts, the tree store) and types (``EvalOptions``, the search's failures)
-directly. ``RealBackend`` builds the real ones
+directly, and applies the search's task-gone rule to a store the backend
+opened (``search.engine.void_after_task_gone``, after a search whose files
+went). ``RealBackend`` builds the real ones
 (``stark_lsp.search``, ``stark_lsp.evaluate.evaluator``,
 ``stark_lsp.agents.team``), imported lazily so the server starts in well
 under a second and reports a missing part as a message instead of dying.
