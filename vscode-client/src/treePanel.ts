@@ -9,7 +9,7 @@ import type { ServerManager } from './server';
 import { makeNonce, treePageHtml } from './tree/html';
 import { isFromWebview, type ToWebview } from './tree/messages';
 import type { SearchTree, TreeParams } from './tree/types';
-import { clusterDetail, nodeDetail, treeMessage } from './tree/view-model';
+import { clusterDetail, nodeDetail, OpenFolds, treeMessage } from './tree/view-model';
 
 export interface TreeActions {
   apply(target: TreeParams, nodeId: number): Promise<void>;
@@ -21,8 +21,11 @@ export class TreePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private target: TreeParams | undefined;
   private tree: SearchTree | undefined;
-  /** The top nodes of the folded subtrees the user opened. */
-  private readonly expanded = new Set<number>();
+  /** The folded subtrees the user opened. */
+  private readonly folds = new OpenFolds();
+  private get expanded(): ReadonlySet<number> {
+    return this.folds.expanded;
+  }
   private readonly shown = new vscode.EventEmitter<SearchTree>();
   /** Fires each time a tree has been sent to the webview. */
   readonly onDidShowTree = this.shown.event;
@@ -38,7 +41,7 @@ export class TreePanel implements vscode.Disposable {
   }
 
   show(target: TreeParams): void {
-    if (this.target?.uri !== target.uri || this.target?.kernel !== target.kernel) this.expanded.clear();
+    if (this.target?.uri !== target.uri || this.target?.kernel !== target.kernel) this.folds.clear();
     this.target = target;
     this.tree = undefined;
     if (!this.panel) this.panel = this.createPanel();
@@ -109,8 +112,9 @@ export class TreePanel implements vscode.Disposable {
         if (this.tree) this.update(this.tree);
         else await this.refresh();
       } else if (m.type === 'fold') {
-        if (m.open) this.expanded.add(m.id);
-        else this.expanded.delete(m.id);
+        // a folded node may hold several subtrees of one parent: it opens, and folds again, as one
+        if (m.open) this.folds.open(this.tree, m.id);
+        else this.folds.close(m.id);
         if (this.tree) this.update(this.tree);
       } else if (m.type === 'select') {
         await this.select(m.id);

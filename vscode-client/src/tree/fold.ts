@@ -7,9 +7,11 @@
  * user (``expanded``: the user clicked its folded node). Only the topmost such
  * subtree folds (an ancestor that could fold too folds instead), and only one
  * of two attempts or more: a lone failed leaf is its parent's "N×" cluster
- * (view-model.ts) or itself. The folded node says how many attempts it holds
- * and their statuses; clicking it opens the subtree, and its top node then
- * offers to fold it again.
+ * (view-model.ts) or itself. Folds that hang from the same parent are one
+ * folded node (at 200 attempts a parent has many small dead ends: one node says
+ * how many, not a row of them). The folded node says how many attempts it holds
+ * and their statuses; clicking it opens its subtrees, and each top node then
+ * offers to fold its own again.
  */
 import type { Outcome, TreeNode } from './types';
 
@@ -20,8 +22,10 @@ export const FOLDABLE: ReadonlySet<Outcome> = new Set<Outcome>(['failed', 'slowe
 export const MIN_FOLD = 2;
 
 export interface Fold {
-  /** The subtree's top node. */
+  /** The subtree's top node (of several merged under one parent: the first). */
   root: number;
+  /** The top node of each subtree it holds, by id: several when folds under one parent are merged. */
+  tops: number[];
   /** Its parent: where the folded node hangs. */
   parent: number;
   /** Every node in the subtree, its top first (depth-first, children by id). */
@@ -117,11 +121,42 @@ export function folds(
     if (ids.length < MIN_FOLD) continue;
     out.set(n.id, {
       root: n.id,
+      tops: [n.id],
       parent: n.parent,
       ids,
       outcomes,
       failures: [...failures].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
       depth,
+    });
+  }
+  return mergedByParent(out);
+}
+
+/** The folds that hang from one parent, as one (keyed by its first top); a fold alone under its parent as it is. */
+function mergedByParent(single: Map<number, Fold>): Map<number, Fold> {
+  const byParent = new Map<number, Fold[]>();
+  for (const f of [...single.values()].sort((a, b) => a.root - b.root)) byParent.set(f.parent, [...(byParent.get(f.parent) ?? []), f]);
+  const out = new Map<number, Fold>();
+  for (const group of byParent.values()) {
+    const [first] = group;
+    if (group.length === 1) {
+      out.set(first.root, first);
+      continue;
+    }
+    const outcomes: Partial<Record<Outcome, number>> = {};
+    const failures = new Map<string, number>();
+    for (const f of group) {
+      for (const [o, k] of Object.entries(f.outcomes) as [Outcome, number][]) outcomes[o] = (outcomes[o] ?? 0) + k;
+      for (const [st, k] of f.failures) failures.set(st, (failures.get(st) ?? 0) + k);
+    }
+    out.set(first.root, {
+      root: first.root,
+      tops: group.map((f) => f.root),
+      parent: first.parent,
+      ids: group.flatMap((f) => f.ids),
+      outcomes,
+      failures: [...failures].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
+      depth: Math.max(...group.map((f) => f.depth)),
     });
   }
   return out;

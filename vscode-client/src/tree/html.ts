@@ -35,9 +35,9 @@ header p { margin: 0 0 6px; opacity: .85; font-size: .92em; overflow-wrap: anywh
 .legend i.nothing-new { background: transparent; border: 1.5px dashed #999; width: 7px; height: 7px; }
 .legend i.best { border: 3px solid #f5c518; width: 6px; height: 6px; }
 .legend i.folded { background: transparent; border: 3px solid #c0392b; border-right-color: #b08a3a; width: 6px; height: 6px; }
-main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(320px, 42%); min-height: 0; }
+main { display: grid; grid-template-columns: minmax(0, 1fr) clamp(260px, 30%, 440px); min-height: 0; }
 @media (max-width: 760px) {
-  main { grid-template-columns: minmax(0, 1fr); grid-template-rows: minmax(0, 40%) minmax(0, 60%); }
+  main { grid-template-columns: minmax(0, 1fr); grid-template-rows: minmax(0, 60%) minmax(0, 40%); }
   aside { border-left: 0; border-top: 1px solid var(--vscode-panel-border, #8884); }
 }
 #tree-pane { position: relative; min-height: 0; overflow: hidden; cursor: grab; }

@@ -90,6 +90,51 @@ function bestPath(tree: SearchTree): Set<number> {
   return new Set(best ? pathToRoot(tree.nodes, best.id) : []);
 }
 
+/** "#3 and what was tried from it (2 levels)", "#6, #9 and what was tried from them (up to 3 levels)". */
+function foldFrom(f: Fold): string {
+  if (f.tops.length === 1) return `#${f.root} and what was tried from it (${f.depth + 1} levels)`;
+  return `${f.tops.map((t) => `#${t}`).join(', ')} and what was tried from them (up to ${f.depth + 1} levels)`;
+}
+
+/**
+ * The top nodes a click on the folded node of ``top`` opens: every subtree it holds (folds merged under
+ * one parent open together); ``[top]`` when no fold starts there.
+ */
+export function foldTops(tree: SearchTree, top: number, opts: ViewOptions = {}): number[] {
+  return folded(tree, bestPath(tree), opts).folds.get(top)?.tops ?? [top];
+}
+
+/**
+ * The folded subtrees the user opened (``expanded``, their top nodes), as a click opens them and a "−"
+ * folds them again: a folded node that holds several subtrees of one parent opens them all, and the "−"
+ * of any of them folds them all back into that one node.
+ */
+export class OpenFolds {
+  /** The top nodes opened, as ``ViewOptions.expanded`` takes them. */
+  readonly expanded = new Set<number>();
+  private readonly together = new Map<number, number[]>();
+
+  open(tree: SearchTree | undefined, top: number): void {
+    const tops = tree ? foldTops(tree, top, { expanded: this.expanded }) : [top];
+    for (const t of tops) {
+      this.expanded.add(t);
+      this.together.set(t, tops);
+    }
+  }
+
+  close(top: number): void {
+    for (const t of this.together.get(top) ?? [top]) {
+      this.expanded.delete(t);
+      this.together.delete(t);
+    }
+  }
+
+  clear(): void {
+    this.expanded.clear();
+    this.together.clear();
+  }
+}
+
 export function viewNodes(tree: SearchTree, opts: ViewOptions = {}): ViewNode[] {
   const best = bestCandidate(tree.nodes, tree.best);
   const path = bestPath(tree);
@@ -118,7 +163,7 @@ export function viewNodes(tree: SearchTree, opts: ViewOptions = {}): ViewNode[] 
       parent: f.parent,
       outcome: foldOutcome(f),
       label: `${f.ids.length}`,
-      title: `${foldSummary(f)}\n#${f.root} and what was tried from it (${f.depth + 1} levels), none of it faster. Click to open.`,
+      title: `${foldSummary(f)}\n${foldFrom(f)}, none of it faster. Click to open.`,
       best: false,
       onPath: false,
       count: f.ids.length,
@@ -212,8 +257,12 @@ export function clusterDetail(tree: SearchTree, id: number, opts: ViewOptions = 
     const byId = new Map(tree.nodes.map((n) => [n.id, n]));
     return {
       id,
-      title: `${f.ids.length} attempts from #${f.root} on, folded`,
-      summary: `${foldSummary(f)}.\nNothing under #${f.root} was faster, so the subtree is drawn as one node; click it to open it:\n` +
+      title: f.tops.length === 1 ? `${f.ids.length} attempts from #${f.root} on, folded`
+        : `${f.ids.length} attempts in ${f.tops.length} subtrees from #${f.parent}, folded`,
+      summary: (f.tops.length === 1
+        ? `${foldSummary(f)}.\nNothing under #${f.root} was faster, so the subtree is drawn as one node; click it to open it:\n`
+        : `${foldSummary(f)}.\nNothing under ${f.tops.map((t) => `#${t}`).join(', ')} was faster, so these ${f.tops.length} subtrees of ` +
+          `#${f.parent} are drawn as one node; click it to open them:\n`) +
         f.ids.map((i) => byId.get(i)).filter((g): g is TreeNode => !!g)
           .map((g) => `#${g.id} (from #${g.parent}) ${g.outcome === 'failed' ? g.status.replace(/_/g, ' ') : g.outcome.replace('_', ' ')}` +
             `${g.label ? ` ${g.label}` : ''}: ${g.summary.split('\n')[0]}`)

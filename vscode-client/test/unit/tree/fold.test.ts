@@ -34,14 +34,35 @@ const path = new Set([0, 1, 2]);
 describe('folded subtrees', () => {
   it('folds each topmost subtree where nothing is faster, of two attempts or more', () => {
     const f = folds(tree(), path);
-    assert.deepEqual([...f.keys()].sort((a, b) => a - b), [3, 6, 9]);
+    assert.deepEqual([...f.keys()].sort((a, b) => a - b), [3, 6]); // #6's and #9's: one, under the root
     assert.deepEqual(f.get(3)?.ids, [3, 4, 5]);
+    assert.deepEqual(f.get(3)?.tops, [3]);
     assert.equal(f.get(3)?.parent, 1);
     assert.deepEqual(f.get(3)?.outcomes, { failed: 2, slower: 1 });
     assert.deepEqual(f.get(3)?.failures, [['compile_error', 1], ['incorrect', 1]]);
-    assert.deepEqual(f.get(6)?.ids, [6, 7, 8]); // the whole chain, one fold at its top
+    assert.deepEqual(f.get(6)?.ids, [6, 7, 8, 9, 10]); // each whole chain, folded at its top
     assert.equal(f.get(6)?.depth, 2);
-    assert.deepEqual(f.get(9)?.ids, [9, 10]);
+  });
+
+  it('merges the folds under one parent into one, keeping each subtree\'s top', () => {
+    const m = folds(tree(), path).get(6);
+    assert.ok(m);
+    assert.deepEqual(m.tops, [6, 9]);
+    assert.equal(m.parent, 0);
+    assert.deepEqual(m.outcomes, { failed: 3, slower: 1, nothing_new: 1 });
+    assert.deepEqual(m.failures, [['compile_error', 2], ['runtime_error', 1]]);
+    assert.equal(foldSummary(m), '5 attempts: 3 failed (2 compile error, 1 runtime error), 1 not faster, 1 nothing new');
+    // many small dead ends under one node (200 attempts: rows of them): one folded node
+    const wide = [node(0, null, 1, 'root'), node(1, 0, 1.4)];
+    for (let i = 0; i < 30; i++) wide.push(node(2 + 2 * i, 0, null, 'failed'), node(3 + 2 * i, 2 + 2 * i, null, 'failed', { kind: 'debug' }));
+    const w = folds(wide, new Set([0, 1]));
+    assert.equal(w.size, 1);
+    assert.equal(w.get(2)?.tops.length, 30);
+    assert.equal(w.get(2)?.ids.length, 60);
+    // one of them opened: the others still fold, together
+    const opened = folds(wide, new Set([0, 1]), new Set([2]));
+    assert.deepEqual([...opened.keys()], [4]);
+    assert.equal(opened.get(4)?.tops.length, 29);
   });
 
   it('never folds the best path, nor a subtree with a faster or running node', () => {
@@ -70,7 +91,8 @@ describe('folded subtrees', () => {
     const f = folds(nodes, path, open);
     assert.equal(f.has(6), false);
     assert.equal(f.has(7), false); // inside an opened subtree nothing folds: one click shows it all
-    assert.ok(f.has(3) && f.has(9));
+    assert.ok(f.has(3) && f.has(9)); // #9's, alone under the root now
+    assert.deepEqual(f.get(9)?.tops, [9]);
     assert.deepEqual([...refoldable(nodes, path, open)], [6]);
     nodes.push(node(11, 8, 1.3, 'faster')); // since opened, something faster grew in it: no "fold again"
     assert.deepEqual([...refoldable(nodes, path, open)], []);
@@ -91,7 +113,7 @@ describe('folded subtrees', () => {
     assert.ok(f);
     assert.equal(foldSummary(f), '3 attempts: 2 failed (1 compile error, 1 incorrect), 1 not faster');
     assert.equal(foldOutcome(f), 'failed');
-    const g = folds(tree(), path).get(6);
+    const g = folds(tree(), path, new Set([9])).get(6);
     assert.ok(g);
     assert.equal(foldSummary(g), '3 attempts: 1 failed (1 runtime error), 1 not faster, 1 nothing new');
   });

@@ -36,6 +36,17 @@ describe('tree page layout', () => {
     assert.match(html, /#detail \{ flex: 1; min-height: 0; overflow: auto;/);
   });
 
+  it('gives the tree the width: the detail panel beside it takes 30 %, 260 to 440 px; stacked, the tree 60 % of the height', () => {
+    const m = /main \{ display: grid; grid-template-columns: minmax\(0, 1fr\) clamp\((\d+)px, (\d+)%, (\d+)px\);/.exec(html);
+    assert.ok(m, 'the side-by-side columns');
+    const [lo, pct, hi] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    const tree = (w: number) => w - Math.min(hi, Math.max(lo, (w * pct) / 100)); // the tree pane's width, px
+    // a narrow editor column (issue 25: 581 px of a 1000 px pane beside the detail) and a wide one
+    assert.ok(tree(800) >= 520 && tree(1000) >= 700 && tree(1600) >= 1150, `${tree(800)} ${tree(1000)} ${tree(1600)}`);
+    assert.ok(tree(1000) > 1000 - Math.max(320, 0.42 * 1000), 'wider than before');
+    assert.match(html, /@media \(max-width: 760px\) \{\n {2}main \{ grid-template-columns: minmax\(0, 1fr\); grid-template-rows: minmax\(0, 60%\) minmax\(0, 40%\); \}/);
+  });
+
   it('makes a disabled button look disabled and says why', () => {
     assert.match(html, /button:disabled, button\[aria-disabled="true"\] \{ opacity: \.4; cursor: not-allowed;/);
     assert.match(html, /id="why-not"/);

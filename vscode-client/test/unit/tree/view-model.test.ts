@@ -1,7 +1,7 @@
 import { strict as assert } from 'assert';
 import { isFromWebview } from '../../../src/tree/messages';
 import type { NodeDetailReply } from '../../../src/tree/types';
-import { clusterDetail, clusterId, clusterOf, nodeDetail, treeMessage, viewNodes } from '../../../src/tree/view-model';
+import { clusterDetail, clusterId, clusterOf, foldTops, nodeDetail, OpenFolds, treeMessage, viewNodes } from '../../../src/tree/view-model';
 import { node, sampleTree } from './fixtures';
 
 function reply(extra: Partial<NodeDetailReply> = {}): NodeDetailReply {
@@ -134,6 +134,41 @@ describe('tree view model', () => {
     assert.doesNotMatch(a.treeSvg, /fold-toggle/);
     assert.match(b.treeSvg, /<g class="fold-toggle" data-fold="2" tabindex="0" role="button"/);
     assert.match(a.minimapSvg, /class="mini-view"/);
+  });
+
+  it('draws the folds under one parent as one node, which opens them all', () => {
+    const t = sampleTree();
+    // under the root, off the best path: #2 (failed) with a repair, and two more dead ends of two attempts
+    t.nodes.push(node(6, 2, null, 'failed', { kind: 'debug' }), node(7, 0, null, 'failed'), node(8, 7, 0.7, 'slower'),
+      node(9, 0, null, 'failed', { status: 'incorrect' }), node(10, 9, null, 'failed', { kind: 'debug' }));
+    const v = viewNodes(t);
+    const folded = v.filter((n) => n.fold);
+    assert.equal(folded.length, 1);
+    const [f] = folded;
+    assert.equal(f.id, clusterId(2, 'fold'));
+    assert.equal(f.parent, 0);
+    assert.equal(f.count, 6);
+    assert.match(f.title, /^6 attempts: 5 failed .*, 1 not faster\n#2, #7, #9 and what was tried from them \(up to 2 levels\), none of it faster/);
+    assert.equal(v.some((n) => [2, 6, 7, 8, 9, 10].includes(n.id)), false);
+    assert.deepEqual(foldTops(t, 2), [2, 7, 9]); // what a click on it opens
+    assert.deepEqual(foldTops(t, 5), [5]); // no fold starts there
+    const d = clusterDetail(t, clusterId(2, 'fold'));
+    assert.equal(d?.title, '6 attempts in 3 subtrees from #0, folded');
+    assert.match(d?.summary ?? '', /Nothing under #2, #7, #9 was faster, so these 3 subtrees of #0 are drawn as one node/);
+    // a click opens the three; the "−" of any one folds the three back into one node
+    const folds = new OpenFolds();
+    folds.open(t, 2);
+    assert.deepEqual([...folds.expanded], [2, 7, 9]);
+    const open = viewNodes(t, { expanded: folds.expanded });
+    assert.equal(open.some((n) => n.fold), false);
+    assert.deepEqual(open.filter((n) => n.expanded).map((n) => n.id), [2, 7, 9]);
+    folds.close(7);
+    assert.deepEqual([...folds.expanded], []);
+    assert.deepEqual(viewNodes(t, { expanded: folds.expanded }).map((n) => n.id), v.map((n) => n.id)); // as before
+    folds.open(t, 5); // no fold there: that node alone
+    assert.deepEqual([...folds.expanded], [5]);
+    folds.clear();
+    assert.equal(folds.expanded.size, 0);
   });
 
   it('keeps the failed-leaf clusters beside the folds, and never folds into the best path', () => {
