@@ -125,3 +125,21 @@ def test_venvs_node_modules_and_the_cap(tmp_path: Path):
     write(tmp_path, "proj/pkg/venv_x/pyvenv.cfg", "home = /usr/bin\n")
     assert helper_users(helper) == [kernel.resolve()]
     assert helper_users(helper, limit=1) == []  # the first file under the root is pkg/__init__.py
+
+
+def test_optimize_on_a_helper_offers_the_users_kernel_that_calls_it(tmp_path: Path):
+    """What "Optimize" on a helper module searches (issue 25): each user's kernel that calls one of the helper's
+    functions (not merely the file's first kernel), named as the hint names the file; kept in the problem."""
+    from stark_lsp.server.helper_modules import helper_user
+
+    helper, kernel = package(tmp_path, "from pkg.common.helpers import square_sum")
+    first = "@triton.jit\ndef copy_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n\n\n"
+    kernel.write_text(kernel.read_text().replace("@triton.jit\ndef rms_kernel", first + "@triton.jit\ndef rms_kernel", 1))
+    u = helper_user(kernel, helper)
+    assert (u.kernel, u.shown, u.path) == ("rms_kernel", "pkg/ops/rms.py", str(kernel.resolve()))
+    assert resolve_task(helper).problem.users == (u,)
+    # no kernel calls it by name (a kernel passed it along): the file's first kernel
+    kernel.write_text(kernel.read_text().replace("square_sum(x_ptr", "other(x_ptr"))
+    assert helper_user(kernel, helper).kernel == "copy_kernel"
+    kernel.write_text("import pkg.common.helpers\n")  # no kernel at all: nothing to search
+    assert helper_user(kernel, helper) is None
