@@ -38,6 +38,7 @@ from .lock import tree_lock
 from .node import ABANDONED, AGENT_ERROR, DEBUG, PLAN_CODE, ROOT, RUNNING, Node, had_nothing_new, outcome_fields
 from .policies import DEBUG as ROUTE_DEBUG, Selection, leaderboard, make_policy
 from .retime import retime_options, screen_options, summarize
+from .root_failure import MACHINE, unjudgeable
 from .usage import budget_spent
 from .tree_store import TreeStore, source_hash
 from .tree_view import TreeView
@@ -403,6 +404,8 @@ class Search:
             if archived:  # said whether or not the new tree's root is evaluated yet
                 self._emit(message=archived, lasting=True)
             root = self._ensure_root("" if note == archived else note)
+            if root is not None and not root.correct:
+                self._stop_if_unjudgeable(root)
             if root is not None and self.config.require_correct_root and not root.correct:
                 self._emit(done=True, message=f"your kernel did not pass ({root.status}): no search")
                 root = None
@@ -563,6 +566,15 @@ class Search:
             return None
         self._evaluate(root)
         return self._nodes[root.id]
+
+    def _stop_if_unjudgeable(self, root: Node) -> None:
+        """A root whose failure is the machine's or the task's (``root_failure.py``) stops the search before
+        the budget is spent on refusals: it is abandoned (judged again by the next run) and the search raises."""
+        failure = unjudgeable(root.status, root.error or "", root.is_reference_itself)
+        if failure is None:
+            return
+        self._update(root.id, status=ABANDONED, error=failure.message)
+        raise (EvaluatorFailed if failure.kind == MACHINE else TaskBroken)(failure.message)
 
     def _stop_reason(self, started: float) -> str:
         if self._cancel.is_set():
