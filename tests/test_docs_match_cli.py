@@ -131,6 +131,10 @@ def settings_and_commands() -> tuple[set[str], set[str]]:
     # the language server's own commands (workspace/executeCommand), which the docs also name stark.*
     server = ROOT / "stark_lsp" / "server"
     commands |= {m for f in server.glob("*.py") for m in re.findall(r'"(stark\.[A-Za-z]+)"', f.read_text())}
+    # the extension's own commands that no menu shows (registered in its source, not in package.json):
+    # the command behind a lightbulb row, say
+    client = ROOT / "vscode-client" / "src"
+    commands |= {m for f in client.glob("*.ts") for m in re.findall(r"_COMMAND = '(stark\.[\w.]+)'", f.read_text())}
     return settings, commands
 
 
