@@ -633,7 +633,12 @@ class Judge:
         profile = bool(self.is_gpu and opts.profile_launches and _profiled(source))  # Triton's counter sees the rest
         reply = conv.ask({"op": "launches", "seed": seeds.draw(1, 3000)[0], "profile": profile}, call_limit + 30.0,
                          "the launch check")
-        ran = launched_kernel_names(R.strings(reply.get("triton")) + R.strings(reply.get("profiled")))
+        # a Triton kernel's launches are Triton's counter's to say (every launch of the process, a CUDA graph's
+        # capture included); the profiler names every kernel of a call, PyTorch's own among them, so it speaks only
+        # for kernels no counter sees (CUDA's): a never-launched Triton kernel named like PyTorch's elementwise
+        # kernel passed beside a PyTorch fallback once a word of CUDA graphs sent its source to the profiler
+        ran = (launched_kernel_names(R.strings(reply.get("triton")))
+               | (launched_kernel_names(R.strings(reply.get("profiled"))) & set(_cuda_kernels(source))))
         if self.is_gpu:
             self._launchers = valid_signatures(reply.get("launchers"))
         reached = set(R.strings(reply.get("reached")))

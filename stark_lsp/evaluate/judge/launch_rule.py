@@ -50,8 +50,10 @@ def uses_cuda_graph(source: str) -> bool:
     """Whether the source may replay a CUDA graph: its kernels then run with no launch from Python, which
     Triton's launch counter cannot see, so only the profiler can tell whether they ran. The built-in
     team's switch written off (``CUDA_GRAPH = False``, torch.compile's written-out code) replays none: such
-    a source keeps the counter alone (a source that replays a graph anyway then has its kernels called
-    not launched: its own loss, never a pass)."""
+    a source keeps the counter alone. A reading of the text, which a source can fool either way (a line
+    ``CUDA_GRAPH = False`` above the graph, ``torch._C._CUDAGraph``, a comment): nothing rests on it. The
+    counter counts every launch of the process, a graph's capture included, and it alone speaks for a
+    Triton kernel (``judge._launch_check``: the profiler, which names PyTorch's kernels too, only for CUDA's)."""
     if re.search(r"^CUDA_GRAPH\s*=\s*False\b", source, re.M):
         return False
     return bool(re.search(r"\bCUDAGraph\b|\bmake_graphed_callables\b|\bcuda\.graph\b", source))

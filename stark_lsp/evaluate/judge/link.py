@@ -181,21 +181,31 @@ class CandidateLink:
         # go of, since ``released``) or _KEPT (the gate kept held throughout)
         compiling: float | None = None
         released = 0.0
+        ungated_until = math.inf  # while the gate is let go of: when this process's time without it is spent
         compiles, credited = 0, 0.0
         while True:
             try:
-                reply = self.chan.recv(deadline if compiling is None or compiling < 0 else min(deadline, compiling),
+                until = ungated_until if compiling == _LET_GO else compiling
+                reply = self.chan.recv(deadline if compiling is None or compiling < 0 else min(deadline, until),
                                        watch)
             except Deadline:
                 if compiling is None or compiling < 0 or time.monotonic() >= deadline:
                     raise
                 assert on_compile is not None
+                if compiling == _LET_GO:  # one compile held open past what the process may have without the gate
+                    # (it was looked at only when a compile's grace ended): taken back now, the compile goes on
+                    self.ungated_s += time.monotonic() - released
+                    waited, credited = _credit(on_compile("compiled"), credited, limit_s)
+                    hard += waited
+                    deadline, compiling = hard, _KEPT
+                    continue
                 if credited >= limit_s or self.ungated_s >= self.ungated_cap_s or compiles > self.compiles_cap:
                     compiling = _KEPT  # what a process may have without the gate is spent: compiled with it held
                     continue
                 waited, credited = _credit(on_compile("compiling"), credited, limit_s)  # a long compile: the CPU's
                 hard += waited
                 deadline, compiling, released = hard, _LET_GO, time.monotonic()
+                ungated_until = released + max(0.0, self.ungated_cap_s - self.ungated_s)
                 continue
             step_name = next(iter(reply), "") if len(reply) == 1 else ""
             if on_compile is not None and step_name in ("compiling", "compiled") and isinstance(reply[step_name], str):
