@@ -30,10 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.tasks.harness_template import render_harness
-    from stark_lsp.tasks.spec import default_harness_path, is_kernelbench_reference, is_triton_source, read_source
+    from stark_lsp.tasks.spec import default_harness_path, is_kernelbench_reference, is_triton_source
 
     path = Path(args.kernel)
-    text = read_source(path, "kernel")
+    text = refusal.read_source_or_refuse(str(path), "kernel")
     if path.suffix in (".cu", ".cuh"):
         language = "cuda"
     elif path.suffix == ".py" and is_kernelbench_reference(text):
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         language = "triton"
     else:
         raise refusal.Refusal(f"{path.name}: expected a CUDA file (.cu) or a Python file with @triton.jit kernels")
-    target = Path(args.out) if args.out else default_harness_path(path)
+    require_kernel(path.name, text, language, args.name)
+    target = refusal.output_file(args.out) if args.out else default_harness_path(path)
     try:
         harness = render_harness(language, path.name, text, args.name)
     except ValueError as e:
@@ -58,3 +59,15 @@ def run(args: argparse.Namespace) -> int:
         fh.write(harness)
     print(f"wrote {target}: write reference() in it, then 'stark eval {path}'", file=sys.stderr)
     return exit_codes.OK
+
+
+def require_kernel(file_name: str, text: str, language: str, name: str | None) -> None:
+    """A file with no kernel has nothing to write a harness for; ``--kernel NAME`` must name one of its kernels."""
+    from stark_lsp.tasks.kernels import find_kernels
+
+    names = [k.name for k in find_kernels(text, language)]
+    if not names:
+        what = "__global__" if language == "cuda" else "@triton.jit"
+        raise refusal.Refusal(f"{file_name}: no {what} kernel in it: nothing to write a harness for")
+    if name is not None and name not in names:
+        raise refusal.Refusal(f"--kernel {name}: no such kernel in {file_name} (its kernels: {', '.join(names)})")

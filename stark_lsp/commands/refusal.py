@@ -33,10 +33,15 @@ def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
 
 
 def read_candidate(path: str) -> str:
+    return read_source_or_refuse(path, "candidate")
+
+
+def read_source_or_refuse(path: str, what: str) -> str:
+    """``tasks.spec.read_source``: a missing file, a folder or a binary file is a :class:`Refusal`."""
     from stark_lsp.tasks.spec import TaskError, read_source
 
     try:
-        return read_source(path, "candidate")
+        return read_source(path, what)
     except TaskError as e:
         raise Refusal(str(e)) from None
 
