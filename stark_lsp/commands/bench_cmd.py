@@ -307,7 +307,12 @@ def run(args: argparse.Namespace) -> int:
                               "every task needs an NVIDIA GPU: nothing can be run or timed here")
     tasks, names = [tasks[i] for i in keep], [names[i] for i in keep]
     if not tasks:
-        _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped if not s.quiet))
+        listed = [s for s in skipped if not s.quiet]
+        if not listed:  # an empty folder, or one of harnesses and the like: say what a task is
+            _err(f"no tasks in {' '.join(args.paths)}: give KernelBench .py files, or .cu and Triton .py kernels "
+                 f"with a harness beside each (docs/HARNESS.md)")
+        else:
+            _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in listed))
         return exit_codes.USAGE
     refusal.require_evaluator_modules(next((t for t in tasks if t.kind == "triton"), tasks[0]))
     if small:

@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.tasks.spec import without_kernelbench_stub
 
     task = refusal.load_task_or_refuse(args.task, args.harness)
+    if args.candidate is not None and Path(args.candidate).resolve() == Path(task.path).resolve():
+        args.candidate = None  # the task file given as its own candidate: the same as none (a KernelBench
+        # file has no ModelNew to judge; its Model is timed against itself)
     source = task.root_source() if args.candidate is None else refusal.read_candidate(args.candidate)
     shown = args.candidate or args.task  # the name the user gave: every message uses it
     problems = check_task(task, kernel_source=None if args.candidate is None else source,
