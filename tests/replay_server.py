@@ -21,6 +21,9 @@ time, one every ``drip_s``, until its end or the client goes away (``streams_clo
 A context overflow is an HTTP error entry with the server's own body: ``overflow_400(kind)`` gives
 llama.cpp's, vLLM's and OpenAI's.
 
+The client's probe request of one token (``client.PROBE_PROMPT``: sent when ``models`` does not list the
+model, or the route is missing) is answered as a server would, taking no scripted entry, and recorded in
+``probes``, not ``requests``; ``probe_status`` makes it an HTTP error (404: an unknown model, as vLLM says it).
 ``GET /v1/models`` lists ``models`` (404 when it is None; ``models_status`` makes it an HTTP error), and
 ``GET /props`` answers ``props`` as llama.cpp's does (404 when None); their paths are recorded in ``gets``,
 apart from the chat requests.
@@ -86,6 +89,8 @@ class ReplayServer:
         self.models: list[str] | None = None  # what GET /v1/models lists (None: the route is missing)
         self.models_status: int | None = None  # an HTTP error GET /v1/models answers instead
         self.props: dict[str, Any] | None = None  # what GET /props answers, as llama.cpp's (None: 404)
+        self.probes: list[dict[str, Any]] = []  # the client's one-token probe requests (not in ``requests``)
+        self.probe_status: int | None = None  # an HTTP error the probe's request gets (404: an unknown model)
         self.requests: list[dict[str, Any]] = []  # the chat requests (POST)
         self.gets: list[str] = []  # the paths of GET requests (the probe's /v1/models)
         self._lock = threading.Lock()
@@ -124,6 +129,14 @@ class ReplayServer:
                     body: Any = json.loads(raw)
                 except ValueError:
                     body = raw
+                if _is_probe(body):  # the client's one-token probe: answered as a server would, off the script
+                    with server._lock:
+                        server.probes.append(body)
+                    if server.probe_status is not None:
+                        return _send(self, server.probe_status, {"error": {
+                            "message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError"}})
+                    return server._answer(self, {"content": "ready", "finish_reason": "length",
+                                                 "usage": {"prompt_tokens": 12, "completion_tokens": 1}}, body)
                 with server._lock:
                     server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "raw": raw})
                     entry = server.script.popleft() if server.script else None
@@ -298,6 +311,14 @@ class ReplayServer:
             with self._lock:
                 self.streams_closed += 1
         return None
+
+
+def _is_probe(body: Any) -> bool:
+    """The client's probe request of one token (``client.PROBE_PROMPT``): it takes no scripted entry."""
+    from stark_lsp.agents.llm.client import PROBE_PROMPT
+
+    return isinstance(body, dict) and body.get("max_tokens") == 1 and \
+        body.get("messages") == [{"role": "user", "content": PROBE_PROMPT}]
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:

@@ -168,8 +168,9 @@ def test_concurrency_limit_is_shared(replay):
 def test_stark_api_key_wins_over_openai_api_key(monkeypatch, replay):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("STARK_API_KEY", raising=False)
-    with pytest.raises(AgentError, match="no API key: set STARK_API_KEY"):
+    with pytest.raises(AgentError, match="no API key: set STARK_API_KEY") as refused:
         make_team("openai", base_url="https://api.example.com/v1")  # a remote endpoint needs a key
+    assert "one elsewhere that takes no key: STARK_API_KEY=EMPTY" in str(refused.value)  # vLLM on a GPU host
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-0000000000000000")
     monkeypatch.setenv("STARK_API_KEY", KEY)
     replay.push(completion("ok"), completion("ok"))

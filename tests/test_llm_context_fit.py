@@ -145,6 +145,27 @@ def test_a_prompt_whose_card_and_source_exceed_the_budget_is_said_once_and_still
     assert len(heard) == 1
 
 
+def test_a_prompt_the_server_cut_without_a_word_is_said_once_and_not_learnt_from(replay):
+    """Ollama past its context length keeps the prompt's end and counts only that (no error): the count far
+    below the estimate says so once, with the fix, and teaches the estimate nothing."""
+    replay.responder = lambda body: completion(PLAN, prompt_tokens=estimated(body) // 4)
+    team = make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_retries=0)
+    heard = []
+    ctx = replace(agent_ctx("plan", node=2), on_wait=heard.append)
+    team.planner.plan(ctx)
+    team.planner.plan(ctx)
+    cut = [line for line in heard if "cut the prompt" in line]
+    assert len(cut) == 1, heard
+    assert cut[0].startswith("the server counted ") and "prompt tokens of the ~" in cut[0]
+    assert "OLLAMA_CONTEXT_LENGTH=32768, or lower --context-tokens" in cut[0]
+    assert team.planner.client.token_ratio == 1.0  # a cut prompt's count is no tokenizer's
+    fine = make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_retries=0)
+    replay.responder = lambda body: completion(PLAN, prompt_tokens=estimated(body))
+    heard.clear()
+    fine.planner.plan(ctx)
+    assert not any("cut the prompt" in line for line in heard)
+
+
 def test_a_prompt_that_cannot_fit_the_servers_context_is_refused_before_it_is_sent(replay):
     replay.models, replay.props = ["m"], {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 4}
     team = make_team("openai", base_url=replay.base_url, model="m", api_key=KEY, max_retries=0)

@@ -114,7 +114,8 @@ def test_a_model_the_server_does_not_list_is_said_once_and_the_search_goes_on(tm
     assert len(notice) == 1 and "gemma-3-270m" in notice[0] and "--model m" in notice[0], err
 
 
-def test_a_server_without_the_models_route_is_left_to_the_first_call(tmp_path, monkeypatch, capsys, replay):
+def test_a_server_without_the_models_route_is_asked_one_token_then_the_search_goes_on(tmp_path, monkeypatch,
+                                                                                      capsys, replay):
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
     make_fake_task(tmp_path)
@@ -122,6 +123,46 @@ def test_a_server_without_the_models_route_is_left_to_the_first_call(tmp_path, m
         if "Plan agent" in body["messages"][0]["content"] else completion("```replace s1\nSPEED = 3.0\n```")
     assert _cli(tmp_path, monkeypatch, replay.base_url, budget="1") == 0
     assert "not among them" not in capsys.readouterr().err
+    assert [(p["model"], p["max_tokens"], "stream" in p) for p in replay.probes] == [("m", 1, False)]
+
+
+def test_a_listed_model_is_not_asked_one_token(tmp_path, monkeypatch, capsys, replay):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    replay.models = ["m", "other"]
+    replay.responder = lambda body: completion("MARKER s1 at `SPEED = `: set SPEED higher\nSUMMARY: faster") \
+        if "Plan agent" in body["messages"][0]["content"] else completion("```replace s1\nSPEED = 3.0\n```")
+    assert _cli(tmp_path, monkeypatch, replay.base_url, budget="1") == 0
+    assert replay.probes == [] and "not among them" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("listed", [["qwen2.5-coder:32b", "llama3.1:8b"], [], None])
+def test_a_misnamed_model_or_a_wrong_url_stops_before_the_kernel_is_evaluated(tmp_path, monkeypatch, capsys, replay,
+                                                                              listed):
+    """vLLM and Ollama answer 404 to a model they do not serve: found by the probe's one-token request, before
+    the user's kernel is timed (it took 33 s on a small task, minutes on a big one); with the models the server
+    lists where it lists them, else the URL to check."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    make_fake_task(tmp_path)
+    ev = FakeEvaluator()
+    monkeypatch.setenv("STARK_API_KEY", KEY)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: ev)
+    replay.models = listed
+    replay.probe_status = 404
+    rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "qwen-coder", "--base-url",
+                   replay.base_url, "--budget", "3"])
+    assert rc == AGENTS_UNAVAILABLE and ev.calls == 0  # not even the user's kernel was timed
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if "agents unavailable" in x]
+    assert len(line) == 1 and "does not know model 'qwen-coder'" in line[0], err
+    assert "HTTP 404: The model `qwen-coder` does not exist." in line[0]
+    if listed:
+        assert "it lists qwen2.5-coder:32b, llama3.1:8b: check --model" in line[0]
+    else:
+        assert "check --model and --base-url (it usually ends in /v1)" in line[0]
+    assert replay.requests == [] and len(replay.probes) == 1 and "Traceback" not in err
 
 
 # a full context is not the token limit -------------------------------------------------------------------------
@@ -157,3 +198,23 @@ def test_an_answer_cut_at_max_tokens_is_asked_again_with_only_its_head_replayed(
     replayed = [m["content"] for m in follow_up if m["role"] == "assistant"][0]
     assert len(replayed) < 2100 and "more characters cut" in replayed
     assert "--max-tokens" not in follow_up[-1]["content"]  # the model cannot change the user's flags
+
+
+# the same line from a run's nodes, for the CLI's exit 4 and the editor's end of a search -------------------------
+def test_run_failure_reads_a_runs_nodes_and_names_only_runs_that_judged_nothing():
+    from types import SimpleNamespace as N
+
+    from stark_lsp.agents.llm import failures
+    from stark_lsp.search import node
+
+    assert failures.AGENT_ERROR == node.AGENT_ERROR  # the store's statuses, without importing the search
+    assert set(failures.NOT_FINISHED) == set(node.IN_FLIGHT) | {node.ABANDONED}
+    root = N(parent_id=None, status="ok", error="")
+    cut = N(parent_id=1, status="agent_error", error="plan agent (m): the plan answer has no MARKER line: …")
+    gone = N(parent_id=1, status="abandoned", error="cancelled")
+    f = failures.run_failure([root, cut, gone, N(parent_id=1, status="running", error="")])
+    assert f is not None and f.kind == "answers" and "answered 1 time but" in f.line and "cancelled" not in f.line
+    assert failures.run_failure([root, cut, N(parent_id=1, status="compile_error", error="x")]) is None  # judged
+    assert failures.run_failure([root, gone]) is None  # nothing finished
+    dead = N(parent_id=1, status="agent_error", error="plan agent (m): the endpoint failed: HTTP 500: boom")
+    assert failures.run_failure([dead]).kind == "endpoint"

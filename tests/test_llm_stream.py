@@ -109,7 +109,7 @@ def test_a_waiting_answer_says_how_long_and_how_many_tokens_to_the_search(replay
 
     monkeypatch.setattr(S, "PROGRESS_S", 0.0)
     plan = "MARKER s1 lines 1-2: use a bigger block\n"
-    replay.push(dict(completion(plan * 4), piece=10, chunk_delay_s=0.01))
+    replay.push(dict(completion(plan * 4, prompt_tokens=4000), piece=10, chunk_delay_s=0.01))  # the whole prompt
     lines: list[str] = []
     ctx = plan_ctx()
     ctx.on_wait = lines.append

@@ -273,23 +273,14 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         return exit_codes.INTERRUPTED
     if code != exit_codes.OK:
         return code
-    this_run = [n for n in nodes if n.id > before]
-    if not wrote and args.llm != "builtin" and agents_never_answered(this_run):
-        from stark_lsp.agents.llm.failures import summarize
+    if not wrote and args.llm != "builtin":
+        from stark_lsp.agents.llm.failures import run_failure
 
-        errors = [n.error for n in this_run if n.parent_id is not None and n.status == "agent_error" and n.error]
-        print(f"stark optimize: the LLM team made no candidate: {for_terminal(summarize(errors).line)}",
-              file=sys.stderr)
-        return exit_codes.AGENTS_UNAVAILABLE
+        failure = run_failure(n for n in nodes if n.id > before)  # this run's attempts only
+        if failure is not None:  # not one candidate reached the evaluator
+            print(f"stark optimize: the LLM team made no candidate: {for_terminal(failure.line)}", file=sys.stderr)
+            return exit_codes.AGENTS_UNAVAILABLE
     return exit_codes.OK if wrote else exit_codes.NO_IMPROVEMENT
-
-
-def agents_never_answered(nodes: list[Any]) -> bool:
-    """Every finished attempt is an agent error: not one candidate reached the evaluator."""
-    from stark_lsp.search.node import AGENT_ERROR
-
-    done = [n for n in nodes if n.parent_id is not None and n.completed]
-    return bool(done) and all(n.status == AGENT_ERROR for n in done)
 
 
 def resume_argv(argv: list[str]) -> list[str]:

@@ -116,6 +116,10 @@ class _LLMAgent:
             err = type(e)(f"{self.role} agent ({self.model}): {e}", usage=sum((x.usage for x in earlier), e.usage),
                           raw=e.raw, exchanges=earlier)
             raise err from None
+        cut = self.client.cut_by_server(asked, reply.usage.prompt_tokens)  # Ollama past its context: said once
+        tell = ctx.on_notice or ctx.on_wait
+        if cut is not None and tell is not None:
+            tell(cut)
         exchange = Exchange(self.role, prompt, cap(reply.text, MAX_STORED_ANSWER, "answer"), reply.usage)
         text = structured.as_text(self.role, reply.text)  # a JSON answer, in the form the parsers read
         if text is not None:

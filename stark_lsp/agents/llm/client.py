@@ -138,7 +138,8 @@ class ChatClient:
             key = LOCAL_KEY  # llama.cpp, vLLM and Ollama on this machine need none; the client wants a word
         if not key:
             raise AgentError("no API key: set STARK_API_KEY (or OPENAI_API_KEY) in the environment (a server on "
-                             "this machine, --base-url http://127.0.0.1:PORT/v1, needs none)")
+                             "this machine, --base-url http://127.0.0.1:PORT/v1, needs none; one elsewhere that "
+                             "takes no key: STARK_API_KEY=EMPTY)")
         register_secret(key)
         own = Redactor(key)
         self.redact: Callable[[str], str] = lambda text: redact(own(text))  # this key, any other known one
@@ -262,10 +263,24 @@ class ChatClient:
         if prompt_tokens <= 0 or estimate < CALIBRATE_MIN_TOKENS:  # a tiny prompt is mostly the chat template's
             return
         lo, hi = RATIO_RANGE
-        seen = min(hi, max(lo, prompt_tokens / estimate))
+        if prompt_tokens < lo * estimate:  # the server cut the prompt to its context (``cut_by_server``): no count
+            return
+        seen = min(hi, prompt_tokens / estimate)
         with self._lock:
             self._ratio_n += 1
             self._ratio += (seen - self._ratio) / min(self._ratio_n, RATIO_SMOOTHING)
+
+    def cut_by_server(self, messages: list[dict[str, str]], prompt_tokens: int) -> str | None:
+        """A line when the server counted far fewer prompt tokens than were sent (below ``RATIO_RANGE[0]`` of the
+        estimate): it cut the prompt to its context without a word, as Ollama does past its ``num_ctx``, so the
+        model saw the prompt's tail only. None otherwise, or where the line was said already this run."""
+        estimate = self._estimate(messages)
+        if prompt_tokens <= 0 or estimate < CALIBRATE_MIN_TOKENS or prompt_tokens >= RATIO_RANGE[0] * estimate:
+            return None
+        line = (f"the server counted {prompt_tokens} prompt tokens of the ~{estimate} sent: it cut the prompt to its "
+                f"context without a word, and the model saw its end only (Ollama does past its context length: "
+                f"start it with OLLAMA_CONTEXT_LENGTH=32768, or lower --context-tokens)")
+        return line if self.notice_once("cut by the server", line) else None
 
     def notice_once(self, key: Any, text: str) -> bool:
         """Keep ``text`` among the run's notices unless one was kept under ``key``; whether it is new."""
@@ -322,12 +337,15 @@ class ChatClient:
                                      usage=err.usage, raw=err.raw)
         return err
 
-    def _unavailable(self, e: Exception, model: str, attempt: int) -> AgentsUnavailable:
+    def _unavailable(self, e: Exception, model: str, attempt: int, listed: str = "") -> AgentsUnavailable:
         status = e.status_code if isinstance(e, openai.APIStatusError) else None
         what = _describe(e, self.read_timeout_s)
         if status in (401, 403):
             msg = (f"the endpoint {self._where()} refused the API key ({what}): check STARK_API_KEY or "
                    f"OPENAI_API_KEY and --base-url")
+        elif status == 404 and listed:
+            msg = (f"the endpoint {self._where()} does not know model {model!r} ({what}); it lists {listed}: "
+                   f"check --model")
         elif status == 404:
             msg = (f"the endpoint {self._where()} does not know model {model!r}, or the URL is wrong ({what}): "
                    f"check --model and --base-url (it usually ends in /v1)")
@@ -346,33 +364,60 @@ class ChatClient:
     def probe(self, models: list[str]) -> list[str]:
         """Before anything is evaluated: ``GET /models``, once, within the connect timeout and a short read.
         A refused connection, an unknown host or a refused key is ``AgentsUnavailable`` now (not after the
-        user's kernel was timed); a listed set that lacks one of ``models`` is a notice (llama.cpp serves any
-        name); a server without the route, or slow to answer it, is left to the first real call."""
+        user's kernel was timed). A model the server does not list, or a server without the route (or with a
+        body that is no list), gets one request of one token under its name (``_one_token``): a 404 (a misnamed
+        model, a URL that is no OpenAI-style API) is ``AgentsUnavailable`` too, naming what the server lists;
+        a model it answers to though it does not list it (llama.cpp serves any name) is a notice. A server slow
+        to answer either is left to the first real call."""
         client = openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
                                timeout=openai.Timeout(min(self.read_timeout_s, PROBE_READ_S),
                                                       connect=self.connect_timeout_s))
         objs: list[Any] = []
         try:
-            objs = list(client.models.list())
-        except openai.APIConnectionError as e:
-            if isinstance(e, openai.APITimeoutError):
-                return []
-            raise self._unavailable(e, models[0] if models else "", 0) from None
-        except openai.APIStatusError as e:
-            if e.status_code in (401, 403):
+            try:
+                objs = list(client.models.list())
+            except openai.APIConnectionError as e:
+                if isinstance(e, openai.APITimeoutError):
+                    return []
                 raise self._unavailable(e, models[0] if models else "", 0) from None
-            # no such route here (404, 405): the first call says more
-        except Exception:  # noqa: BLE001  an odd body: the first call says more
-            pass
+            except openai.APIStatusError as e:
+                if e.status_code in (401, 403):
+                    raise self._unavailable(e, models[0] if models else "", 0) from None
+                # no such route here (404, 405; or a wrong URL): the one-token request says which
+            except Exception:  # noqa: BLE001  an odd body: the one-token request says more
+                pass
+            listed = [i for i in (getattr(m, "id", None) for m in objs) if isinstance(i, str)][:1000]
+            # a model the server does not list (or no list at all): one request of one token under each name, so a
+            # misnamed model or a wrong URL (404) stops the run now, not after the user's kernel was timed
+            unlisted = [m for m in models if m not in listed]
+            shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
+            notices = []
+            for m in unlisted:
+                self._one_token(client, m, shown)
+                if listed:  # it answered under a name it does not list: a server of one model serves any name
+                    notices.append(f"the endpoint {self._where()} lists {shown}; --model {m} is not among them, "
+                                   f"but it answers to it (a server of one model serves any name)")
         finally:
             client.close()
-        listed = [i for i in (getattr(m, "id", None) for m in objs) if isinstance(i, str)][:1000]
-        missing = [m for m in models if listed and m not in listed]
-        shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
-        notices = [f"the endpoint {self._where()} lists {shown}; --model {m} is not among them (a server of one "
-                   f"model may serve it under any name; others answer 404)" for m in missing]
         notices += self._fit_to_server(objs, models[0] if models else "")
         return [self.redact(scrub(n)) for n in notices]
+
+    def _one_token(self, client: Any, model: str, listed: str) -> None:
+        """The probe's request of one token under ``model`` (``PROBE_PROMPT``, not streamed, no temperature):
+        a 404 (an unknown model, or a URL that is no OpenAI-style API), a refused key or a refused connection is
+        ``AgentsUnavailable``; anything else (a slow server, a parameter refused, an odd answer) is left to the
+        first real call."""
+        try:
+            client.chat.completions.create(model=model, messages=[{"role": "user", "content": PROBE_PROMPT}],
+                                           max_tokens=1)
+        except openai.APIStatusError as e:
+            if e.status_code in FATAL_STATUSES:
+                raise self._unavailable(e, model, 0, listed) from None
+        except openai.APIConnectionError as e:
+            if _refused(e):
+                raise self._unavailable(e, model, 0) from None
+        except Exception:  # noqa: BLE001  an odd body: the first call says more
+            pass
 
     def _fit_to_server(self, listed: list[Any], model: str) -> list[str]:
         """The server's own limits (``server_limits.py``: llama.cpp's ``/props``, vLLM's ``max_model_len``),
@@ -609,6 +654,7 @@ def _refused(e: Exception) -> bool:
 CONTEXT_FULL = "context_full"  # a finish_reason of ours: 'length' well below max_tokens
 CONTEXT_FULL_SHARE = 0.95
 PROBE_READ_S = 15.0  # the probe's read timeout at most: listing models is quick or it is not there
+PROBE_PROMPT = "Answer with one word: ready?"  # the probe's one-token request (tests/replay_server.py knows it)
 CALIBRATE_MIN_TOKENS = 200  # estimated prompt tokens below which a reply teaches no ratio (the template's own weigh)
 RATIO_RANGE = (0.5, 3.0)  # what a server's count may be of the estimate's; beyond it, a count is not believed
 RATIO_SMOOTHING = 4  # the ratio: the mean of the first replies, then a quarter of the way to each new one

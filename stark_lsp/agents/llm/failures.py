@@ -7,12 +7,15 @@ unusable answers (exit 4), with its own fix.
 
 The attempts' errors are the node errors the search stored (``search/engine.py``: "plan agent: …",
 "code agent: …"), this run's only: an earlier run's abandoned nodes say nothing about this one.
+``run_failure`` reads them from a run's nodes (the CLI's exit 4; the editor's end of a search can say the
+same line from the nodes it holds).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 ENDPOINT_SIGNS = ("the endpoint failed", "the endpoint gave an unusable answer", "answered without choices",
                   "no answer within", "cannot connect", "HTTP 401", "HTTP 403", "HTTP 404")
@@ -102,9 +105,10 @@ def summarize(errors: list[str]) -> RunFailure:
     advice = []
     if counts.get(OVER_CONTEXT) and "--ctx-size" not in answers[0]:  # (unless the first says it already)
         advice.append("lower --context-tokens or --max-tokens, or start the server with a larger context "
-                      "(llama.cpp: --ctx-size)")
+                      "(llama.cpp: llama-server --ctx-size; vLLM: --max-model-len)")
     if counts.get("cut off by a full context"):
-        advice.append("serve the model with a larger context (llama.cpp: --ctx-size), or lower --context-tokens")
+        advice.append("serve the model with a larger context (llama.cpp: llama-server --ctx-size; Ollama: "
+                      "OLLAMA_CONTEXT_LENGTH), or lower --context-tokens")
     if counts.get("cut at the answer deadline"):
         advice.append("raise --answer-timeout, or use a faster model or server")
     if counts.get("cut off at the token limit") or counts.get("cut off mid-block"):
@@ -124,3 +128,19 @@ def summarize(errors: list[str]) -> RunFailure:
     also = f"; {len(endpoint)} more failed at the endpoint" if endpoint else ""
     fix = "".join(f"; {a}" for a in advice)
     return RunFailure("answers", f"{opening}{also}; the first: {answers[0]}{fix}")
+
+
+AGENT_ERROR = "agent_error"  # search/node.py's status of an attempt an agent refused (no candidate)
+NOT_FINISHED = ("pending", "running", "abandoned")
+
+
+def run_failure(nodes: Iterable[Any]) -> RunFailure | None:
+    """The line for a run of an LLM team in which not one attempt reached the evaluator, or None: ``nodes``
+    are this run's (anything with ``parent_id``, ``status`` and ``error``: the store's nodes, the editor's
+    views of them); the root and attempts not finished (in flight, abandoned) are not counted. None where
+    an attempt was judged, or none finished."""
+    done = [n for n in nodes if getattr(n, "parent_id", None) is not None
+            and getattr(n, "status", "") not in NOT_FINISHED]
+    if not done or any(n.status != AGENT_ERROR for n in done):
+        return None
+    return summarize([str(n.error) for n in done if n.error])

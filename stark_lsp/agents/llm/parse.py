@@ -61,8 +61,8 @@ def check_reply(text: str, finish_reason: str, what: str) -> None:
         raise AgentError(f"the {what} answer was empty", raw=text)
     if finish_reason == "context_full":
         raise AgentError(f"the {what} answer was cut off short of --max-tokens: the server's context (prompt and "
-                         f"answer) is full: serve the model with a larger context (llama.cpp: --ctx-size), or lower "
-                         f"--context-tokens", raw=text)
+                         f"answer) is full: serve the model with a larger context (llama.cpp: llama-server --ctx-size; "
+                         f"Ollama: OLLAMA_CONTEXT_LENGTH), or lower --context-tokens", raw=text)
     if finish_reason == "deadline":
         raise AgentError(f"the {what} answer was cut at the answer deadline (--answer-timeout) while still being "
                          f"written: a faster model or server, or a larger --answer-timeout", raw=text)
