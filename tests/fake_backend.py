@@ -22,7 +22,7 @@ remote parts are fake:
   ``STARK_FAKE_AGENT_DOWN`` makes every agent fail like a dead endpoint;
 * the team's probe (before the search evaluates anything) goes by ``stark.baseUrl``: one
   containing ``probe-down`` is refused as a dead endpoint is, one containing ``probe-notice`` answers
-  with a notice as a server with limits does.
+  with a notice as a server with limits does, and says it serves one request at a time (``slots``).
 
 Never used unless asked for by name.
 """
@@ -183,6 +183,7 @@ class FakeBackend(Backend):
         url = settings.base_url or ""
         if "probe-down" in url or "probe-notice" in url:
             team.probe = lambda: _probe(url)
+            team.slots = lambda: 1  # what llama.cpp's /props says of its slots, read at the probe
         return team
 
 

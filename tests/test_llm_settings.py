@@ -69,3 +69,17 @@ def test_the_editors_token_budget_reaches_the_search_of_an_llm_team_only():
     s, problems = parse_settings({"llm": "openai", "tokenBudget": 0})
     assert problems == ["stark.tokenBudget must be an integer >= 1, not 0"] and s.token_budget is None
     assert parse_settings({"llm": "openai", "tokenBudget": None})[0].token_budget is None
+
+
+def test_concurrency_unset_is_none_so_an_llm_servers_slots_can_choose():
+    """stark.concurrency unset (or null, the extension's default) leaves the number to the server's slots (an
+    LLM team) or to 2 (``backend.DEFAULT_CONCURRENCY``); a number is the user's; below 1 is a problem."""
+    from stark_lsp.server.backend import DEFAULT_CONCURRENCY, Backend
+
+    assert parse_settings({})[0].concurrency is None
+    assert parse_settings({"concurrency": 3})[0].concurrency == 3
+    assert parse_settings({"concurrency": None}, parse_settings({"concurrency": 3})[0])[0].concurrency is None
+    s, problems = parse_settings({"concurrency": 0})
+    assert s.concurrency is None and problems == ["stark.concurrency must be an integer >= 1, not 0"]
+    assert Backend().search_config(parse_settings({})[0]).concurrency == DEFAULT_CONCURRENCY
+    assert Backend().search_config(parse_settings({"concurrency": 5})[0]).concurrency == 5

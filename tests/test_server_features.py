@@ -435,8 +435,8 @@ async def test_a_broken_task_stops_the_search_with_an_error_on_the_harness_line(
 @pytest_lsp.fixture(config=config())
 async def probe_client(lsp_client: LanguageClient, request):
     root = request.getfixturevalue("tmp_path")
-    for name in ("down", "notice"):
-        (root / f"{name}.py").write_text(TRITON_KERNEL)
+    for name in ("down", "notice", "refused"):
+        (root / f"{name}.py").write_text(TRITON_KERNEL + ("# STARK_FAKE_AGENT_DOWN\n" if name == "refused" else ""))
         (root / f"{name}.harness.py").write_text(TRITON_HARNESS)
     lsp_client.root = root
     await start(lsp_client, root, {"llm": "openai", "baseUrl": "http://127.0.0.1:9/probe-down/v1"})
@@ -458,11 +458,29 @@ async def test_the_llm_endpoint_is_probed_before_the_kernel_is_timed(probe_clien
     assert tree is None or not tree["nodes"] or tree["nodes"][0]["status"] != "ok"  # nothing was timed
 
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://127.0.0.1:9/probe-notice/v1"}}))
+        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://127.0.0.1:9/probe-notice/v1",
+                                                              "concurrency": None}}))
     uri = open_document(client, client.root / "notice.py", "python")
     await run_action(client, (await code_actions(client, uri, kline))[0])
     await wait_until(lambda: ended_progress(client, 2), "the second search to end")
     assert "STARK: the server answers 1 request at a time (fake)" in messages(client)
+    # stark.concurrency unset: the attempts in flight follow the server's slots, as the CLI's do (issue 23)
+    assert ("STARK: 2 attempts in flight, as the server answers 1 request at a time (one more is being judged); "
+            "stark.concurrency to choose") in messages(client)
+
+
+async def test_an_llm_run_with_no_candidate_judged_says_so_with_its_errors(probe_client: LanguageClient):
+    """The editor's side of the CLI's exit 4 (issue 23): a run of an LLM team in which every attempt was an
+    agent's error ends saying the team made no candidate, with this run's errors, not "done"."""
+    client = probe_client
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"stark": {"baseUrl": "http://127.0.0.1:9/v1", "budget": 2}}))
+    kline = line_of(TRITON_KERNEL, "def add_relu_kernel")
+    uri = open_document(client, client.root / "refused.py", "python")
+    await run_action(client, (await code_actions(client, uri, kline))[0])
+    (end,) = await wait_until(lambda: ended_progress(client), "the search to end")
+    assert "the LLM team made no candidate" in end.message and "connection refused" in end.message, end.message
+    assert not end.message.startswith("done"), end.message
 
 
 SYNTAX_ERROR = TRITON_KERNEL.replace("    out = torch.empty_like(x)\n", "    out = torch.empty_like(x\n")

@@ -19,6 +19,7 @@ import argparse
 from typing import Any, Callable
 
 from stark_lsp.commands.arguments import positive_int
+from stark_lsp.agents.llm.in_flight import MAX_SLOTS_FOLLOWED, in_flight_for_server  # noqa: F401 (the CLI's name)
 
 AGENTS = ("plan", "code", "debug")
 
@@ -81,20 +82,6 @@ def token_budget(args: argparse.Namespace, say: Callable[[str], None]) -> int | 
     return n
 
 
-MAX_SLOTS_FOLLOWED = 8
-
-
-def in_flight_for_server(team: Any) -> tuple[int, str] | None:
-    """Attempts in flight when ``--concurrency`` was not given and the server said, at its probe, how many
-    requests it serves at once: one more than that (each slot writing, one attempt being judged), with a
-    line that says so; None where the server did not say (the default stands)."""
-    slots = team.slots() if getattr(team, "slots", None) else None
-    if not slots:
-        return None
-    said = int(slots)
-    n = min(said, MAX_SLOTS_FOLLOWED) + 1  # a server may say any number: the search's threads stay few
-    return n, (f"{n} attempts in flight, as the server answers {said} request{'s' if said != 1 else ''} at a "
-               f"time (one more is being judged); --concurrency N to choose")
 
 
 def parse_temperatures(text: str) -> dict[str, float]:

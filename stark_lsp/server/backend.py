@@ -35,6 +35,7 @@ from stark_lsp.tasks.spec import TaskSpec
 
 log = logging.getLogger(__name__)
 ENV_BACKEND = "STARK_LSP_BACKEND"
+DEFAULT_CONCURRENCY = 2  # attempts in flight where stark.concurrency is unset and no LLM server said its slots
 
 
 class BackendUnavailable(RuntimeError):
@@ -175,7 +176,7 @@ class Backend:
             require_correct_root=True,
             budget=settings.budget,
             policy=settings.policy,
-            concurrency=settings.concurrency,
+            concurrency=settings.concurrency or DEFAULT_CONCURRENCY,
             seed=settings.seed,
             profile_top=settings.profile_top,
             eval_options=EvalOptions.from_dict(settings.eval_options),

@@ -29,12 +29,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from lsprotocol import types
 
 from stark_lsp.agents.base import AgentsUnavailable
+from stark_lsp.agents.llm.failures import run_failure
+from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.evaluate.unavailable import EvaluatorUnavailable
 from stark_lsp.search import EvaluatorFailed, SearchBusy, TaskBroken
 from stark_lsp.search.engine import void_after_task_gone
@@ -244,10 +247,16 @@ async def _run_job(host: Host, job: Job, store_path: Path | None) -> None:
             log.info("evaluator hardware: %s", e)
         loop.call_soon_threadsafe(_phase, host, job, PHASE_ROOT)
         team = backend.make_team(settings, api_key)
+        run_settings = settings
         if getattr(team, "probe", None):  # a dead endpoint: found before the kernel is timed, as in the CLI
             for notice in team.probe():
                 loop.call_soon_threadsafe(host.say, f"STARK: {notice}", types.MessageType.Info)
-        search = backend.make_search(job.task, store, evaluator, team, settings, inbox.progress, inbox.node,
+            fitted = in_flight_for_server(team, choose="stark.concurrency") if settings.concurrency is None else None
+            if fitted:  # the server said how many requests it answers at a time: as many writing, one judged
+                run_settings = replace(settings, concurrency=fitted[0])
+                loop.call_soon_threadsafe(host.say, f"STARK: {fitted[1]}", types.MessageType.Info)
+        job.nodes_before = max((n.id for n in store.nodes(job.task_id)), default=0)  # this run's are newer
+        search = backend.make_search(job.task, store, evaluator, team, run_settings, inbox.progress, inbox.node,
                                      budget=job.budget)
         return search.run(job.cancel)
 
@@ -322,6 +331,10 @@ def _outcome(host: Host, job: Job, tree: Any) -> tuple[str, types.MessageType]:
         detail = root.error or (root.problems[0].message if root.problems else root.status)
         return (f"your kernel does not pass ({root.status.replace('_', ' ')}): {detail}; no search was started. "
                 f"The error is on its line: fix it, save, and optimize again", types.MessageType.Warning)
+    if tree is not None and host.settings.llm != "builtin":  # as the CLI's exit 4: the model answered, nothing usable
+        failure = run_failure(n for n in tree.nodes if n.id > job.nodes_before)
+        if failure is not None:
+            return f"stopped: the LLM team made no candidate: {failure.line}", types.MessageType.Error
     return "done", types.MessageType.Info
 
 

@@ -37,6 +37,7 @@ class Job:
     then: Callable[[], Any] | None = None  # run once it has stopped (e.g. resume under a new name)
     replay: bool = True  # the search replays the tree's nodes first: the cache starts afresh from them
     cpu: bool = False  # timed on the CPU (Triton interpreter), not a GPU
+    nodes_before: int = 0  # the tree's last node id when this run started: its own attempts come after
 
     task_id: str = ""  # TaskSpec.task_id() of ``task`` (it resolves paths: computed once)
 

@@ -6,7 +6,7 @@ Keys are camelCase as an editor writes them::
 
     {"llm": "builtin" | "openai", "baseUrl": "...", "model": "...",
      "models": {"plan": "...", "code": "...", "debug": "..."},
-     "budget": 30, "policy": "stark", "concurrency": 2, "seed": 0, "profileTop": 0,
+     "budget": 30, "policy": "stark", "concurrency": null, "seed": 0, "profileTop": 0,
      "evaluation": {"device": "auto", "workers": 1, "cluster": "auto" | "ray://HOST:PORT", "warmUp": true},
      "maxTokens": 8192, "connectTimeout": 10, "readTimeout": 300, "answerTimeout": 900, "stream": true, "structured": true,
      "retries": 3, "timeoutRetries": 1,
@@ -71,7 +71,9 @@ class Settings:
     models: dict[str, str] = field(default_factory=dict)  # per agent; falls back to model
     budget: int = 30
     policy: str = "stark"
-    concurrency: int = 2
+    # attempts in flight; None (unset): 2, or with an LLM team one more than the requests its server answers
+    # at a time, read at the probe (``agents/llm/in_flight.py``, as the CLI without --concurrency)
+    concurrency: int | None = None
     seed: int = 0
     device: str = "auto"
     workers: int = 1
@@ -136,9 +138,11 @@ def parse_settings(options: Any, base: Settings | None = None) -> tuple[Settings
         s = replace(s, model=options["model"] or None)
     if isinstance(options.get("models"), dict):
         s = replace(s, models={k: str(v) for k, v in options["models"].items() if k in AGENTS and v})
+    if "concurrency" in options and options["concurrency"] is None:
+        s = replace(s, concurrency=None)  # unset: the default, or the LLM server's slots
     for key, attr, low in (("budget", "budget", 1), ("concurrency", "concurrency", 1), ("seed", "seed", 0),
                            ("profileTop", "profile_top", 0)):
-        if key in options:
+        if key in options and not (key == "concurrency" and options[key] is None):
             value = _int(options[key], -1, -1)
             if value < low:
                 problems.append(f"stark.{key} must be an integer >= {low}, not {options[key]!r}")
