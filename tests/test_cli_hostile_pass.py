@@ -54,3 +54,27 @@ def test_bench_on_an_empty_folder_or_one_of_harnesses_says_what_a_task_is(tmp_pa
         assert cli.main(["bench", str(tmp_path / folder)]) == exit_codes.USAGE
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"no tasks in {tmp_path / folder}: give KernelBench .py files" in err
+
+
+def test_a_cache_dir_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    for name in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / name, tmp_path / name)
+    (tmp_path / ".stark").mkdir()
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    monkeypatch.setenv("STARK_SMALL", "1")
+    task = str(tmp_path / "swish_add.py")
+    for argv in (["eval", task], ["optimize", task, "--budget", "1"], ["bench", task, "--budget", "1"]):
+        assert cli.main([*argv, "--cache-dir", str(blocker)]) == exit_codes.USAGE, argv
+        err = capsys.readouterr().err
+        assert f"--cache-dir {blocker} is a file, not a folder" in err and err.count("\n") == 1, err
+    monkeypatch.setenv("STARK_CACHE_DIR", str(blocker))
+    assert cli.main(["eval", task]) == exit_codes.USAGE
+    assert "$STARK_CACHE_DIR" in capsys.readouterr().err
+    from stark_lsp.commands import refusal
+
+    monkeypatch.setattr(refusal, "writable_folder", lambda folder: False)  # a read-only file system, as for root
+    monkeypatch.delenv("STARK_CACHE_DIR")
+    assert cli.main(["eval", task, "--cache-dir", str(tmp_path / "cache")]) == exit_codes.USAGE
+    assert "is not writable (builds and candidates are cached there)" in capsys.readouterr().err
+    assert not list(tmp_path.glob("swish_add.best.*"))

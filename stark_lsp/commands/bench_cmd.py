@@ -315,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
             _err("no tasks" + "".join(f"\n  {s.path}: {s.reason}" for s in listed))
         return exit_codes.USAGE
     refusal.require_evaluator_modules(next((t for t in tasks if t.kind == "triton"), tasks[0]))
+    refusal.require_writable_cache(getattr(args, "cache_dir", None))
     if small:
         os.environ["STARK_SMALL"] = "1"  # the evaluator's workers inherit it
     elif args.shapes == "full":

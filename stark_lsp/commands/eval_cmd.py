@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise refusal.Refusal("; ".join(problems))
     refusal.require_gpu_for_device(args.device)
     refusal.require_evaluator_modules(task)
+    refusal.require_writable_cache(args.cache_dir)
     opts = EvalOptions(trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol, reps=args.reps,
                        time_budget_s=args.budget, compile_baseline=args.compile_baseline,
                        **({"run_timeout_s": args.timeout, "cap_s": args.timeout} if args.timeout else {}))

@@ -125,6 +125,7 @@ def check_arguments(args: argparse.Namespace, task: Any) -> Path:
     if not args.cluster:
         refusal.require_gpu_for_device(args.device)
         refusal.require_evaluator_modules(task)
+        refusal.require_writable_cache(getattr(args, "cache_dir", None))
     return out
 
 

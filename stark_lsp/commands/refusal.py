@@ -69,6 +69,21 @@ def writable_folder(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK)
 
 
+def require_writable_cache(cache_dir: str | None) -> None:
+    """The evaluator's cache (``--cache-dir``, else ``$STARK_CACHE_DIR``, else ``~/.cache/stark-lsp``), where every
+    build and candidate is written: a file there, or a folder we may not write, is refused before anything runs."""
+    from stark_lsp.evaluate.evaluator import default_cache_dir
+
+    folder = Path(cache_dir) if cache_dir else default_cache_dir()
+    what = "--cache-dir" if cache_dir else ("$STARK_CACHE_DIR" if os.environ.get("STARK_CACHE_DIR")
+                                            else "the cache folder")
+    if folder.exists() and not folder.is_dir():
+        raise Refusal(f"{what} {folder} is a file, not a folder: give --cache-dir DIR, a folder you can write")
+    if not writable_folder(folder):
+        raise Refusal(f"{what} {folder} is not writable (builds and candidates are cached there): give "
+                      f"--cache-dir DIR, a folder you can write")
+
+
 def write_file(path: Path, text: str, option: str = "-o") -> None:
     try:
         path.write_text(text)
