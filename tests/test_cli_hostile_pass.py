@@ -78,3 +78,10 @@ def test_a_cache_dir_that_cannot_be_written_is_refused_before_anything_runs(tmp_
     assert cli.main(["eval", task, "--cache-dir", str(tmp_path / "cache")]) == exit_codes.USAGE
     assert "is not writable (builds and candidates are cached there)" in capsys.readouterr().err
     assert not list(tmp_path.glob("swish_add.best.*"))
+
+
+def test_show_sources_without_json_is_refused_not_silently_ignored(tmp_path, capsys):
+    shutil.copy(SAMPLES / "kernelbench" / "relu.py", tmp_path / "relu.py")
+    assert cli.main(["show", str(tmp_path / "relu.py"), "--sources"]) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "--sources needs --json" in err and err.count("\n") == 1

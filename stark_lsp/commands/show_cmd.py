@@ -71,6 +71,9 @@ def tree_ids(store: Any, task_id: str) -> set[str]:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "transcript", False) and getattr(args, "node", None) is None:
         raise refusal.Refusal("--transcript needs --node N (the node whose exchanges to show)")
+    if getattr(args, "sources", False) and not getattr(args, "json", False):
+        raise refusal.Refusal("--sources needs --json (the sources go into the JSON); "
+                              "'stark export TASK NODE_ID' writes one node's source")
     task, store = open_tree(args, "show")
     with store:
         tid = task.task_id()
