@@ -85,3 +85,34 @@ def test_show_sources_without_json_is_refused_not_silently_ignored(tmp_path, cap
     assert cli.main(["show", str(tmp_path / "relu.py"), "--sources"]) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert "--sources needs --json" in err and err.count("\n") == 1
+
+
+def test_serve_refuses_a_bad_address_backend_or_log_file_in_one_line(tmp_path, capsys):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    cases = {
+        ("--tcp", "bogus"): "expected HOST:PORT",
+        ("--tcp", "127.0.0.1:99999"): "a port from 1 to 65535",
+        ("--tcp", f"127.0.0.1:{port}"): "cannot listen there",
+        ("--backend", str(tmp_path / "missing.py") + ":X"): "give MODULE:FACTORY",
+        ("--backend", "os:nope"): "module 'os' has no attribute 'nope'",
+        ("--backend", str(tmp_path / "broken.py") + ":X"): "invalid syntax",
+        ("--log-file", str(tmp_path / "no" / "x.log")): "does not exist: create it first",
+        ("--log-file", str(tmp_path)): f"is a directory: give a file name, e.g. {tmp_path / 'stark.log'}",
+    }
+    try:
+        for argv, words in cases.items():
+            try:
+                code = cli.main(["serve", *argv])
+            except SystemExit as e:  # argparse's refusal
+                code = e.code
+            err = capsys.readouterr().err
+            assert code == exit_codes.USAGE and words in err, (argv, err)
+            assert "internal error" not in err and "Traceback" not in err
+    finally:
+        taken.close()

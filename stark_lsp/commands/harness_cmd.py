@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise refusal.Refusal(f"{path.name}: expected a CUDA file (.cu) or a Python file with @triton.jit kernels")
     require_kernel(path.name, text, language, args.name)
-    target = refusal.output_file(args.out) if args.out else default_harness_path(path)
+    target = refusal.output_file(args.out, example=default_harness_path(path).name) if args.out else default_harness_path(path)
     try:
         harness = render_harness(language, path.name, text, args.name)
     except ValueError as e:

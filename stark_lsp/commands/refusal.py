@@ -46,11 +46,11 @@ def read_source_or_refuse(path: str, what: str) -> str:
         raise Refusal(str(e)) from None
 
 
-def output_file(path: str, option: str = "-o") -> Path:
-    """A file we may write: its folder exists and it is not a folder itself."""
+def output_file(path: str, option: str = "-o", example: str = "best.py") -> Path:
+    """A file we may write: its folder exists and it is not a folder itself (``example``: a file name to suggest)."""
     p = Path(path)
     if p.is_dir():
-        raise Refusal(f"{option} {path} is a directory: give a file name, e.g. {Path(path) / 'best.py'}")
+        raise Refusal(f"{option} {path} is a directory: give a file name, e.g. {Path(path) / example}")
     parent = p.parent
     if not parent.is_dir():
         raise Refusal(f"{option} {path}: the folder {parent} does not exist: create it first (mkdir -p {parent})")

@@ -13,11 +13,20 @@ HELP = "run the STARK-LSP language server (stdio; --tcp HOST:PORT to debug)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
-    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    parser.add_argument("--tcp", metavar="HOST:PORT", type=tcp_address, help="listen on a TCP port instead of stdio")
     parser.add_argument("--backend", metavar="SPEC",
                         help="engine backend: MODULE:FACTORY or FILE.py:FACTORY (default: the real one; e.g. tests/fake_backend.py:FakeBackend)")
     parser.add_argument("--log-file", help="write the server's log here (stdout is the protocol)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def tcp_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``:PORT``, on 127.0.0.1): argparse refuses anything else with exit 2."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:2087, "
+                                         f"got {text!r}")
+    return host or "127.0.0.1", int(port)
 
 
 class RedactSecrets(logging.Filter):
@@ -40,6 +49,10 @@ class RedactSecrets(logging.Filter):
 
 
 def run(args: argparse.Namespace) -> int:
+    from stark_lsp.commands import refusal
+
+    if args.log_file:
+        refusal.output_file(args.log_file, "--log-file", example="stark.log")
     where = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -53,10 +66,18 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.server.backend import load_backend
     from stark_lsp.server.server import make_server
 
-    ls = make_server(load_backend(args.backend))
+    try:
+        backend = load_backend(args.backend)
+    except (ImportError, OSError, AttributeError, TypeError, SyntaxError) as e:  # the spec's, not stark's
+        raise refusal.Refusal(f"--backend {args.backend}: {e}: give MODULE:FACTORY or FILE.py:FACTORY, e.g. "
+                              f"tests/fake_backend.py:FakeBackend") from None
+    ls = make_server(backend)
     if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        ls.start_tcp(host or "127.0.0.1", int(port))
+        host, port = args.tcp
+        try:
+            ls.start_tcp(host, port)
+        except OSError as e:  # the address is taken, or not this machine's
+            raise refusal.Refusal(f"--tcp {host}:{port}: cannot listen there: {e.strerror or e}") from None
     else:
         ls.start_io()
     return 0
