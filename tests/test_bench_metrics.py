@@ -43,7 +43,7 @@ def node(i, attempt, status="ok", cand_ms=None, parent=1, dup=None, tokens=0, **
              status=status, attempt=attempt, result=res, speedup=res.speedup if res and res.ok else None,
              runtime_ms=cand_ms, duplicate_of=dup, summary=f"node {i}")
     if tokens:
-        n.exchanges = [Exchange("plan", "p", "r", Usage(tokens, tokens // 10, 0.01, 1))]
+        n.exchanges = [Exchange("plan", "p", "r", Usage(tokens, tokens // 10, 0.01, 1, tokens / 40))]
     return n
 
 
@@ -125,6 +125,8 @@ def test_record_best_is_the_fastest_own_attempt_not_the_root_nor_a_duplicate():
     assert (r.attempts, r.correct, r.failed, r.duplicates, r.evaluated) == (5, 3, 2, 1, 4)
     assert r.candidates_per_min == pytest.approx(4.0)
     assert (r.prompt_tokens, r.completion_tokens, r.llm_calls) == (400, 40, 4)
+    assert r.llm_seconds == pytest.approx(10.0)  # the LLM's wall time, 2.5 s a node
+    assert RunRecord.from_dict({k: v for k, v in r.to_dict().items() if k != "llm_seconds"}).llm_seconds == 0.0
     assert r.curve == pytest.approx([4.0] * 6)  # what the user holds: the root stays best
     assert r.floor is None and r.floor_gap is None
 
@@ -279,6 +281,11 @@ def test_text_tables_show_policies_and_tasks():
     pt = policy_table(doc["summary"]["policies"])
     assert pt.splitlines()[0].split()[:4] == ["policy", "runs", "attempted", "success"]
     assert "2.00×" in pt and "100%" in pt
+    assert pt.splitlines()[0].split()[-3:] == ["tokens", "llm", "time"]
+    assert all(r.rstrip().endswith("-") for r in pt.splitlines()[2:])  # no LLM time measured: none shown
+    rs[0].llm_seconds = 192.0
+    pt = policy_table(sample_doc(rs)["summary"]["policies"])
+    assert "3m12s" in pt and "3m12s" in render_html(sample_doc(rs))
     tt = task_table(doc["summary"]["tasks"])
     assert "0/1" in tt and "1/1" in tt
 

@@ -23,8 +23,9 @@ def _done(store, node_id, speed, **fields):
     return store.update_node(node_id, status=status, result=r, speedup=sp, runtime_ms=rt, error=err, **fields)
 
 
-def make_tree(tmp_path, with_usage: bool, cost: float = 0.0):
-    """#1 your kernel; #2 a faster candidate (plan + code calls); #3 an agent error (one plan call)."""
+def make_tree(tmp_path, with_usage: bool, cost: float = 0.0, seconds: float = 0.0):
+    """#1 your kernel; #2 a faster candidate (plan + code calls); #3 an agent error (one plan call).
+    ``seconds``: each call's wall time (0: as trees stored before it was measured)."""
     (tmp_path / ".git").mkdir(exist_ok=True)
     task = make_fake_task(tmp_path)
     with TreeStore.open(tmp_path / ".stark" / "tree.sqlite") as store:
@@ -32,11 +33,12 @@ def make_tree(tmp_path, with_usage: bool, cost: float = 0.0):
         root = store.add_node(tid, None, ROOT, RUNNING, source=fake_source(1.0))
         _done(store, root.id, 1.0)
         fast = store.add_node(tid, root.id, PLAN_CODE, RUNNING, attempt=1, source=fake_source(2.0))
-        ex = [Exchange("plan", "p", "a", Usage(11000, 1300, cost, 1)), Exchange("code", "p", "a", Usage(900, 50, cost, 1))]
+        ex = [Exchange("plan", "p", "a", Usage(11000, 1300, cost, 1, seconds)),
+              Exchange("code", "p", "a", Usage(900, 50, cost, 1, seconds))]
         _done(store, fast.id, 2.0, summary="tile it", exchanges=ex if with_usage else [])
         bad = store.add_node(tid, root.id, PLAN_CODE, RUNNING, attempt=2)
         store.update_node(bad.id, status=AGENT_ERROR, error="plan agent: no MARKER line",
-                          exchanges=[Exchange("plan", "p", "junk", Usage(800, 20, 0.0, 1))] if with_usage else [])
+                          exchanges=[Exchange("plan", "p", "junk", Usage(800, 20, 0.0, 1, seconds))] if with_usage else [])
         nodes = store.nodes(tid)
     return task, nodes
 
@@ -57,8 +59,43 @@ def test_show_gives_tokens_per_node_and_the_tree_total(tmp_path, monkeypatch, ca
     assert lines[-1] == "agents, whole tree: 3 calls, 12.7k prompt + 1.4k completion tokens"  # no price: no cost
     data = json.loads(show(task, capsys, "--json"))
     assert data["usage"] == {"prompt_tokens": 12700, "completion_tokens": 1370, "tokens": 14070, "calls": 3,
-                             "cost_usd": None}
+                             "cost_usd": None, "seconds": 0.0}
     assert [n["usage"]["prompt_tokens"] for n in data["nodes"]] == [0, 11900, 800]
+
+
+def test_show_gives_the_llm_time_per_node_and_the_tree_total(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    task, nodes = make_tree(tmp_path, with_usage=True, seconds=20.5)
+    lines = show(task, capsys).splitlines()
+    row = {ln.split()[0]: ln for ln in lines if ln.lstrip().startswith("#")}
+    assert "tok" not in row["#1"] and " s" not in row["#1"].split("eager")[-1]  # your kernel: no call, no time
+    assert "· 13.2k tok, 41.0s" in row["#2"] and "· 820 tok, 20.5s" in row["#3"]
+    assert lines[-1] == "agents, whole tree: 3 calls, 12.7k prompt + 1.4k completion tokens, 1m02s of answers"
+    data = json.loads(show(task, capsys, "--json"))
+    assert data["usage"]["seconds"] == pytest.approx(61.5)
+    assert [n["usage"]["seconds"] for n in data["nodes"]] == [0.0, 41.0, 20.5]
+    one = show(task, capsys, "--node", "2")
+    assert "agents: 2 call(s), 11900 prompt + 1350 completion tokens, 41.0s of answers" in one
+    assert "completion tokens, 20.5s) =====" in show(task, capsys, "--node", "2", "--transcript")
+    j = tree_json(tree_view("t", nodes))
+    assert [n["seconds"] for n in j["nodes"]] == [None, 41.0, 20.5]
+    assert [n["tokens_text"] for n in j["nodes"]] == ["", "13.2k tok, 41.0s", "820 tok, 20.5s"]
+    assert j["usage_text"].endswith("1m02s of answers") and j["usage"]["seconds"] == pytest.approx(61.5)
+    from stark_lsp.search.render import table
+
+    rows = table(nodes).splitlines()
+    assert rows[0].split()[-4:] == ["tokens", "llm", "time", "note"]
+    end = rows[0].index("llm time") + len("llm time")
+    assert [r[end - 10:end].strip() for r in rows[1:]] == ["-", "41.0s", "20.5s"]
+
+
+def test_a_builtin_node_shows_no_time(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    task, nodes = make_tree(tmp_path, with_usage=False)
+    assert "of answers" not in show(task, capsys) and "agents:" not in show(task, capsys, "--node", "2")
+    data = json.loads(show(task, capsys, "--json"))
+    assert data["usage"] is None and {n["usage"]["seconds"] for n in data["nodes"]} == {0.0}
+    assert [n["seconds"] for n in tree_json(tree_view("t", nodes))["nodes"]] == [None, None, None]
 
 
 def test_a_priced_tree_gives_its_cost(tmp_path, monkeypatch, capsys):
@@ -89,7 +126,7 @@ def test_the_editor_tree_has_the_total_and_tokens_per_node(tmp_path):
     view = tree_view("t", nodes)
     j = tree_json(view)
     assert j["usage"] == {"prompt_tokens": 12700, "completion_tokens": 1370, "tokens": 14070, "calls": 3,
-                          "cost_usd": None}
+                          "cost_usd": None, "seconds": 0.0}
     assert [n["tokens"] for n in j["nodes"]] == [None, 13250, 820]
     # the texts the tree view draws are the CLI's own (search/usage.py), not formatted again in TypeScript
     assert j["usage_text"] == usage.line(usage.total(nodes)) and "3 calls" in j["usage_text"]

@@ -50,6 +50,9 @@ class Usage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    # wall time of the requests behind these calls, retries included (the LLM client's clock); the
+    # built-in team makes no call and keeps 0; so do trees stored before it was measured
+    seconds: float = 0.0
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
@@ -57,6 +60,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.cost_usd + other.cost_usd,
             self.calls + other.calls,
+            self.seconds + other.seconds,
         )
 
 

@@ -34,3 +34,8 @@ def floor_cell(floor: dict[str, Any] | None) -> str:
     if not floor or not floor.get("floor_ms"):
         return "-"
     return f"{floor['floor_ms']:.3g} ms ({floor.get('bound', '?')})"
+
+
+def llm_time(seconds: float | None) -> str:
+    """The LLM's wall time (``duration``), ``-`` where none was measured (the built-in team)."""
+    return duration(seconds) if seconds else "-"

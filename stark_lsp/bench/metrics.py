@@ -89,6 +89,7 @@ def summarize_runs(records: list[RunRecord]) -> dict[str, Any]:
         "prompt_tokens": sum(r.prompt_tokens for r in records),
         "completion_tokens": sum(r.completion_tokens for r in records),
         "cost_usd": sum(r.cost_usd for r in records),
+        "llm_seconds": sum(r.llm_seconds for r in records),  # the LLM's wall time (0: the built-in team)
     }
     return out
 

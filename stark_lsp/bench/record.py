@@ -72,6 +72,7 @@ class RunRecord:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     llm_calls: int = 0
+    llm_seconds: float = 0.0  # the LLM's wall time, all its requests (Usage.seconds); 0 for the built-in team
     device: str = ""
     gpu: int | None = None  # which GPU of the machine ran it (stark bench --gpus)
     is_gpu: bool = False
@@ -150,8 +151,8 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
     rec.duplicates = sum(1 for n in finished if n.duplicate_of is not None)
     rec.candidates_per_min = 60.0 * len(evaluated) / wall_s if wall_s > 0 else None
     u = usage.total(nodes)  # abandoned nodes cost tokens too
-    rec.prompt_tokens, rec.completion_tokens, rec.cost_usd, rec.llm_calls = (
-        u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls)
+    rec.prompt_tokens, rec.completion_tokens, rec.cost_usd, rec.llm_calls, rec.llm_seconds = (
+        u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls, u.seconds)
     if root is not None:
         rec.root_status = root.status
         rec.root_speedup = root.speedup if root.correct else None

@@ -36,7 +36,8 @@ def policy_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
     return [[p, str(s["runs"]), str(s["errors"]), fmt.pct(s["success_rate"]), *[fmt.pct(s[fast_key(q)]) for q in FAST_P],
              ratio_text(s["geomean_speedup"]), ratio_text(s["geomean_speedup_vs_compiled"]),
              fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
-             fmt.tokens(s["prompt_tokens"]), fmt.tokens(s["completion_tokens"]), f"${s['cost_usd']:.2f}"]
+             fmt.tokens(s["prompt_tokens"]), fmt.tokens(s["completion_tokens"]), fmt.llm_time(s.get("llm_seconds")),
+             f"${s['cost_usd']:.2f}"]
             for p, s in summary.items()]
 
 
@@ -72,7 +73,7 @@ def render_html(doc: dict[str, Any]) -> str:
                    f"comes from the {escape(CPU_NOTE)}.</p>")
     out.append("<h2>By policy</h2>")
     out.append(_table(["policy", "runs", "errors", "success", *[f"fast{q:g}" for q in FAST_P], "geomean × eager",
-                       "geomean × compile", "best@ (median)", "cand/min", "wall", "prompt tok", "completion tok", "cost"],
+                       "geomean × compile", "best@ (median)", "cand/min", "wall", "prompt tok", "completion tok", "llm time", "cost"],
                       policy_rows(summary["policies"])))
     out.append("<p class='muted'>success: the search made a correct kernel; fast<i>p</i>: correct and more than "
                "<i>p</i> times faster than eager PyTorch (each task and repeat counted once); geomeans over the runs "

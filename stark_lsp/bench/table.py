@@ -29,7 +29,7 @@ def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
     ``geomean attempted × eager``: the geomean over those runs only."""
     header = ["policy", "runs", "attempted", "success"] + [f"fast{p:g}" for p in FAST_P] + [
         "fast1 × compile", "geomean × eager", "geomean × compile", "geomean attempted × eager",
-        "best@", "cand/min", "wall", "tokens"]
+        "best@", "cand/min", "wall", "tokens", "llm time"]
     rows = []
     for policy, s in summary.items():
         rows.append([
@@ -39,7 +39,7 @@ def policy_table(summary: dict[str, dict[str, Any]], cpu: bool = False) -> str:
             ratio_text(s["geomean_speedup"]), ratio_text(s["geomean_speedup_vs_compiled"]),
             ratio_text(s.get("geomean_attempted")),
             fmt.num(s["median_best_attempt"]), fmt.num(s["candidates_per_min"], ".1f"), fmt.duration(s["wall_s"]),
-            fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]),
+            fmt.tokens(s["prompt_tokens"] + s["completion_tokens"]), fmt.llm_time(s.get("llm_seconds")),
         ])
     return text_table(rows, header, right=set(range(1, len(header)))) + seed_lines(summary) + cpu_note(cpu)
 

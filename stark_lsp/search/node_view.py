@@ -136,7 +136,7 @@ def _usage(u: Any) -> Usage:
     """A copy (a view never shares a node's mutable ``Usage``); none for a node without one."""
     if u is None:
         return Usage()
-    return Usage(u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls)
+    return Usage(u.prompt_tokens, u.completion_tokens, u.cost_usd, u.calls, getattr(u, "seconds", 0.0))
 
 
 def _profile_line(d: Any) -> str:

@@ -66,14 +66,16 @@ def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60)
     ``width``: the note column's width (None: never cut, e.g. for the last row's
     reason of an unsupported model, which a user needs whole)."""
     tok = any(usage.used(n.usage) for n in nodes)
+    took = any(usage.time_text(n.usage) for n in nodes)  # the LLM's wall time, where it was measured
     head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}"
-    rows = [head + (f" {'tokens':>8}" if tok else "") + "  note"]
+    rows = [head + (f" {'tokens':>8}" if tok else "") + (f" {'llm time':>10}" if took else "") + "  note"]
     view = TreeView.of(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
         note = _note(n, None if n.status != "ok" else width)  # a failure's reason is never cut
-        tokens = f" {usage.cell(n.usage, unit='') or '-':>8}" if tok else ""
+        tokens = f" {usage.cell(n.usage, unit='', with_time=False) or '-':>8}" if tok else ""
+        tokens += f" {usage.time_text(n.usage) or '-':>10}" if took else ""
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
             f"{_yours(n, view):>8} {_eager(n):>8} {_runtime(n):>9}{tokens}  {note}".rstrip()
@@ -177,10 +179,9 @@ def node_detail(n: Node, root: Node | None = None) -> str:
         diag = diagnostics_text(n)
         if diag and diag.strip() != n.error.strip():
             lines.append("diagnostics:\n  " + diag.replace("\n", "\n  "))
-    u = n.usage
-    if u.calls:
-        cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
-        lines.append(f"agents: {u.calls} call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens{cost}")
+    agents = usage.detail(n.usage)
+    if agents:
+        lines.append(agents)
     return "\n".join(lines)
 
 
@@ -192,8 +193,9 @@ def transcript(n: Node) -> str:
     total = len(n.exchanges)
     for k, e in enumerate(n.exchanges, 1):
         u = e.usage
+        took = usage.time_text(u)
         out.append(f"===== exchange {k}/{total}: {e.agent} agent ({u.prompt_tokens} prompt, "
-                   f"{u.completion_tokens} completion tokens) =====")
+                   f"{u.completion_tokens} completion tokens{', ' + took if took else ''}) =====")
         out.append("----- prompt -----")
         out.append(e.prompt.rstrip() if e.prompt else "(not recorded)")
         out.append("----- answer -----")

@@ -175,6 +175,7 @@ def _exchanges_json(exchanges: list[Exchange]) -> str:
                 "completion_tokens": e.usage.completion_tokens,
                 "cost_usd": e.usage.cost_usd,
                 "calls": e.usage.calls,
+                "seconds": e.usage.seconds,
             },
         }
         for e in exchanges

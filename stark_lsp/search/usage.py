@@ -5,7 +5,9 @@ JSON), the bench's run records and the editor's ``stark/tree``. A node's
 usage is the sum of its exchanges (``Node.usage``); abandoned nodes cost
 tokens too, so every node counts. A cost is shown only where the LLM client
 priced the calls (``agents/llm/pricing.py``, ``cost_usd > 0``): none is ever
-guessed. A tree of the built-in team has no usage, and its views show none.
+guessed. The LLM's wall time (``Usage.seconds``: its requests, retries included) is shown beside the
+tokens where it was measured (``seconds > 0``; trees stored before it show none). A tree of the
+built-in team has no usage, and its views show none.
 ``budget_spent`` is the line that ends a search at its ``--token-budget``
 (``SearchConfig.token_budget``): the tree's tokens, as ``total`` sums them.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from stark_lsp.agents.base import Usage
+from stark_lsp.search.pace import duration
 
 
 def used(u: Usage | None) -> bool:
@@ -37,31 +40,55 @@ def count_text(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e3 else str(n))
 
 
-def cell(u: Usage | None, unit: str = " tok") -> str:
-    """A node's compact figure, ``12.3k tok``, or ``""`` where no agent call was made."""
+def time_text(u: Usage | None) -> str:
+    """The LLM's wall time, ``41.0s`` or ``3m12s`` (``pace.duration``, as every span of time is written),
+    or ``""`` where none was measured (no call, the built-in team, a tree stored before it was measured)."""
+    return duration(u.seconds) if used(u) and u.seconds > 0 else ""
+
+
+def cell(u: Usage | None, unit: str = " tok", with_time: bool = True) -> str:
+    """A node's compact figure, ``12.3k tok, 41.0s`` (the time where measured and ``with_time``), or ``""``
+    where no agent call was made."""
     n = tokens(u)
-    return "" if n is None else count_text(n) + unit
+    if n is None:
+        return ""
+    took = time_text(u) if with_time else ""
+    return count_text(n) + unit + (f", {took}" if took else "")
 
 
 def line(u: Usage) -> str:
-    """``agents, whole tree: 14 calls, 45.2k prompt + 3.1k completion tokens, $0.0123`` (the cost
-    only where the calls were priced), or ``""`` where no agent call was made."""
+    """``agents, whole tree: 14 calls, 45.2k prompt + 3.1k completion tokens, 3m12s of answers,
+    $0.0123`` (the time where measured, the cost only where the calls were priced), or ``""`` where
+    no agent call was made."""
     if not used(u):
         return ""
-    cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
     calls = f"{u.calls} call{'s' if u.calls != 1 else ''}"
     return (f"agents, whole tree: {calls}, {count_text(u.prompt_tokens)} prompt + "
-            f"{count_text(u.completion_tokens)} completion tokens{cost}")
+            f"{count_text(u.completion_tokens)} completion tokens{_tail(u)}")
+
+
+def detail(u: Usage) -> str:
+    """A node's own line in ``stark show --node N``: ``agents: 2 call(s), 11900 prompt + 1350 completion
+    tokens, 41.0s of answers, $0.0200`` (time and cost as ``line``), or ``""`` where no agent call was made."""
+    if not u.calls:
+        return ""
+    return f"agents: {u.calls} call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens{_tail(u)}"
+
+
+def _tail(u: Usage) -> str:
+    took = time_text(u)
+    return (f", {took} of answers" if took else "") + (f", ${u.cost_usd:.4f}" if u.cost_usd else "")
 
 
 def as_json(u: Usage) -> dict[str, Any] | None:
-    """``{prompt_tokens, completion_tokens, tokens, calls, cost_usd}`` (``cost_usd`` null where no
-    price is known), or None where no agent call was made."""
+    """``{prompt_tokens, completion_tokens, tokens, calls, cost_usd, seconds}`` (``cost_usd`` null where
+    no price is known; ``seconds``: the LLM's wall time, 0 where not measured), or None where no agent
+    call was made."""
     if not used(u):
         return None
     return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
             "tokens": u.prompt_tokens + u.completion_tokens, "calls": u.calls,
-            "cost_usd": u.cost_usd if u.cost_usd else None}
+            "cost_usd": u.cost_usd if u.cost_usd else None, "seconds": round(u.seconds, 3)}
 
 
 def budget_spent(nodes: Iterable[Any], budget: int | None) -> str:

@@ -43,7 +43,8 @@ def node_json(tree: TreeView, n: NodeView) -> dict[str, Any]:
         "summary": summary,
         "duplicate_of": n.duplicate_of,
         "tokens": usage.tokens(n.usage),  # prompt + completion tokens of its agents; None: no agent call
-        "tokens_text": usage.cell(n.usage),  # "12.3k tok" as the CLI's table shows it; "" without a call
+        "tokens_text": usage.cell(n.usage),  # "12.3k tok, 41.0s" as stark show's tree gives it; "" without a call
+        "seconds": n.usage.seconds if usage.time_text(n.usage) else None,  # the LLM's wall time; None: unmeasured
     }
 
 

@@ -132,6 +132,7 @@ class ChatClient:
         max_backoff_s: float = 60.0,
         prices: dict[str, Price] | None = None,
         sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         key = api_key or key_from_env()
         if not key and local_endpoint(base_url):
@@ -157,6 +158,7 @@ class ChatClient:
         self.max_backoff_s = max_backoff_s
         self.prices = prices
         self._sleep = sleep
+        self._clock = clock  # times each request sent (``Usage.seconds``); tests give a stand-in
         self._concurrency = max(1, int(max_concurrency))
         self._slots = threading.BoundedSemaphore(self._concurrency)
         self.limits = SL.ServerLimits()  # what the server said of its context and slots (``probe``)
@@ -192,6 +194,20 @@ class ChatClient:
     def chat(self, model: str, messages: list[dict[str, str]], temperature: float, *, cancel: Any = None,
              on_wait: Callable[[float, int], None] | None = None,
              response_format: dict[str, Any] | None = None) -> ChatReply:
+        """The reply; its usage's (or the error's) ``seconds``: the wall time of every request sent for it,
+        retries included (not the waits for a slot or between retries)."""
+        took = [0.0]
+        try:
+            reply = self._chat(model, messages, temperature, cancel, on_wait, response_format, took)
+        except AgentError as e:
+            e.usage.seconds += took[0]
+            raise
+        reply.usage.seconds += took[0]
+        return reply
+
+    def _chat(self, model: str, messages: list[dict[str, str]], temperature: float, cancel: Any,
+              on_wait: Callable[[float, int], None] | None, response_format: dict[str, Any] | None,
+              took: list[float]) -> ChatReply:
         attempt = timeouts = 0
         adapted: set[str] = set()
         estimate = self._estimate(messages)
@@ -202,8 +218,12 @@ class ChatClient:
             try:
                 self._check(cancel)
                 with self._slot(cancel):
-                    resp = self._request(model, messages, temperature, cancel, on_wait,
-                                         response_format if self.structured else None)
+                    t0 = self._clock()
+                    try:
+                        resp = self._request(model, messages, temperature, cancel, on_wait,
+                                             response_format if self.structured else None)
+                    finally:
+                        took[0] += self._clock() - t0
                 reply = self._reply(model, resp)
             except _Stopped:
                 raise AgentCancelled("cancelled: the search was stopped while waiting for the endpoint",
