@@ -116,3 +116,18 @@ def test_serve_refuses_a_bad_address_backend_or_log_file_in_one_line(tmp_path, c
             assert "internal error" not in err and "Traceback" not in err
     finally:
         taken.close()
+
+
+def test_llm_flags_given_to_the_builtin_team_are_said_to_be_ignored(capsys):
+    from stark_lsp.commands.agent_team import team_from_args
+
+    parser = cli.build_parser()
+    for command in ("optimize", "bench"):
+        args = parser.parse_args([command, "t.py", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                  "--temperature", "0.5"])
+        assert team_from_args(args).name == "builtin"
+        err = capsys.readouterr().err
+        assert err == (f"stark {command}: --model, --base-url, --temperature are ignored: the built-in team calls "
+                       f"no LLM (--llm openai uses one)\n")
+    team_from_args(parser.parse_args(["optimize", "t.py"]))
+    assert capsys.readouterr().err == ""  # nothing given, nothing said

@@ -84,6 +84,26 @@ def token_budget(args: argparse.Namespace, say: Callable[[str], None]) -> int | 
 
 
 
+# the flags only an LLM team reads (--token-budget says so on its own: token_budget above)
+LLM_ONLY_FLAGS = {"model": "--model", "base_url": "--base-url", "max_tokens": "--max-tokens",
+                  "connect_timeout": "--connect-timeout", "read_timeout": "--read-timeout",
+                  "answer_timeout": "--answer-timeout", "no_stream": "--no-stream", "no_structured": "--no-structured",
+                  "retries": "--retries", "timeout_retries": "--timeout-retries", "temperature": "--temperature",
+                  "context_tokens": "--context-tokens"}
+
+
+def ignored_by_builtin(args: argparse.Namespace) -> str | None:
+    """One line naming the LLM-team flags given to a run of the built-in team, which reads none of them; None
+    when there are none (or the team is an LLM's)."""
+    if getattr(args, "llm", "builtin") != "builtin":
+        return None
+    given = [flag for attr, flag in LLM_ONLY_FLAGS.items() if getattr(args, attr, None) not in (None, False)]
+    if not given:
+        return None
+    return (f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} ignored: the built-in team calls no LLM "
+            f"(--llm openai uses one)")
+
+
 def parse_temperatures(text: str) -> dict[str, float]:
     """``0.5`` (every agent) or ``plan=0.9,code=0.2``."""
     text = text.strip()
