@@ -398,3 +398,14 @@ def test_the_progress_line_and_the_table_give_the_re_timed_figures_stark_show_gi
     assert (yours, eager) == (best.group(1) + "×", best.group(2) + "×"), row
     assert ms == f"{d['retimed']['runtime_ms']:.4g}" != f"{d['runtime_ms']:.4g}", row
     assert ratio_text(first.runtime_ms / d["retimed"]["runtime_ms"]) == yours  # ms and × yours agree
+
+
+def test_export_best_says_when_the_best_is_your_own_kernel(ws, capsys, monkeypatch):
+    _, task = ws
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=0.5))  # every child slower
+    assert cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"]) == 3
+    capsys.readouterr()
+    assert cli.main(["export", str(task.path), "best"]) == 0
+    got = capsys.readouterr()
+    assert got.out == fake_source(1.0)
+    assert got.err == "stark export: the best node is #1, your kernel itself: no candidate beat it\n"

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if not node.source:
         print(f"stark export: node #{node.id} has no source ({node.status}: {node.error})", file=sys.stderr)
         return exit_codes.FAILED
+    if args.node == "best" and node.parent_id is None:  # said, so that no one takes it for a faster kernel
+        print(f"stark export: the best node is #{node.id}, your kernel itself: no candidate beat it", file=sys.stderr)
     if out is not None:
         refusal.write_file(out, node.source, "-o")
         print(f"wrote node #{node.id} ({node.outcome()}) to {out}", file=sys.stderr)
