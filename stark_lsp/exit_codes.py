@@ -6,7 +6,8 @@ only with ``--debug``).
 """
 
 OK = 0  # done: for optimize, a verified candidate beat your kernel and the best file was written
-FAILED = 1  # the command ran and its answer is "no": eval of a failing candidate, a bench run with failures
+FAILED = 1  # the command ran and its answer is "no": eval of a failing candidate, a bench run with failures, export
+# best of a tree with no correct node
 USAGE = 2  # bad input or a request this machine cannot serve (missing file, no GPU for CUDA, bad flag): nothing was run;
 # or a broken task (its reference or get_inputs raises), found before any budget is spent
 NO_IMPROVEMENT = 3  # optimize finished, but no verified candidate beat your kernel: no best file written
@@ -21,7 +22,7 @@ INTERRUPTED = 130  # Ctrl-C: the tree is saved; run the same command again to re
 # tests/test_docs_match_cli.py checks that both name exactly these codes)
 MEANINGS = {
     OK: "done; for optimize, a verified candidate beat your kernel and the best file was written",
-    FAILED: "the answer is no: a failing candidate (eval), failed runs (bench)",
+    FAILED: "the answer is no: a failing candidate (eval), failed runs (bench), no correct node (export best)",
     USAGE: "bad input or a request this machine cannot serve, refused before anything ran; or a broken task",
     NO_IMPROVEMENT: "optimize finished, but no verified candidate beat your kernel",
     AGENTS_UNAVAILABLE: "the LLM team made no candidate: its endpoint failed, or no answer was usable",

@@ -409,3 +409,18 @@ def test_export_best_says_when_the_best_is_your_own_kernel(ws, capsys, monkeypat
     got = capsys.readouterr()
     assert got.out == fake_source(1.0)
     assert got.err == "stark export: the best node is #1, your kernel itself: no candidate beat it\n"
+
+
+def test_export_best_with_no_correct_node_is_the_documented_exit_1(ws, capsys, monkeypatch, tmp_path):
+    from stark_lsp import exit_codes
+
+    task = make_fake_task(tmp_path / "kernels", status="incorrect", name="bad")
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(debug_fixes=False))
+    cli.main(["optimize", str(task.path), "--budget", "1", "--store", str(tmp_path / "st")])
+    capsys.readouterr()
+    assert cli.main(["export", str(task.path), "best", "--store", str(tmp_path / "st")]) == exit_codes.FAILED
+    assert "no correct node" in capsys.readouterr().err
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| 1 |"))
+    assert "`export TASK best` of a tree with no correct node" in row
+    assert "(export best)" in exit_codes.MEANINGS[exit_codes.FAILED]
