@@ -5,11 +5,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from stark_lsp import cli, exit_codes
 from stark_lsp.commands import eval_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
+
+pytestmark = pytest.mark.timeout(120)  # a read that blocks (a pipe) fails, never hangs
 
 
 class SourceRecorder:
@@ -131,3 +135,24 @@ def test_llm_flags_given_to_the_builtin_team_are_said_to_be_ignored(capsys):
                        f"no LLM (--llm openai uses one)\n")
     team_from_args(parser.parse_args(["optimize", "t.py"]))
     assert capsys.readouterr().err == ""  # nothing given, nothing said
+
+
+def test_a_pipe_or_a_symlink_loop_is_refused_not_read_forever_or_a_bug(tmp_path, capsys):
+    import os
+
+    os.mkfifo(tmp_path / "fifo.py")  # a read of it would block for ever
+    (tmp_path / "loop1.py").symlink_to(tmp_path / "loop2.py")
+    (tmp_path / "loop2.py").symlink_to(tmp_path / "loop1.py")
+    task = str(SAMPLES / "mistuned" / "swish_add.py")
+    cases = {
+        ("eval", str(tmp_path / "fifo.py")): "is not a regular file (a pipe, socket or device)",
+        ("eval", task, str(tmp_path / "fifo.py")): "candidate",
+        ("eval", task, "--harness", str(tmp_path / "fifo.py")): "give the harness file",
+        ("harness", str(tmp_path / "fifo.py")): "is not a regular file",
+        ("show", str(tmp_path / "fifo.py")): "is not a regular file",
+        ("optimize", str(tmp_path / "loop1.py")): "cannot follow the link",
+    }
+    for argv, words in cases.items():
+        assert cli.main(list(argv)) == exit_codes.USAGE, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "internal error" not in err, err

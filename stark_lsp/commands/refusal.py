@@ -26,6 +26,9 @@ def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
     """``tasks.spec.load_task``, with every reason it refuses as a :class:`Refusal`."""
     from stark_lsp.tasks.spec import TaskError, load_task as load
 
+    require_plain_file(path, "task")
+    if harness:
+        require_plain_file(harness, "harness")
     try:
         return load(path, harness)
     except TaskError as e:
@@ -40,10 +43,24 @@ def read_source_or_refuse(path: str, what: str) -> str:
     """``tasks.spec.read_source``: a missing file, a folder or a binary file is a :class:`Refusal`."""
     from stark_lsp.tasks.spec import TaskError, read_source
 
+    require_plain_file(path, what)
     try:
         return read_source(path, what)
     except TaskError as e:
         raise Refusal(str(e)) from None
+
+
+def require_plain_file(path: str | Path, what: str) -> None:
+    """Refuse what no read would answer: a pipe or a device (its read blocks, or never ends) and a symlink loop.
+    A missing file or a folder is left to ``tasks.spec.read_source``, which says so."""
+    p = Path(path)
+    fix = "give the harness file" if what == "harness" else "give the kernel's source file"
+    try:
+        p.resolve()
+    except (RuntimeError, OSError) as e:  # Python 3.11: RuntimeError("Symlink loop from ...")
+        raise Refusal(f"{what} {path}: cannot follow the link ({e}): {fix}") from None
+    if p.exists() and not p.is_dir() and not p.is_file():
+        raise Refusal(f"{what} {path} is not a regular file (a pipe, socket or device): {fix}")
 
 
 def output_file(path: str, option: str = "-o", example: str = "best.py") -> Path:
