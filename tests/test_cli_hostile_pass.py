@@ -146,13 +146,28 @@ def test_a_pipe_or_a_symlink_loop_is_refused_not_read_forever_or_a_bug(tmp_path,
     task = str(SAMPLES / "mistuned" / "swish_add.py")
     cases = {
         ("eval", str(tmp_path / "fifo.py")): "is not a regular file (a pipe, socket or device)",
-        ("eval", task, str(tmp_path / "fifo.py")): "candidate",
         ("eval", task, "--harness", str(tmp_path / "fifo.py")): "give the harness file",
         ("harness", str(tmp_path / "fifo.py")): "is not a regular file",
         ("show", str(tmp_path / "fifo.py")): "is not a regular file",
+        ("bench", str(tmp_path / "fifo.py"), "--dry-run"): "is not a regular file",
         ("optimize", str(tmp_path / "loop1.py")): "cannot follow the link",
     }
     for argv, words in cases.items():
         assert cli.main(list(argv)) == exit_codes.USAGE, argv
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1 and "internal error" not in err, err
+
+
+def test_a_candidate_may_come_through_a_pipe_with_a_writer(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    os.mkfifo(tmp_path / "candidate.py")  # as stark eval TASK <(make_candidate) gives it
+    text = (SAMPLES / "mistuned" / "swish_add.py").read_text().replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 64")
+    writer = threading.Thread(target=lambda: (tmp_path / "candidate.py").write_text(text), daemon=True)
+    writer.start()
+    recorder = SourceRecorder()
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", lambda args, warm_for=None: recorder)
+    cli.main(["eval", str(SAMPLES / "mistuned" / "swish_add.py"), str(tmp_path / "candidate.py")])
+    writer.join(timeout=10)
+    assert recorder.sources == [text]

@@ -272,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
     if gpus is not None and args.device == "cpu":
         _err("--gpus and --device cpu do not go together")
         return exit_codes.USAGE
+    for path in args.paths:  # a pipe named on the command line would block discover's read
+        refusal.require_plain_file(path, "task")
     found = discover(args.paths)
     tasks = found.tasks
     names = short_names(tasks)

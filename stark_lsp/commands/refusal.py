@@ -36,30 +36,32 @@ def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
 
 
 def read_candidate(path: str) -> str:
-    return read_source_or_refuse(path, "candidate")
+    return read_source_or_refuse(path, "candidate", pipe_ok=True)  # stark eval TASK <(make_candidate)
 
 
-def read_source_or_refuse(path: str, what: str) -> str:
-    """``tasks.spec.read_source``: a missing file, a folder or a binary file is a :class:`Refusal`."""
+def read_source_or_refuse(path: str, what: str, pipe_ok: bool = False) -> str:
+    """``tasks.spec.read_source``: a missing file, a folder or a binary file is a :class:`Refusal`; so is a pipe
+    unless ``pipe_ok`` (a candidate may come from a process substitution, read once)."""
     from stark_lsp.tasks.spec import TaskError, read_source
 
-    require_plain_file(path, what)
+    require_plain_file(path, what, pipe_ok=pipe_ok)
     try:
         return read_source(path, what)
     except TaskError as e:
         raise Refusal(str(e)) from None
 
 
-def require_plain_file(path: str | Path, what: str) -> None:
+def require_plain_file(path: str | Path, what: str, pipe_ok: bool = False) -> None:
     """Refuse what no read would answer: a pipe or a device (its read blocks, or never ends) and a symlink loop.
-    A missing file or a folder is left to ``tasks.spec.read_source``, which says so."""
+    A missing file or a folder is left to ``tasks.spec.read_source``, which says so. ``pipe_ok``: a pipe is
+    read (its writer is the user's)."""
     p = Path(path)
     fix = "give the harness file" if what == "harness" else "give the kernel's source file"
     try:
         p.resolve()
     except (RuntimeError, OSError) as e:  # Python 3.11: RuntimeError("Symlink loop from ...")
         raise Refusal(f"{what} {path}: cannot follow the link ({e}): {fix}") from None
-    if p.exists() and not p.is_dir() and not p.is_file():
+    if p.exists() and not p.is_dir() and not p.is_file() and not (pipe_ok and p.is_fifo()):
         raise Refusal(f"{what} {path} is not a regular file (a pipe, socket or device): {fix}")
 
 
