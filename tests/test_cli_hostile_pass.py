@@ -171,3 +171,24 @@ def test_a_candidate_may_come_through_a_pipe_with_a_writer(tmp_path, monkeypatch
     cli.main(["eval", str(SAMPLES / "mistuned" / "swish_add.py"), str(tmp_path / "candidate.py")])
     writer.join(timeout=10)
     assert recorder.sources == [text]
+
+
+def test_an_interrupted_bench_says_how_to_go_on_with_resume_not_the_same_command(capsys):
+    import signal
+    import threading
+
+    from stark_lsp.commands import bench_cmd
+    from stark_lsp.commands.interrupt import on_interrupt
+
+    out = Path("bench-results/20261206-153256")
+    assert bench_cmd.resume_argv(["t.py", "--budget", "3"], out) == ["t.py", "--budget", "3", "--out", str(out),
+                                                                     "--resume"]
+    assert bench_cmd.resume_argv(["t.py", "--out", "o", "--resume"], Path("o")) == ["t.py", "--out", "o", "--resume"]
+    cancel = threading.Event()
+    previous = on_interrupt(cancel, "bench", again="when you go on with --resume")
+    try:
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the first Ctrl-C
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert cancel.is_set()
+    assert "redone when you go on with --resume" in capsys.readouterr().err

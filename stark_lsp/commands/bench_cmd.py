@@ -398,7 +398,8 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         progress.finish(index, total, rec)
 
     cancel = threading.Event()
-    previous = on_interrupt(cancel, "bench", "aborted (bench.json has the runs that finished)")
+    previous = on_interrupt(cancel, "bench", "aborted (bench.json has the runs that finished)",
+                            again="when you go on with --resume")
     done = {(r.task_key, r.policy, r.repeat) for r in records}
     try:
         header["hardware"] = _hardware(evaluators)
@@ -435,5 +436,19 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     print(ceilings_line(doc["summary"]["ceilings"]))
     print(f"wrote {json_path}, {html_path}")
     if cancel.is_set():
+        import shlex
+
+        print(f"stark bench: interrupted: {json_path} has the {sum(r.outcome == 'done' for r in records)} run(s) that finished; to go "
+              f"on: "
+              f"{shlex.join(['stark', *resume_argv(sys.argv[1:], out)])}", file=sys.stderr)
         return exit_codes.INTERRUPTED
     return exit_codes.FAILED if any(r.outcome != "done" for r in records) else exit_codes.OK
+
+
+def resume_argv(argv: list[str], out: Path) -> list[str]:
+    """The command that goes on with an interrupted bench: the same, with ``--resume`` and its ``--out`` folder
+    (a bench without ``--out`` wrote to a new dated folder, which the same command would not find)."""
+    argv = list(argv)
+    if not any(a in ("--out", "-o") or a.startswith("--out=") for a in argv):
+        argv += ["--out", str(out)]
+    return argv if "--resume" in argv else [*argv, "--resume"]

@@ -9,7 +9,8 @@ import threading
 from typing import Any
 
 
-def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted") -> Any:
+def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted",
+                 again: str = "when you run the same command again") -> Any:
     """Install the handler; returns the previous one (None off the main thread).
 
     First Ctrl-C: set ``cancel``: nothing new starts, and the evaluations in flight
@@ -25,7 +26,7 @@ def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted"
             print(f"\nstark {command}: {aborted}", file=sys.stderr)
             os._exit(130)
         cancel.set()
-        print(f"\nstark {command}: stopping: the attempts in flight are cut and will be redone when you run "
-              f"the same command again (Ctrl-C again to abort)", file=sys.stderr)
+        print(f"\nstark {command}: stopping: the attempts in flight are cut and will be redone {again} "
+              f"(Ctrl-C again to abort)", file=sys.stderr)
 
     return signal.signal(signal.SIGINT, handler)
