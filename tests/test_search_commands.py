@@ -424,3 +424,12 @@ def test_export_best_with_no_correct_node_is_the_documented_exit_1(ws, capsys, m
     row = next(line for line in readme.splitlines() if line.startswith("| 1 |"))
     assert "`export TASK best` of a tree with no correct node" in row
     assert "(export best)" in exit_codes.MEANINGS[exit_codes.FAILED]
+
+
+def test_one_attempt_is_said_as_one(ws, capsys):
+    _, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    assert "a budget of 1 (1 attempt): nothing new" in capsys.readouterr().err
+    assert cli.main(["show", str(task.path)]) == 0
+    assert ": 1 attempt, " in capsys.readouterr().out

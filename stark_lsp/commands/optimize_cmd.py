@@ -223,7 +223,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     if store.has_tree(tid) and not store.changed(task):  # a changed task's tree is archived, a new one begun
         spent = store.view(tid).spent
         if spent >= config.budget:
-            print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempts): nothing "
+            print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempt{'' if spent == 1 else 's'}): nothing "
                   f"new is tried; give a larger --budget to go on, or --fresh to start anew", file=sys.stderr)
     before = max((n.id for n in store.nodes(tid)), default=0) if store.has_tree(tid) else 0  # this run's come after
     cancel = threading.Event()

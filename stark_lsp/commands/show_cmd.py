@@ -111,7 +111,8 @@ def print_tree(args: argparse.Namespace, task: Any, view: Any) -> int:
         }, indent=2))
         return exit_codes.OK
     label = f" (archived tree {tid.rsplit('~', 1)[1]})" if "~" in tid else ""
-    print(f"{task.path.name} ({task.kind}){label}: {view.finished} attempts, {view.correct} correct, "
+    print(f"{task.path.name} ({task.kind}){label}: {view.finished} attempt{'' if view.finished == 1 else 's'}, "
+          f"{view.correct} correct, "
           f"best {best_line(nodes, best)}")
     print(tree(nodes, best_id))
     if usage.used(spent):
@@ -130,7 +131,8 @@ def list_archived(task: Any, store: Any) -> int:
         view = store.view(aid)
         nodes = list(view.nodes)
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(min((n.created for n in nodes), default=0)))
-        print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {view.finished} attempts, best {best_line(nodes, view.best)}")
+        print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {view.finished} attempt{'' if view.finished == 1 else 's'}, "
+              f"best {best_line(nodes, view.best)}")
     print(f"(stark show {task.path.name} --archived N shows one; stark export {task.path.name} NODE_ID writes a node)")
     return exit_codes.OK
 
