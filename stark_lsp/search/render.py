@@ -15,7 +15,7 @@ from stark_lsp.safe_text import for_terminal
 from stark_lsp.speedups import CPU_NOTE, ratio_text, shown_ms, speedup_text
 
 from . import usage
-from .node import Node, speedup_vs_yours
+from .node import Node, retimed_figure, speedup_vs_yours
 from .tree_view import TreeView
 
 
@@ -131,15 +131,21 @@ def best_line(nodes: list[Node], best: Node | None) -> str:
 
 
 def node_dict(n: Node, with_source: bool = False, root: Node | None = None) -> dict[str, Any]:
-    """A node as JSON. ``speedup`` is over eager PyTorch; ``speedup_vs_yours`` over the
-    root (needs ``root``); ``cpu_timing``: the figures are CPU timings, not GPU ones."""
+    """A node as JSON, with the figures every other surface shows: ``speedup`` (= ``speedup_vs_eager``) over
+    eager PyTorch and ``runtime_ms``, each the re-timing's where the node was re-timed (``search/retime.py``),
+    else its evaluation's; ``single_speedup`` and ``single_runtime_ms``: its one evaluation in the search
+    (the bench record's names), whatever the re-timing said; ``speedup_vs_yours`` over the root (needs
+    ``root``); ``cpu_timing``: the figures are CPU timings, not GPU ones."""
+    retimed_ms = retimed_figure(n.retimed, "runtime_ms")
     d: dict[str, Any] = {
         "id": n.id, "parent_id": n.parent_id, "kind": n.kind, "status": n.status,
-        "attempt": n.attempt, "summary": n.summary, "speedup": n.speedup,
+        "attempt": n.attempt, "summary": n.summary, "speedup": n.eager,
         "speedup_vs_eager": n.eager,  # re-timed first, as every surface shows it
         "speedup_vs_yours": speedup_vs_yours(n, root) if root is not None else None,
+        "single_speedup": n.speedup, "single_runtime_ms": n.runtime_ms,
         "cpu_timing": n.cpu_timed, "reference_itself": n.is_reference_itself,
-        "runtime_ms": n.runtime_ms, "error": n.error, "duplicate_of": n.duplicate_of,
+        "runtime_ms": retimed_ms if retimed_ms is not None else n.runtime_ms,
+        "error": n.error, "duplicate_of": n.duplicate_of,
         "seed": n.seed, "created": n.created, "updated": n.updated,
         "usage": vars(n.usage),
         "profile": n.profile,  # a ProfileReport dict (ncu), or None
