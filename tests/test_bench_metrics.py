@@ -221,7 +221,11 @@ def test_progress_lines():
     assert line.startswith("[3/8] a / stark / r0") and "attempt 2/5" in line and "best 1.50× eager" in line and "1m05s" in line
     assert "starting" in run_line(0, 1, "a", None, 0.0)
     done = finished_line(0, 1, "a", rec(speed=2.0, attempt=4, attempts=5, outcome="error", error="EvaluatorFailed: x"))
-    assert "best 2.00× eager (CPU interpreter: for checking, not speed) at attempt 4" in done and "error: EvaluatorFailed" in done
+    assert "the team's best 2.00× eager (CPU interpreter: for checking, not speed) at attempt 4" in done
+    assert "error: EvaluatorFailed" in done and "your kernel" not in done
+    # the live line's best was the user's kernel (the KernelBench reference, 1.00×): the end says both, each named
+    slower = finished_line(0, 1, "a", rec(speed=0.5, attempt=2, attempts=5, root_speedup=1.0, is_gpu=True))
+    assert "the team's best 0.50× eager at attempt 2 (your kernel 1.00× eager)" in slower
 
 
 # --- svg, tables, json, html -----------------------------------------------------------

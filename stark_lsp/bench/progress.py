@@ -42,10 +42,15 @@ def memory_wait_line(index: int, total: int, label: str, need_gib: float, free_g
 
 
 def finished_line(index: int, total: int, label: str, r: RunRecord) -> str:
-    """The run's result, as its record (and so the final tables) has it: the best attempt against eager."""
-    what = (f"best {speedup_text(r.best_speedup, 'eager', cpu=not r.is_gpu, degenerate=bool(r.degenerate))} at "
+    """The run's result, as its record (and so the final tables) has it: the team's best attempt against
+    eager, named as the team's (the live line's "best" is the tree's, which may be the user's kernel), with
+    the user's kernel beside it where that was faster."""
+    cpu, degenerate = not r.is_gpu, bool(r.degenerate)
+    what = (f"the team's best {speedup_text(r.best_speedup, 'eager', cpu=cpu, degenerate=degenerate)} at "
             f"attempt {r.best_attempt}"
             if r.success else "no correct kernel")
+    if r.success and r.root_speedup is not None and (r.best_speedup or 0.0) < r.root_speedup:
+        what += f" (your kernel {speedup_text(r.root_speedup, 'eager', cpu=cpu, degenerate=degenerate)})"
     tail = f"  ({r.outcome}: {r.error})" if r.error else ("" if r.outcome == "done" else f"  ({r.outcome})")
     return f"[{index + 1}/{total}] {label}  done: {what}, {r.attempts} attempts, {fmt.duration(r.wall_s)}{tail}"
 
