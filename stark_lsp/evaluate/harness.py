@@ -130,6 +130,10 @@ class Reference:
         fn = getattr(self.module, "get_init_inputs", None)
         return list(fn()) if fn else []
 
+    def forget_models(self) -> None:
+        """The models ``reference_fn`` built, let go of."""
+        self._model_cache.clear()
+
     def reference_fn(self, seed: int) -> Callable[..., Any]:
         m = self.module
         if hasattr(m, "reference") and callable(m.reference):

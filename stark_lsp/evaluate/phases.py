@@ -25,7 +25,8 @@ ORDER = (BUILDING, QUEUED, BASELINES, STARTING, CHECKING, TIMING)  # as an evalu
 
 # the judge's phase that ended -> what it does next (EvalState.mark's names)
 _NEXT = {"the task's check": STARTING, "sandbox": BASELINES, "reference timing": STARTING,
-         "reference outputs": STARTING, "process start": STARTING, "calibration": STARTING, "load": STARTING,
+         "reference outputs": STARTING, "process start": STARTING, "calibration": STARTING,
+         "reference in turn": STARTING, "load": STARTING,
          "first call": CHECKING, "trials": TIMING, "launch check": TIMING, "timing": CHECKING}
 
 _LISTENER: ContextVar[Callable[[str], None] | None] = ContextVar("stark_evaluation_phase", default=None)

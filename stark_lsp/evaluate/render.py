@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stark_lsp.evaluate.result import EvalResult, Timing
+from stark_lsp.evaluate.result import REFERENCE_IN_TURN, EvalResult, Timing
 from stark_lsp.speedups import CPU_NOTE, ratio_text, speedup_text
 
 
@@ -31,7 +31,8 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
     if r.runtime:
         rt = r.runtime
         lines.append(f"  candidate:   {_t(rt.candidate)}")
-        lines.append(f"  reference:   {_t(rt.reference)}")
+        in_turn = ", timed in turn with the candidate" if REFERENCE_IN_TURN in rt.note else ""
+        lines.append(f"  reference:   {_t(rt.reference)}{in_turn}")
         cpu = not rt.is_gpu
         if reference_itself:
             lines.append("  speedup:     1.00× eager (the reference itself, timed against itself: "

@@ -122,6 +122,10 @@ class Floor:
         return runtime_ms / self.floor_ms if self.floor_ms > 0 else float("inf")
 
 
+# a CPU runtime's note when eager was timed in turn with the candidate, in its process (``judge.reference_in_turn``)
+REFERENCE_IN_TURN = "eager timed in turn with it, in its process"
+
+
 @dataclass
 class Runtime:
     device: str  # e.g. "NVIDIA H200" or "cpu (triton interpreter)"

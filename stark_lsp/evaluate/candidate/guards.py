@@ -84,6 +84,12 @@ class LaunchCounter:
         self.on_compile: Any = None
         self._installed = False
 
+    def reset(self) -> None:
+        """Launches counted so far forgotten (the reference's, timed in this process before the candidate
+        loaded): the launch check counts the candidate's alone. Kernels made stay known (by their file)."""
+        self.launches.clear()
+        self.reached.clear()
+
     def install(self) -> None:
         if self._installed:
             return

@@ -215,6 +215,8 @@ class CandidateProcess:
         if self.ref is None or self.ref.spec.to_dict() != spec.to_dict():
             self.ref = load_reference(spec, self.device)
         role, seed = msg.get("role", "candidate"), int(msg["param_seed"])
+        if role == "candidate" and self.fn is not None:
+            self._drop_reference()
         self.role = role if isinstance(role, str) else ""
         if role == "candidate":
             self.cand_file, library = self._write_candidate(msg)
@@ -239,6 +241,19 @@ class CandidateProcess:
         else:
             return error_reply("runtime_error", f"unknown role {role!r}")
         return {"loaded": True}
+
+    def _drop_reference(self) -> None:
+        """Before a candidate loads where the reference was timed first (on the CPU the judge times eager in
+        the candidate's own process, before any candidate code exists in it: ``Judge._reference_in_turn``):
+        nothing of the reference's run stays for the candidate: its model, its last batch's outputs, its
+        launches, its calls (the candidate's first call is the process's first, as everywhere else)."""
+        self.fn = None
+        self.capture = None
+        self.kept, self.kept_dig = [], None
+        if self.ref is not None:
+            self.ref.forget_models()
+        self.launches.reset()
+        self.calls = 0  # (no gc.collect(): a tenth of a second in this process, and the model goes by its count)
 
     def _compiled(self, fn: Callable[..., Any]) -> None:
         self.fn = fn  # after its first call: torch.compile's callable alone on the timed path

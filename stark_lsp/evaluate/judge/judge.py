@@ -11,7 +11,9 @@ in its own module:
    *degenerate* (any constant passes) and every result on it says so.
 2. **Baselines** (``timed_calls.py``): the reference, and torch.compile of it,
    each in its own fresh process (no candidate code), by the same protocol
-   as candidates; once per task and settings.
+   as candidates; once per task and settings. On the CPU eager is timed in
+   turn with each candidate instead, in the candidate's process before the
+   candidate loads (``reference_in_turn``).
 3. **Calibration** (``timed_calls.calibrate``): before the candidate is
    loaded, batches of calls that do nothing measure what the protocol costs
    in this very process.
@@ -44,6 +46,7 @@ import secrets
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -62,12 +65,12 @@ from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
 from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags, uses_cuda_graph
 from stark_lsp.evaluate.judge.link import CandidateLink, SandboxedZygote, SandboxError
 from stark_lsp.evaluate.judge.roofline import Ceilings, task_floor
-from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, Timed, calibrate, memory_calls, output_shapes,
-                                                 time_calls)
+from stark_lsp.evaluate.judge.timed_calls import (PENDING_BYTES, ReadBacks, Timed, calibrate, memory_calls,
+                                                 output_shapes, time_calls)
 from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
 from stark_lsp.evaluate.options import EvalOptions
-from stark_lsp.evaluate.result import (CompileReport, Correctness, EvalResult, Floor, KernelResources, Runtime,
-                                       Status, TaskIO, Trial, ValueInfo, build_dataclass)
+from stark_lsp.evaluate.result import (REFERENCE_IN_TURN, CompileReport, Correctness, EvalResult, Floor,
+                                       KernelResources, Runtime, Status, TaskIO, Trial, ValueInfo, build_dataclass)
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe, root_refusal
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
@@ -86,6 +89,28 @@ CALIBRATION_LIMIT_S = 30.0  # one call that does nothing
 RELEASE_BYTES = 256 << 20  # a call's inputs and outputs of this much or more: the judge's cache is emptied after its draw
 
 
+def _compiled_on_cpu(opts: EvalOptions) -> bool:
+    """torch.compile's baseline timed on the CPU (``STARK_EVAL_COMPILED_BASELINE_CPU=1``: tests): the task's
+    baselines are timed as on a GPU, once per task (eager's figure beside it, though not divided by)."""
+    return opts.compile_baseline and os.environ.get("STARK_EVAL_COMPILED_BASELINE_CPU") == "1"
+
+
+def reference_in_turn(is_gpu: bool) -> bool:
+    """Whether an evaluation times the reference in turn with its candidate: on the CPU, in the candidate's own
+    process, after its calibration and before any candidate code is loaded (``Judge._reference_in_turn``), and
+    divides by that figure. On the CPU a figure moves with whatever else the machine's few cores run (other
+    judges, the search, the editor): eager timed once per task, in another process minutes before, divided every
+    later candidate's figure by the load of that one moment (with 3 busy processes on 2 cores the KernelBench GELU
+    sample's reference read 4.28 ms as the baseline and 0.57-2.76 ms as a candidate: 1.6-7.5x itself; issue 24 saw
+    19 ms and 0.09 ms in one run). A GPU keeps its once-per-task baselines (timing holds the GPU alone); so does
+    the CPU with ``STARK_EVAL_BASELINE_CACHE_CPU=1`` (the baseline cache's tests, the GPU's rule on the CPU) or
+    ``STARK_EVAL_CPU_REFERENCE=once`` (to compare the two)."""
+    if is_gpu:
+        return False
+    return (os.environ.get("STARK_EVAL_BASELINE_CACHE_CPU") != "1"
+            and os.environ.get("STARK_EVAL_CPU_REFERENCE", "in turn") != "once")
+
+
 class SandboxUnavailable(RuntimeError):
     """The policy requires a sandbox and none can be made here."""
 
@@ -102,8 +127,9 @@ COMPILED_CODE_UNREAD = "torch.compile's code could not be read"
 class _Baselines:
     """The reference's timing (and torch.compile's) for one task and its settings."""
 
-    def __init__(self, reference: Timed, compiled: Timed | None, note: str, measured_at: str = "",
+    def __init__(self, reference: Timed | None, compiled: Timed | None, note: str, measured_at: str = "",
                  compiled_code: dict[str, Any] | None = None):
+        # eager's: None where it is timed in turn with each candidate instead (``reference_in_turn``: the CPU)
         self.reference, self.compiled, self.note = reference, compiled, note
         self.measured_at = measured_at  # set when they came from the baseline cache (``baseline_cache.py``)
         # what Inductor wrote for a KernelBench model (``replies.compiled_code``), for the built-in team
@@ -414,7 +440,10 @@ class Judge:
                     if isinstance(spent, (int, float)) and 0 < spent <= state.phases.get("sandbox", 0.0):
                         state.phases[name] = round(float(spent), 4)
                         state.phases["sandbox"] = round(state.phases["sandbox"] - spent, 4)
-            base = self._time_baselines(spec, ref, opts, param_seed, cancel_fd, deadline, timeout_s)
+            if reference_in_turn(self.is_gpu) and not _compiled_on_cpu(opts):
+                base = _Baselines(None, None, "")  # eager: timed in turn with the candidate, in its process
+            else:
+                base = self._time_baselines(spec, ref, opts, param_seed, cancel_fd, deadline, timeout_s)
             state.mark("reference timing")
             return self._evaluate(spec, opts, ref, base, param_seed, source, job, state, cancel_fd, deadline,
                                   timeout_s)
@@ -465,7 +494,7 @@ class Judge:
     def _evaluate(self, spec: TaskSpec, opts: EvalOptions, ref: Reference, base: _Baselines, param_seed: int,
                   source: str, job: dict[str, Any], state: EvalState, cancel_fd: int | None, deadline: float,
                   timeout_s: float) -> EvalResult:
-        ref_ms = base.reference.figure.median_ms
+        ref_ms = base.reference.figure.median_ms if base.reference is not None else None
         seeds = Seeds(opts.seed)
         drawn = ref.inputs(seeds.draw(1, 0)[0])
         inputs0 = shapes_only(drawn)  # their forms only, from here on (taken before a reference reshapes any)
@@ -500,6 +529,13 @@ class Judge:
                 self.gate.switch(EXCLUSIVE, "candidate calibration")  # batches follow one another, as timed ones
                 ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
                 state.mark("calibration")
+                reference = base.reference
+                if reference_in_turn(self.is_gpu):  # the CPU: eager in this very process, before the candidate
+                    reference = self._reference_in_turn(conv, spec, opts, ov, seeds, ref_out0, keep, param_seed,
+                                                        in_bytes + out_bytes)
+                    ref_ms = reference.figure.median_ms
+                    state.mark("reference in turn")
+                assert reference is not None  # timed once per task (``_time_baselines``) where not in turn
                 # straight on, never a moment without the gate held; but a load_inline candidate compiles its
                 # CUDA while it loads (the CPU's work, tens of seconds), and no timer waits for that
                 held = None if _CANDIDATE_GATE == "none" else SHARED
@@ -545,8 +581,8 @@ class Judge:
                 with self.gate.hold(EXCLUSIVE, "candidate timing"):
                     timed = time_calls(conv, seeds, ov, opts, is_gpu=self.is_gpu, ref_ms=ref_ms, keep_calls=keep,
                                        checks=checks, shapes=output_shapes(ref_out0),
-                                       protocol_cap_ms=base.reference.protocol_ms,
-                                       fixed_cap_ms=base.reference.fixed_ms,
+                                       protocol_cap_ms=reference.protocol_ms,
+                                       fixed_cap_ms=reference.fixed_ms,
                                        shared=lambda: self.gate.hold(SHARED, "timing's checks"))
             except Verdict:  # it hung or died while timed: a batch before that which was wrong is the verdict
                 checks.flush()  # (what it reads back was read already: no request to the process)
@@ -564,7 +600,38 @@ class Judge:
             state.mark("timing's checks")
         finally:
             link.close()
-        return self._verdict(state, opts, base, timed, ref, spec, param_seed, output)
+        return self._verdict(state, opts, base, timed, ref, spec, param_seed, output, reference)
+
+    def _reference_in_turn(self, conv: Conversation, spec: TaskSpec, opts: EvalOptions, ov: TM.Overhead,
+                           seeds: Seeds, ref_out: list[Any], keep: int, param_seed: int, call_bytes: int) -> Timed:
+        """The reference timed in the candidate's own process (``reference_in_turn``: the CPU), after its
+        calibration and before any candidate code exists in it, as the candidate is then timed: its load, its
+        first call, the warm-up, the candidate's number of timed batches, the same read-backs between them
+        (``ReadBacks``), against the same calibration, each figure by the candidate's rule. Right after each
+        timed batch an empty one (trusted: no candidate code yet): their least caps what both figures subtract
+        for the protocol (the candidate's through ``protocol_ms``), so a calibration taken while the machine was
+        busy cannot subtract more than the protocol then cost (without the cap the same code read 19x-1000x
+        itself). The figure every ratio of this evaluation divides by, taken seconds from the candidate's in
+        the same process: what else the machine runs slows both alike. The process drops the reference before
+        the candidate loads (``CandidateProcess.op_load``); nothing the candidate does can reach a figure taken
+        before it existed. A reference that fails here is the task's (as its baseline's would be)."""
+        conv.role = "reference"
+        try:
+            conv.ask({"op": "load", "task": spec.to_dict(), "role": "reference", "param_seed": param_seed},
+                     opts.load_timeout_s, "loading the reference")
+            run_batch(conv, seeds, 1, opts.load_timeout_s, "the reference's first call")
+            return time_calls(conv, seeds, ov, replace(opts, race_ms=None), is_gpu=self.is_gpu, ref_ms=None,
+                              keep_calls=keep, checks=ReadBacks(conv), shapes=output_shapes(ref_out),
+                              role="reference in turn", empty_after=True)
+        except Verdict as v:
+            status = Status.TIMEOUT if v.result.status is Status.TIMEOUT else Status.TASK_ERROR
+            why = v.result.message
+            if ran_out_of_memory(why):
+                why += memory_note(call_bytes, None)
+            raise Verdict(conv.state.result(status, f"the reference could not be timed: {why}",
+                                            output=v.result.output)) from None
+        finally:
+            conv.role = "candidate"
 
     def _load_candidate(self, conv: Conversation, spec: TaskSpec, job: dict[str, Any], source: str, library: bytes,
                         param_seed: int, opts: EvalOptions, on_compile: Callable[[str], float] | None = None) -> None:
@@ -584,9 +651,13 @@ class Judge:
             conv.state.compile.seconds += time.perf_counter() - t0
 
     def _verdict(self, state: EvalState, opts: EvalOptions, base: _Baselines, timed: Timed, ref: Reference,
-                 spec: TaskSpec, param_seed: int, output: str) -> EvalResult:
-        fig, rfig = timed.figure, base.reference.figure
-        cand_t, ref_t = TM.as_timing(fig, timed.chain), TM.as_timing(rfig, base.reference.chain)
+                 spec: TaskSpec, param_seed: int, output: str, reference: Timed | None = None) -> EvalResult:
+        """``reference``: eager's figure this evaluation divides by (timed in turn with the candidate on the
+        CPU: ``reference_in_turn``); the task's baseline where None."""
+        reference = reference or base.reference
+        assert reference is not None
+        fig, rfig = timed.figure, reference.figure
+        cand_t, ref_t = TM.as_timing(fig, timed.chain), TM.as_timing(rfig, reference.chain)
         speedup = rfig.median_ms / fig.median_ms if fig.median_ms > 0 else float("inf")
         compiled = TM.as_timing(base.compiled.figure, base.compiled.chain) if base.compiled else None
         runtime = Runtime(
@@ -597,7 +668,9 @@ class Judge:
         )
         runtime.floor = self._floor(ref, spec, opts, param_seed)
         notes = [n for n in (runtime.note, base.note) if n]
-        if base.measured_at:
+        if reference is not base.reference:
+            notes.append(REFERENCE_IN_TURN)
+        if base.measured_at and reference is base.reference:
             notes.append(f"{'eager and torch.compile' if base.compiled else 'eager'} timed {base.measured_at} "
                          f"(the baseline cache: STARK_EVAL_BASELINE_CACHE= times them afresh)")
         if timed.raced:

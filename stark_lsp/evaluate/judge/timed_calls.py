@@ -26,7 +26,7 @@ import torch
 
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge import trace
-from stark_lsp.evaluate.judge.batches import Pending, Seeds, run_batch
+from stark_lsp.evaluate.judge.batches import TRANSFER_FLOOR, Pending, Seeds, run_batch
 from stark_lsp.evaluate.judge.conversation import Conversation
 from stark_lsp.evaluate.options import EvalOptions
 
@@ -46,6 +46,37 @@ FETCH_BYTES = {True: 4 << 30, False: 256 << 20}
 MIN_FETCHED = 8
 # the snapshots of read-back outputs a judge keeps until their checks run (``batches.Pending``)
 PENDING_BYTES = {True: 2 << 30, False: 256 << 20}
+
+
+class ReadBacks:
+    """A candidate's read-backs between its timed batches (``Pending``'s requests), read and let go of: the
+    reference timed in turn with a candidate in the candidate's own process (the CPU: ``Judge._reference_in_turn``)
+    meets between its batches what the candidate's batches then meet, so the two figures differ by their code
+    alone. On the CPU what ran just before a batch moved its figure by about a tenth (the KernelBench GELU sample's
+    reference, 0.35 ms a call: a batch right after an empty batch read 1.0-1.13x faster than one right after a
+    read-back), so the reference's empty batches (``time_calls``'s ``empty_after``) come right after its timed
+    ones, before these. Nothing is checked (the reference is trusted code, and may change its inputs in place)."""
+
+    def __init__(self, conv: Conversation):
+        self.conv = conv
+        self.fetched_bytes = 0
+        self.fetched_calls = 0
+        self.calls_waiting = 0
+
+    def add(self, ran: Any, fetch: list[int], label: str) -> None:
+        for i in fetch:
+            reply = self.conv.ask({"op": "fetch", "index": i}, 30.0 + self.conv.link.capacity / TRANSFER_FLOOR,
+                                  f"reading {label}, call {i + 1}")  # as ``Checker.fetch``
+            outs = self.conv.read_outputs(reply.get("outputs"))
+            self.fetched_bytes += sum(o.numel() * o.element_size() for o in outs if isinstance(o, torch.Tensor))
+            self.fetched_calls += 1
+            del outs
+
+    def due(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
 
 
 @dataclass
@@ -118,7 +149,7 @@ def memory_calls(in_bytes: int, out_bytes: int, is_gpu: bool) -> int:
     return max(1, KEEP_BYTES[is_gpu] // max(1, in_bytes + out_bytes))
 
 
-def fetch_count(calls: int, wanted: int, pending: Pending, is_gpu: bool) -> int:
+def fetch_count(calls: int, wanted: int, pending: Pending | ReadBacks, is_gpu: bool) -> int:
     """How many of a timed batch's calls to read back in full (which ones is drawn after it ran):
     ``wanted`` until ``FETCH_CALLS`` calls or ``FETCH_BYTES`` were read (at least ``MIN_FETCHED``
     calls whatever they weigh), then one. Every call's digest is checked whatever this says."""
@@ -131,9 +162,10 @@ def fetch_count(calls: int, wanted: int, pending: Pending, is_gpu: bool) -> int:
 
 
 def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOptions, *, is_gpu: bool,
-               ref_ms: float | None, keep_calls: int, checks: Pending | None, shapes: list[dict[str, Any]],
+               ref_ms: float | None, keep_calls: int, checks: Pending | ReadBacks | None,
+               shapes: list[dict[str, Any]],
                protocol_cap_ms: float | None = None, fixed_cap_ms: float | None = None,
-               role: str = "candidate",
+               role: str = "candidate", empty_after: bool = False,
                shared: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Timed:
     """Warm up, then timed batches until the figure is known; every candidate batch checked (``checks``:
     what it reads back is read at once, the rest waits for the caller's ``checks.flush()``, or for
@@ -150,11 +182,16 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     batch carries whole). Only a baseline's (trusted) timed batches get an empty twin beside them:
     the least of those is the cap, while a candidate's figure subtracts the calibration's share alone,
     which its empty batches never undercut on the H200 (their time was never used, and cost as much
-    as the timed batches). ``role`` names the process in the trace (``STARK_EVAL_TRACE``)."""
+    as the timed batches). ``role`` names the process in the trace (``STARK_EVAL_TRACE``).
+    ``empty_after``: trusted code read back as a candidate is (the reference timed in turn with a candidate,
+    ``ReadBacks``): an empty batch beside every timed one all the same (not beside the warm-up, which is a
+    candidate's), always right after it, before its read-backs, so the next timed batch meets what a
+    candidate's meets; the least of them caps the protocol's cost per call, as a baseline's do, but the figure
+    is by the candidate's rule (no batch's own empty twin lowers what it subtracts): the two subtract alike."""
     calibrated = ov
     per_call = ov.per_call_ms if protocol_cap_ms is None else min(ov.per_call_ms, protocol_cap_ms)
     fixed = ov.fixed_ms if fixed_cap_ms is None else min(ov.fixed_ms, fixed_cap_ms)
-    pair = checks is None
+    pair = checks is None or empty_after
     ov = replace(ov, fixed_ms=fixed, per_call_ms=TM.PROTOCOL_CREDIT * per_call,
                  left_ms=(1.0 - TM.PROTOCOL_CREDIT) * per_call)
     turn = [0]
@@ -163,7 +200,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         limit = TM.batch_limit_s(k, ref_ms, ov, is_gpu, opts.load_timeout_s)
         empty = None
         turn[0] += 1
-        if paired and turn[0] % 2:
+        if paired and turn[0] % 2 and not empty_after:
             empty = run_batch(conv, seeds, k, limit, "calibration", op="calib", extra={"outputs": shapes}).wall_ms
         ran = run_batch(conv, seeds, k, limit, phase)
         if paired and empty is None:
@@ -175,12 +212,13 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
                     checks.flush()
         return TM.Batch(len(ran.calls), ran.wall_ms, paired_ms=empty, prepare_ms=ran.prepare_ms)
 
-    first = batch(1, "warm-up", 0)
+    warm_pair = pair and not empty_after  # ``empty_after``: the warm-up as a candidate's, with no empty twin
+    first = batch(1, "warm-up", 0, warm_pair)
     one = first.judged_ms(ov)
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         # one call is one sample: the first after the trials can meet an idle GPU's low clocks
         # (seen on the H200 cutting a fast candidate short); slow only if a second says so too
-        one = min(one, batch(1, "warm-up", 0).judged_ms(ov))
+        one = min(one, batch(1, "warm-up", 0, warm_pair).judged_ms(ov))
     if ref_ms is not None and TM.is_slow(one, ref_ms):
         runs = [batch(1, "timed call", 1) for _ in range(TM.SLOW_CALLS)]
         if pair:
@@ -189,7 +227,7 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
         return Timed(TM.figure(runs, ov, is_gpu), slow=True, protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
                      fixed_ms=ov.fixed_ms)
     k_warm = max(1, min(TM.MAX_BATCH, keep_calls, int(opts.warmup_ms / max(one + ov.per_call_ms, 1e-3))))
-    batch(k_warm, "warm-up", 0)
+    batch(k_warm, "warm-up", 0, warm_pair)
     k = TM.plan_batch(one, ov, is_gpu, keep_calls)
     runs: list[TM.Batch] = []
     t0 = _perf()
@@ -216,7 +254,10 @@ def time_calls(conv: Conversation, seeds: Seeds, ov: TM.Overhead, opts: EvalOpti
     if pair:
         ov = baseline_overhead(runs, ov, calibrated)
     _trace(role, calibrated, ov, protocol_cap_ms, runs, _perf() - t0, conv.chain)
-    return Timed(TM.figure(runs, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
+    # with ``empty_after`` the figure by the candidate's rule: no batch's own empty twin lowers what it subtracts
+    # (a baseline's does), so the reference and the candidate it is timed in turn with subtract exactly alike
+    counted = [replace(b, paired_ms=None) for b in runs] if empty_after else runs
+    return Timed(TM.figure(counted, ov, is_gpu), protocol_ms=protocol_per_call(runs, ov), chain=conv.chain,
                  fixed_ms=ov.fixed_ms, raced=raced)
 
 
