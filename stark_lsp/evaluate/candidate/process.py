@@ -51,6 +51,7 @@ import torch
 from stark_lsp.evaluate.candidate.compile_stretch import CompileStretch
 from stark_lsp.evaluate.candidate.compiled_capture import CompiledCapture
 from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_diagnostics
+from stark_lsp.evaluate.candidate.extension_builds import say_builds
 from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
 from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
 from stark_lsp.evaluate.harness import HarnessError, as_outputs, load_reference
@@ -221,6 +222,8 @@ class CandidateProcess:
         if role == "candidate":
             self.cand_file, library = self._write_candidate(msg)
             self.source = str(msg.get("source", ""))
+            if msg.get("builds") is True:  # a source that names load_inline: its CUDA build said as a compile
+                say_builds(self.launches)
             try:
                 with self._compiles_said(msg.get("compile_gate") is True):  # a Triton kernel warmed up as it loads
                     self.fn = load_candidate(self.ref, self.cand_file, library, seed)

@@ -14,7 +14,8 @@ through a machine-wide gate, one per GPU (named after the device's UUID):
 * **none** while the CPU does the work: a process's start and its loading
   of the task's harness (trusted code), each Triton compile of a candidate's
   first call (the process says when one starts and ends: ``judge.py``
-  ``_compile_step``), a ``load_inline`` candidate's load (its CUDA build), the
+  ``_compile_step``), a ``load_inline`` candidate's CUDA build (said the same way:
+  ``candidate/extension_builds.py``; the rest of its load holds the gate shared), the
   ``torch.compile`` baseline's compile (its process says it too, all of its
   first call but the graphs and kernels Inductor runs on the GPU:
   ``candidate/compile_stretch.py``; docs/EVALUATOR.md: what that leaves).

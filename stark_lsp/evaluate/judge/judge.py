@@ -536,10 +536,10 @@ class Judge:
                     ref_ms = reference.figure.median_ms
                     state.mark("reference in turn")
                 assert reference is not None  # timed once per task (``_time_baselines``) where not in turn
-                # straight on, never a moment without the gate held; but a load_inline candidate compiles its
-                # CUDA while it loads (the CPU's work, tens of seconds), and no timer waits for that
+                # straight on, never a moment without the gate held; a load_inline candidate's CUDA build (the
+                # CPU's work, tens of seconds) is said as a compile (``extension_builds.py``), as Triton's are
                 held = None if _CANDIDATE_GATE == "none" else SHARED
-                self.gate.switch(None if job.get("load_inline") else held, "load")
+                self.gate.switch(held, "load")
                 self._load_candidate(conv, spec, job, source, library, param_seed, opts, self._compiles("load"))
                 state.mark("load")
                 call_limit = TM.batch_limit_s(1, ref_ms, ov, self.is_gpu, opts.load_timeout_s)
@@ -645,7 +645,8 @@ class Judge:
         t0 = time.perf_counter()
         conv.ask({"op": "load", "task": spec.to_dict(), "role": "candidate", "source": source,
                   "name": job_name, "library_bytes": len(library), "param_seed": param_seed,
-                  **({"compile_gate": True} if on_compile is not None else {})}, load_limit, "loading",
+                  **({"compile_gate": True} if on_compile is not None else {}),
+                  **({"builds": True} if job.get("load_inline") else {})}, load_limit, "loading",
                  on_compile=on_compile)
         if spec.kind != "cuda":
             conv.state.compile.seconds += time.perf_counter() - t0
