@@ -92,7 +92,10 @@ def summarize(candidate: list[EvalResult], root: list[EvalResult | None]) -> Ret
     if not rounds:
         return None
     speeds = [c.runtime.speedup for c, _ in rounds]
-    vs_root = [r.runtime.candidate.median_ms / c.runtime.candidate.median_ms for c, r in rounds if _ok(r)]
+    # against the root of the same round, each through its own eager figure: on a GPU eager is one pinned
+    # timing, so this is the root's time over the candidate's; on the CPU each evaluation times eager in turn
+    # with itself (``judge.reference_in_turn``), so what the machine's load did between the two cancels
+    vs_root = [c.runtime.speedup / r.runtime.speedup for c, r in rounds if _ok(r) and r.runtime.speedup > 0]
     compiled = [c.runtime.speedup_vs_compiled for c, _ in rounds if c.runtime.speedup_vs_compiled]
     return Retimed(
         rounds=len(rounds),
