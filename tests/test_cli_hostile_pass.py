@@ -192,3 +192,18 @@ def test_an_interrupted_bench_says_how_to_go_on_with_resume_not_the_same_command
         signal.signal(signal.SIGINT, previous)
     assert cancel.is_set()
     assert "redone when you go on with --resume" in capsys.readouterr().err
+
+
+def test_optimize_checks_a_harness_named_by_hand_as_eval_does(tmp_path, capsys, monkeypatch):
+    """A KernelBench file given a Triton harness by hand (--harness) ran as a Triton task, spent its budget
+    and exited 3; stark eval refused the same pair. Both now refuse it, in one line, before anything runs."""
+    from stark_lsp.commands import optimize_cmd
+
+    shutil.copy(SAMPLES / "kernelbench" / "relu.py", tmp_path / "relu.py")
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.harness.py", tmp_path / "other.harness.py")
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda *a, **k: pytest.fail("nothing may run"))
+    code = cli.main(["optimize", str(tmp_path / "relu.py"), "--harness", str(tmp_path / "other.harness.py"),
+                     "--budget", "1"])
+    err = capsys.readouterr().err
+    assert code == exit_codes.USAGE, err
+    assert "defines no entry function 'swish_add'" in err and len(err.strip().splitlines()) == 1, err

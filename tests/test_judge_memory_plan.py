@@ -50,7 +50,7 @@ def test_the_tasks_check_holds_one_set_of_inputs_at_a_time():
     d = Draws(3, lambda a, b, c: a * 2 + c)  # b is ignored
     got = task_sanity.check(d.outputs_of, d.inputs_of, [1, 2, 3, 4], None, None)
     assert got.degenerate == ""
-    assert got.flags == ["review: the reference's output does not depend on input 1 beyond the tolerance: "
+    assert got.flags == ["the reference's output does not depend on input 1 beyond the tolerance: "
                          "a candidate may ignore it"]
     assert d.peak_at_call <= 3  # the set it is called on, nothing else
     assert d.peak_at_draw <= 1  # while a set is drawn, at most the one input about to be mixed in
@@ -64,7 +64,7 @@ def test_the_tasks_check_is_right_for_a_reference_that_uses_its_inputs_up():
     d = Draws(2, in_place)
     got = task_sanity.check(d.outputs_of, d.inputs_of, [1, 2, 3, 4], None, None)
     assert got.degenerate == ""
-    assert got.flags == ["review: the reference's output does not depend on input 0 beyond the tolerance: "
+    assert got.flags == ["the reference's output does not depend on input 0 beyond the tolerance: "
                          "a candidate may ignore it"]
 
 

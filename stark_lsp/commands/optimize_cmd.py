@@ -156,6 +156,12 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.search.tree_store import store_path
 
     task = refusal.load_task_or_refuse(args.task, args.harness)
+    if args.harness:  # a harness named by hand is checked against the kernel as stark eval checks it (a
+        from stark_lsp.bench.checks import check_task  # KernelBench file given a Triton harness ran as Triton)
+
+        problems = check_task(task)
+        if problems:
+            raise refusal.Refusal("; ".join(problems))
     try:
         make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
         args.cluster = parse_cluster(getattr(args, "cluster", None))
