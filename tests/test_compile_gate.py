@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from link_pair import link_and_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,21 +90,6 @@ def test_a_requests_credit_for_waits_at_the_gate_stops_exactly_at_its_limit():
     assert _credit(9.0, 0.0, limit) == (limit, limit)  # one wait longer than the limit: the limit
 
 
-def _link_and_process():
-    """A ``CandidateLink`` (the judge's end) and the process's end of its channel, in this process."""
-    import socket
-
-    from stark_lsp.evaluate.judge.link import CandidateLink, _OutputTail
-    from stark_lsp.evaluate.wire.channel import Channel, create_buffer
-
-    judge_end, process_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    out_r, out_w = os.pipe()
-    os.close(out_w)
-    tail = _OutputTail(out_r)
-    tail.start()
-    return CandidateLink(None, Channel(judge_end), create_buffer(1 << 16), tail, 1), Channel(process_end)
-
-
 def _long_compiles(process, n: int, seconds: float) -> None:
     """The process's side: ``n`` compiles of ``seconds`` each (past the grace), each answered go, then the reply."""
     assert process.recv(time.monotonic() + 10) == {"op": "run"}
@@ -129,7 +115,7 @@ def test_the_torch_compile_baselines_compiles_have_the_gate_let_go_of_past_a_can
     monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
     monkeypatch.setattr(L, "UNGATED_S", 0.1)  # what a candidate's compiles may have: spent by the first
     monkeypatch.setattr(L, "MAX_COMPILES", 2)
-    link, process = _link_and_process()
+    link, process = link_and_process()
     if trusted:
         link.trust_compiles()
     steps: list[str] = []
@@ -156,7 +142,7 @@ def test_a_baselines_compiles_past_its_own_count_keep_the_gate(monkeypatch):
 
     monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
     monkeypatch.setattr(L, "BASELINE_MAX_COMPILES", 1)
-    link, process = _link_and_process()
+    link, process = link_and_process()
     link.trust_compiles()
     steps: list[str] = []
     t = threading.Thread(target=_long_compiles, args=(process, 3, 0.1))

@@ -11,13 +11,12 @@ tests/data/attacks/.
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from link_pair import link_and_process
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKS = ROOT / "tests" / "data" / "attacks"
@@ -25,18 +24,6 @@ DATA = ROOT / "tests" / "data" / "evaluator"
 
 
 # the compile protocol: a candidate's time without the gate ---------------------------------------------------
-def _link_and_process():
-    """A ``CandidateLink`` (the judge's end) and the process's end of its channel, in this process."""
-    from stark_lsp.evaluate.judge.link import CandidateLink, _OutputTail
-    from stark_lsp.evaluate.wire.channel import Channel, create_buffer
-
-    judge_end, process_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    out_r, out_w = os.pipe()
-    os.close(out_w)
-    tail = _OutputTail(out_r)
-    tail.start()
-    return CandidateLink(None, Channel(judge_end), create_buffer(1 << 16), tail, 1), Channel(process_end)
-
 
 def _liar(process, seconds: float) -> None:
     """The process's side of one request: a single "compile" of ``seconds`` (a liar runs the GPU meanwhile),
@@ -73,7 +60,7 @@ def test_one_compile_said_for_longer_than_a_process_may_go_without_the_gate_gets
 
     monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
     monkeypatch.setattr(L, "UNGATED_S", 0.3)
-    link, process = _link_and_process()
+    link, process = link_and_process()
     steps: list = []
     try:
         _request(link, process, 3.0, steps)
@@ -94,7 +81,7 @@ def test_a_compile_begun_just_inside_the_budget_ends_without_the_gate_at_the_bud
 
     monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
     monkeypatch.setattr(L, "UNGATED_S", 0.6)
-    link, process = _link_and_process()
+    link, process = link_and_process()
     steps: list = []
     try:
         _request(link, process, 0.45, steps)  # 0.43 s without the gate: 0.17 s of the budget left
@@ -113,7 +100,7 @@ def test_the_torch_compile_baselines_long_compile_keeps_the_gate_let_go_of(monke
 
     monkeypatch.setattr(L, "COMPILE_GRACE_S", 0.02)
     monkeypatch.setattr(L, "UNGATED_S", 0.1)
-    link, process = _link_and_process()
+    link, process = link_and_process()
     link.trust_compiles()
     steps: list = []
     try:

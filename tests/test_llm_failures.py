@@ -85,13 +85,19 @@ def test_an_http_error_names_its_status_once_and_a_timeout_its_seconds_and_flags
 
 
 # the probe: a dead endpoint or a refused key is found before anything is evaluated -----------------------
-def test_a_refused_key_stops_before_the_kernel_is_evaluated(tmp_path, monkeypatch, capsys, replay):
+def _probe_workspace(tmp_path, monkeypatch) -> FakeEvaluator:
+    """A project with the fake task, a key, and a stand-in evaluator that counts what it was asked."""
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
     make_fake_task(tmp_path)
     ev = FakeEvaluator()
     monkeypatch.setenv("STARK_API_KEY", KEY)
     monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: ev)
+    return ev
+
+
+def test_a_refused_key_stops_before_the_kernel_is_evaluated(tmp_path, monkeypatch, capsys, replay):
+    ev = _probe_workspace(tmp_path, monkeypatch)
     replay.models_status = 401
     rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url",
                    replay.base_url, "--budget", "3"])
@@ -143,12 +149,7 @@ def test_a_misnamed_model_or_a_wrong_url_stops_before_the_kernel_is_evaluated(tm
     """vLLM and Ollama answer 404 to a model they do not serve: found by the probe's one-token request, before
     the user's kernel is timed (it took 33 s on a small task, minutes on a big one); with the models the server
     lists where it lists them, else the URL to check."""
-    (tmp_path / ".git").mkdir()
-    monkeypatch.chdir(tmp_path)
-    make_fake_task(tmp_path)
-    ev = FakeEvaluator()
-    monkeypatch.setenv("STARK_API_KEY", KEY)
-    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: ev)
+    ev = _probe_workspace(tmp_path, monkeypatch)
     replay.models = listed
     replay.probe_status = 404
     rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "qwen-coder", "--base-url",

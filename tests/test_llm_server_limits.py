@@ -195,7 +195,7 @@ def test_usage_that_is_no_count_is_none():
 
 
 def test_attempts_in_flight_stay_few_whatever_the_server_says():
-    from stark_lsp.commands.llm_args import MAX_SLOTS_FOLLOWED, in_flight_for_server
+    from stark_lsp.agents.llm.in_flight import MAX_SLOTS_FOLLOWED, in_flight_for_server
 
     n, line = in_flight_for_server(SimpleNamespace(slots=lambda: 10**7))
     assert n == MAX_SLOTS_FOLLOWED + 1 and "answers 10000000 requests" in line

@@ -16,7 +16,8 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
 from stark_lsp.commands.interrupt import on_interrupt
-from stark_lsp.commands.llm_args import in_flight_for_server, token_budget
+from stark_lsp.agents.llm.in_flight import in_flight_for_server
+from stark_lsp.commands.llm_args import token_budget
 from stark_lsp.evaluate import protocol as evaluator_protocol
 
 NAME = "bench"

@@ -19,7 +19,6 @@ import argparse
 from typing import Any, Callable
 
 from stark_lsp.commands.arguments import positive_int
-from stark_lsp.agents.llm.in_flight import MAX_SLOTS_FOLLOWED, in_flight_for_server  # noqa: F401 (the CLI's name)
 
 AGENTS = ("plan", "code", "debug")
 
