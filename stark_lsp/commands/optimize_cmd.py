@@ -272,15 +272,14 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     if code != exit_codes.OK:  # a broken or vanished task, a failed evaluator: no verdict to act on
         print("the search stopped before its end: nothing written")
         return code
-    wrote = report_best(task, nodes, best, out, store)
-    if cancel.is_set():
+    if cancel.is_set():  # not the search's end: no verdict, nothing written; the best so far and how to go on
         import shlex
 
+        report_interrupted(args, nodes, best, out)
         print(f"stark optimize: interrupted: the tree is saved; to resume, run the same command again: "
               f"{shlex.join(['stark', *resume_argv(sys.argv[1:])])}", file=sys.stderr)
         return exit_codes.INTERRUPTED
-    if code != exit_codes.OK:
-        return code
+    wrote = report_best(task, nodes, best, out, store)
     if not wrote and args.llm != "builtin":
         from stark_lsp.agents.llm.failures import run_failure
 
@@ -295,6 +294,33 @@ def resume_argv(argv: list[str]) -> list[str]:
     """The command that resumes an interrupted one: the same, less ``--fresh`` (which would archive the
     tree it is meant to go on with)."""
     return [a for a in argv if a != "--fresh"]
+
+
+def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, out: Path) -> None:
+    """Ctrl-C: the search did not end, so no verdict and nothing written; the best so far, its figure
+    labelled as the table's (re-timed or one measurement), and the command that writes it anyway."""
+    import shlex
+
+    from stark_lsp.search.tree_view import TreeView
+    from stark_lsp.speedups import speedup_text
+
+    view = TreeView.of(nodes)
+    root = view.root
+    gain = view.gain(best) if best is not None and best.parent_id is not None else None
+    if gain is None or (root is not None and root.correct and gain <= 1.0):
+        so_far = "no correct candidate" if root is None or not root.correct else "no candidate faster than your kernel"
+        print(f"interrupted before the search's end: {so_far} so far; nothing written")
+        return
+    how = ("the median of the rounds timed in turn with yours" if best.retimed_vs_root is not None
+           else "one measurement, not yet timed in turn with yours")
+    figure = (speedup_text(gain, "yours", cpu=best.cpu_timed, degenerate=best.degenerate) if root is not None
+              and root.correct else f"correct where your kernel is not, {best.eager_text()}")
+    export = ["stark", "export", args.task, str(best.id), "-o", str(out)]
+    for flag in ("harness", "store"):
+        if getattr(args, flag, None):
+            export += [f"--{flag}", getattr(args, flag)]
+    print(f"interrupted before the search's end: the best so far is node #{best.id}, {figure} ({how}); "
+          f"nothing written ({shlex.join(export)} writes it)")
 
 
 def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:
