@@ -199,6 +199,8 @@ export function viewNodes(tree: SearchTree, opts: ViewOptions = {}): ViewNode[] 
   return out;
 }
 
+const CPU_NOTE = 'CPU interpreter: for checking, not speed'; // speedups.CPU_NOTE on the server
+
 export function treeMessage(tree: SearchTree, fileLabel: string, opts: ViewOptions = {}): ToWebview {
   const attempts = tree.attempts ?? tree.nodes.filter(isAttempt).length;
   const running = tree.running ?? tree.nodes.some(isRunning);
@@ -209,7 +211,7 @@ export function treeMessage(tree: SearchTree, fileLabel: string, opts: ViewOptio
       (tree.free ? `, ${tree.free} free (nothing new, or duplicates)` : ''),
     tree.best_text ?? '',
     running ? `running: ${tree.progress ?? ''}` : '',
-    tree.cpu ? 'CPU interpreter: for checking, not speed' : '',
+    tree.cpu && !(tree.best_text ?? '').includes(CPU_NOTE) ? CPU_NOTE : '', // said once: the best's figure may say it
     tree.usage_text ?? '',
   ].filter(Boolean);
   const nodes = viewNodes(tree, opts);

@@ -45,6 +45,11 @@ describe('tree view model', () => {
   it('says CPU timings are not GPU timings', () => {
     const m = treeMessage({ ...sampleTree(), cpu: true }, 'k.py');
     assert.match(m.type === 'tree' ? m.subtitle : '', /CPU interpreter: for checking, not speed/);
+    // said once, where the best's figure already says it (the bigtree e2e's header said it twice)
+    const best = '2.78× your kernel (CPU interpreter: for checking, not speed) (#59)';
+    const once = treeMessage({ ...sampleTree(), cpu: true, best_text: `best ${best}` }, 'k.py');
+    const subtitle = once.type === 'tree' ? once.subtitle : '';
+    assert.equal(subtitle.split('CPU interpreter').length - 1, 1, subtitle);
   });
 
   it('draws "nothing new" attempts as one cluster per parent, not as failed candidates', () => {
