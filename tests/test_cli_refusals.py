@@ -265,6 +265,39 @@ def test_a_reference_that_raises_is_a_task_error_naming_its_line(ws):
     assert "attempt 1/" not in r.stderr  # nothing of the budget spent
 
 
+@pytest.mark.parametrize("what, old, new, line", [
+    ("get_inputs()", "    return [torch.randn(64, 64)]", "    sizes = {}\n    return [torch.randn(sizes['n'], 64)]",
+     "broken.py, line 12: return [torch.randn(sizes['n'], 64)]"),
+    ("get_init_inputs()", "def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [1 / 0]",
+     "broken.py, line 15: return [1 / 0]"),
+    ("importing it", "class Model", "scale = undefined_name\n\n\nclass Model", "broken.py, line 5: scale = undefined_name"),
+])
+def test_the_task_s_own_input_functions_that_raise_name_their_line_as_the_reference_does(ws, what, old, new, line):
+    """get_inputs, get_init_inputs and the file's own top level: a failure is a task error naming the user's
+    line, as a failing reference's is (harness.task_code_failure), in stark eval and in stark optimize."""
+    (ws / "broken.py").write_text(BROKEN_REFERENCE.replace("(x * 2).view(3, -1, 7)", "x * 2").replace(old, new))
+    r = stark("eval", "broken.py", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "TASK_ERROR" in r.stdout, out
+    assert f"{what} raised " in r.stderr and f"({line})" in r.stderr, out
+    assert "Traceback" not in out and "stark_lsp" not in out, out
+    r = stark("optimize", "broken.py", "--budget", "3", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "the task is broken" in r.stderr and f"({line})" in r.stderr, out
+    assert "attempt 1/" not in r.stderr and "Traceback" not in out, out
+
+
+def test_a_harness_s_input_function_that_raises_names_the_harness_line(ws):
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.py", ws / "swish_add.py")
+    harness = (SAMPLES / "mistuned" / "swish_add.harness.py").read_text()
+    (ws / "swish_add.harness.py").write_text(harness.replace("    n = _n()", "    n = _n() // 0"))
+    r = stark("eval", "swish_add.py", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.USAGE and "TASK_ERROR" in r.stdout, out
+    assert "get_inputs() raised ZeroDivisionError" in r.stderr, out
+    assert "(swish_add.harness.py, line 19: n = _n() // 0)" in r.stderr and "Traceback" not in out, out
+
+
 def test_a_harness_calling_its_reference_with_the_wrong_inputs_names_the_def_line(ws):
     """`reference(x)` while get_inputs() gives two: no frame of the harness ran, so its def line is named."""
     shutil.copy(SAMPLES / "triton" / "softmax.py", ws / "softmax.py")

@@ -38,6 +38,31 @@ class HarnessError(RuntimeError):
     """The task itself is broken (not the candidate's fault)."""
 
 
+def task_code_failure(what: str, e: BaseException, spec: TaskSpec, fn: Any = None, inputs: int | None = None) -> str:
+    """``{what} raised TypeError: ... (foo.harness.py, line 12: return x[3])``: the deepest frame in the
+    task's own files (the harness or the KernelBench file), so the message points at the user's code, never
+    the judge's; one line. Every failure of the task's code says it so (the reference, ``get_inputs``,
+    ``get_init_inputs``, loading the file); the editor puts its diagnostic on that line. ``fn``: a
+    function that could not even be called with the task's inputs (the wrong number of parameters) has no
+    such frame: its ``def`` line is named, with how many inputs ``get_inputs`` gives (``inputs``)."""
+    import traceback
+
+    files = {str(p) for p in (spec.path, spec.harness) if p is not None}
+    where = ""
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename in files:
+            where = f" ({Path(frame.filename).name}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+    if not where and isinstance(e, SyntaxError) and e.filename in files and e.lineno:  # no frame of its own
+        where = f" ({Path(e.filename).name}, line {e.lineno}: {(e.text or '').strip()[:80]})"
+    code = getattr(getattr(fn, "forward", fn), "__code__", None)
+    if not where and code is not None and code.co_filename in files:
+        given = f"; get_inputs() gives {inputs} input{'s' if inputs != 1 else ''}" if inputs is not None else ""
+        where = f" ({Path(code.co_filename).name}, line {code.co_firstlineno}: def {code.co_name}{given})"
+    text = (e.msg if isinstance(e, SyntaxError) and e.msg else str(e)).strip()
+    msg = text.splitlines()[0][:300] if text else ""
+    return f"{what} raised {type(e).__name__}{': ' + msg if msg else ''}{where}{memory_hint(e)}"
+
+
 def load_module(path: Path, name: str, also_as: str | None = None) -> ModuleType:
     """Import ``path`` as module ``name`` (registered under ``also_as`` too, from the start)."""
     spec = importlib.util.spec_from_file_location(name, str(path))
@@ -120,15 +145,20 @@ class Reference:
         try:
             with torch.device(self.device):  # torch.randn(...) lands on the device directly
                 xs = self.module.get_inputs()
-        except Exception as e:
-            raise HarnessError(f"get_inputs() failed: {type(e).__name__}: {e}{memory_hint(e)}") from e
+        except Exception as e:  # the user's code: said in one line, with its place
+            raise HarnessError(task_code_failure("get_inputs()", e, self.spec)) from None
         if not isinstance(xs, (list, tuple)):
             raise HarnessError("get_inputs() must return a list of inputs")
         return [to_device(x, self.device) for x in xs]
 
     def init_inputs(self) -> list[Any]:
         fn = getattr(self.module, "get_init_inputs", None)
-        return list(fn()) if fn else []
+        if not fn:
+            return []
+        try:
+            return list(fn())
+        except Exception as e:  # the user's code: said in one line, with its place
+            raise HarnessError(task_code_failure("get_init_inputs()", e, self.spec)) from None
 
     def forget_models(self) -> None:
         """The models ``reference_fn`` built, let go of."""
@@ -156,8 +186,8 @@ def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
         importable_from(module_place(spec.path), first=False)
     try:
         mod = load_module(path, f"stark_task_{spec.task_id()}_{int(time.time() * 1e6)}")
-    except Exception as e:
-        raise HarnessError(f"cannot load {path.name}: {type(e).__name__}: {e}") from e
+    except Exception as e:  # the user's code (a module-level line that raises, a syntax error), with its place
+        raise HarnessError(f"cannot load {path.name}: {task_code_failure('importing it', e, spec)}") from None
     if not hasattr(mod, "get_inputs"):
         raise HarnessError(f"{path.name}: define get_inputs()")
     if spec.kind == "cuda" and not callable(getattr(mod, "run", None)):

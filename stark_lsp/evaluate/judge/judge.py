@@ -53,8 +53,8 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate.gpu_limits import gpu_limits
-from stark_lsp.evaluate.harness import (HarnessError, Reference, clone_inputs, load_reference, memory_hint, shapes_only,
-                                        storages)
+from stark_lsp.evaluate.harness import (HarnessError, Reference, clone_inputs, load_reference, shapes_only, storages,
+                                        task_code_failure)
 from stark_lsp.evaluate.judge import baseline_cache as BC
 from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
@@ -906,23 +906,9 @@ def memory_note(call_bytes: int, device: torch.device | None) -> str:
 
 
 def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: int | None = None) -> str:
-    """``the reference raised TypeError: ... (foo.harness.py, line 12)``: the deepest frame in the task's own
-    files (the harness or the KernelBench file), so the message points at the user's code, not the judge's.
-    A reference that could not even be called with the task's inputs (the wrong number of parameters) has
-    no such frame: its ``def`` line is named, with how many inputs ``get_inputs`` gives."""
-    import traceback
-
-    files = {str(p) for p in (ref.spec.path, ref.spec.harness) if p is not None}
-    where = ""
-    for frame in traceback.extract_tb(e.__traceback__):
-        if frame.filename in files:
-            where = f" ({Path(frame.filename).name}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
-    code = getattr(getattr(fn, "forward", fn), "__code__", None)
-    if not where and code is not None and code.co_filename in files:
-        given = f"; get_inputs() gives {inputs} input{'s' if inputs != 1 else ''}" if inputs is not None else ""
-        where = f" ({Path(code.co_filename).name}, line {code.co_firstlineno}: def {code.co_name}{given})"
-    msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-    return f"the reference raised {type(e).__name__}{': ' + msg if msg else ''}{where}{memory_hint(e)}"
+    """``the reference raised TypeError: ... (foo.harness.py, line 12: ...)``: ``harness.task_code_failure``,
+    the one way every failure of the task's own code is said."""
+    return task_code_failure("the reference", e, ref.spec, fn=fn, inputs=inputs)
 
 
 def _profiled(source: str) -> bool:
