@@ -194,3 +194,32 @@ def test_on_the_cpu_the_team_never_tunes_what_the_interpreter_ignores():
             cpu = replace(gpu, hardware="cpu (triton interpreter)")
             assert {t.kind for _, t, _ in planner.options(gpu)} >= {"num_warps"}  # tuned on a GPU
             assert not {t.kind for _, t, _ in planner.options(cpu)} & {"num_warps", "num_stages"}
+
+
+def test_on_a_gpu_a_tunable_whose_moves_stayed_inside_the_noise_comes_after_the_others():
+    """Two children of the node each set BLOCK_SIZE alone and were judged within 2 % of it: BLOCK_SIZE's other
+    values then come after num_warps' (issue 22: no budget on settings whose effect is inside the noise). One
+    move beyond the noise, or a single flat one, keeps it where the rules of thumb put it."""
+    planner = BuiltinPlanner(explore=0.0, noise=0.0)
+    node = ctx_for("swish_add.py").node_source.replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 256")
+    root = ctx_for("swish_add.py").window.history[0]
+
+    def child(k, value, figure):
+        diff = f"--- a\n+++ b\n@@ -10 +10 @@\n-BLOCK_SIZE = 256\n+BLOCK_SIZE = {value}\n"
+        return WindowEntry("child", k, f"#{k} plan: ok, {figure}, 0.5 ms: set BLOCK_SIZE to {value} (was 256)", diff)
+
+    def first(children, hardware="NVIDIA H100 80GB HBM3"):
+        from dataclasses import replace
+        ctx = replace(ctx_for("swish_add.py", source=node, items=[root, *children], summary="#1 plan: ok, 2.00x"),
+                      hardware=hardware)
+        return planner.plan(ctx).summary
+
+    assert first([]).startswith("set BLOCK_SIZE")  # the rules of thumb: blocks toward 1024 first
+    flat = [child(2, 512, "2.01x"), child(3, 1024, "1.99x")]
+    assert first(flat).startswith("set num_warps"), first(flat)
+    assert first(flat[:1]).startswith("set BLOCK_SIZE")  # one flat move is not yet a pattern
+    assert first([*flat, child(4, 128, "2.20x")]).startswith("set BLOCK_SIZE")  # one moved beyond the noise
+    failed = WindowEntry("child", 5, "#5 plan: failed: set BLOCK_SIZE to 2048 (was 256)",
+                         "--- a\n+++ b\n@@ -10 +10 @@\n-BLOCK_SIZE = 256\n+BLOCK_SIZE = 2048\n")
+    assert first([flat[0], failed]).startswith("set BLOCK_SIZE")  # a failure is no measurement
+    assert not first(flat, hardware="cpu (triton interpreter)").startswith("set num_warps")  # never tuned there

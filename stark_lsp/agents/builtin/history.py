@@ -142,3 +142,28 @@ def preferred_direction(h: History, name: str, current: Value, node_speedup: flo
 
 def failed_values(h: History, name: str) -> list[Value]:
     return [o.values[name] for o in h.observations if o.failed and name in o.values]
+
+
+NOISE_BAND = 0.02  # a move that changed its parent's figure by less than this is inside a GPU timing's noise
+FLAT_AFTER = 2  # children that moved one tunable inside the noise, and none beyond it: stop preferring it
+
+
+def flat_tunables(h: History, node_speedup: float | None, band: float = NOISE_BAND) -> set[str]:
+    """Tunables whose moves from this node changed nothing the timing can tell: at least ``FLAT_AFTER``
+    children set that tunable alone, each judged within ``band`` of the node's figure, and none beyond it
+    (a failure is not a measurement: it counts neither way). The Plan agent stops spending the budget on
+    them while other moves are left (docs/AGENTS.md)."""
+    if not node_speedup:
+        return set()
+    inside: dict[str, int] = {}
+    beyond: set[str] = set()
+    for o in h.observations:
+        if o.role != "child" or o.full or o.failed or o.speedup is None or len(o.values) != 1:
+            continue
+        [name] = o.values
+        if abs(o.speedup / node_speedup - 1.0) < band:
+            inside[name] = inside.get(name, 0) + 1
+        else:
+            beyond.add(name)
+    return {name for name, k in inside.items() if k >= FLAT_AFTER and name not in beyond}
+

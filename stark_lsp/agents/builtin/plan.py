@@ -5,7 +5,8 @@ the current value), minus those that would repeat a configuration in the
 context window (the node itself, its children, the leaderboard, the root) or
 a value a child already set. Each option is scored by the rules of thumb in
 ``priors``, by the direction that did better in the context, against values
-that failed, plus a little seeded noise; with probability ``explore`` a
+that failed, against tunables whose moves from this node stayed inside the
+timing's noise (on a GPU: ``history.flat_tunables``), plus a little seeded noise; with probability ``explore`` a
 uniformly random option is taken instead. Deterministic under ``ctx.seed``.
 
 With ``ctx.seen`` (digests of every source in the tree) it carries out each
@@ -24,6 +25,7 @@ from stark_lsp.agents.builtin.code import BuiltinCoder
 from stark_lsp.agents.builtin.history import (
     config_of,
     failed_values,
+    flat_tunables,
     frozen,
     log_value,
     preferred_direction,
@@ -39,6 +41,7 @@ from stark_lsp.markers.syntax import MarkerError, apply_replacements, insert_mar
 from stark_lsp.source_digest import NOTHING_NEW, source_digest
 
 MAX_LOG_STEP = 4.0  # at most x16 or /16 in one move
+FLAT_PENALTY = 3.0  # a tunable whose moves from this node stayed inside the noise (history.flat_tunables)
 
 
 def config_keys(tunables: list[Tunable]) -> list[str]:
@@ -83,11 +86,15 @@ class BuiltinPlanner:
         tried = hist.configs() | {frozen(node_cfg)}
         pairs = hist.child_pairs()
         node_speed = speedup_in(ctx.node_summary)
+        # on a GPU, moves of a tunable that twice changed nothing the timing can tell come after the others (the
+        # interpreter's figures are noise through and through: nothing to tell apart there)
+        flat = set() if interpreted(ctx) else flat_tunables(hist, node_speed)
         blocks = [t.value for t in tunables if t.kind == "block_const" and isinstance(t.value, int) and "GROUP" not in t.name.upper()]
         largest = max(blocks) if blocks else None
         out = []
         for key, t in zip(keys, tunables):
-            direction = preferred_direction(hist, key, t.value, node_speed)
+            # a direction read from moves inside the noise is the noise's
+            direction = 0.0 if t.name in flat else preferred_direction(hist, key, t.value, node_speed)
             bad = [log_value(v) for v in failed_values(hist, key)]
             here = prior(t, t.value, largest)
             cur = log_value(t.value)
@@ -98,7 +105,7 @@ class BuiltinPlanner:
                 cfg[key] = v
                 if frozen(cfg) in tried or (t.name, format_value(v)) in pairs:
                     continue
-                score = prior(t, v, largest) - here
+                score = prior(t, v, largest) - here - (FLAT_PENALTY if t.name in flat else 0.0)
                 lv = log_value(v)
                 if cur is not None and lv is not None and lv != cur:
                     sign = 1.0 if lv > cur else -1.0
