@@ -10,7 +10,12 @@ and returns an ``Op`` when ``forward`` is a single ``return`` of one of:
 * a LayerNorm module built in ``__init__`` (``self.ln(x)``; its own weight,
   bias and eps are used);
 * a matrix product: ``torch.matmul(A, B)``, ``torch.mm``, ``torch.bmm``,
-  ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared).
+  ``A @ B``, of 2-D matrices or batches of them (3-D; a 2-D side is shared);
+* attention (``kb_attention``): ``F.scaled_dot_product_attention`` or
+  ``softmax(q @ k.transpose(-2, -1) * scale [causal mask], dim=-1) @ v``, and
+  cross-entropy (``kb_cross_entropy``): ``F.cross_entropy`` or an
+  ``nn.CrossEntropyLoss`` module; for these two, ``forward`` may assign locals
+  before its return (they are written into the returned expression).
 
 Anything else raises ``NotRecognized`` with the reason (``recognize`` gives
 None); the built-in team then reads the model as a graph (``fusion``), which
@@ -23,7 +28,9 @@ import ast
 from dataclasses import dataclass, replace
 
 from stark_lsp.agents.builtin.kb_ast import (NotRecognized, library_function, model_methods, module_class,
-                                             self_attribute)
+                                             returned_expression, self_attribute)
+from stark_lsp.agents.builtin.kb_attention import read_attention
+from stark_lsp.agents.builtin.kb_cross_entropy import read_cross_entropy
 
 REDUCTIONS = {"sum", "mean", "amax", "amin"}
 MATMUL = {"matmul", "mm", "bmm"}
@@ -33,19 +40,28 @@ _PICK = {"max": "amax", "min": "amin"}  # torch.max(x, dim)[0] / .values
 
 @dataclass(frozen=True)
 class Op:
-    kind: str  # reduce | softmax | layernorm | matmul
+    kind: str  # reduce | softmax | layernorm | matmul | attention | cross_entropy
     name: str  # sum, softmax, layernorm, matmul, ...
     args: tuple[str, ...]  # the operation's operands: forward parameters (matmul: maybe transposed, "A.T")
     dim: str = ""  # a Python expression for the dimension (e.g. "1", "self.dim")
     keepdim: str = "False"
     module: str = ""  # layernorm: the attribute holding the nn.LayerNorm
     params: tuple[str, ...] = ()  # forward's parameters, in order (ModelNew.forward takes the same)
+    options: tuple[tuple[str, str], ...] = ()  # attention / cross_entropy: (name, Python expression) pairs
 
     def describe(self) -> str:
         if self.kind in ("reduce", "softmax"):
             return f"{self.name} over dim {self.dim}"
         if self.kind == "layernorm":
             return f"layernorm (self.{self.module})"
+        if self.kind == "attention":
+            o = dict(self.options)
+            causal = {"True": "causal", "False": "not causal"}.get(o["causal"], f"causal if {o['causal']}")
+            scale = "1/sqrt(head size)" if o["scale"] == "None" else o["scale"]
+            return f"flash attention ({causal}, scale {scale})"
+        if self.kind == "cross_entropy":
+            o = dict(self.options)
+            return f"fused cross-entropy (reduction {o['reduction']}, ignore_index {o['ignore_index']})"
         return f"{self.name} (2-D or batched)"
 
 
@@ -62,11 +78,29 @@ def analyse(source: str) -> Op:
     params = [a.arg for a in forward.args.args[1:]]
     if forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
         raise NotRecognized("forward takes *args, **kwargs or keyword-only arguments")
+    attrs = _init_attrs(methods.get("__init__"))
+    library = _library_op(forward, params, attrs)
+    if library is not None:
+        return library
     body = [s for s in forward.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         raise NotRecognized("forward is not a single return statement")
-    attrs = _init_attrs(methods.get("__init__"))
     return replace(_expression(body[0].value, params, attrs), params=tuple(params))
+
+
+def _library_op(forward: ast.FunctionDef, params: list[str], attrs: dict[str, ast.expr]) -> Op | None:
+    """Attention or cross-entropy (locals written into the returned expression), else None;
+    Unsupported (a NotRecognized) for a variant their templates do not write."""
+    try:
+        e = returned_expression(forward)
+    except NotRecognized:
+        return None
+    for kind, read in (("attention", read_attention), ("cross_entropy", read_cross_entropy)):
+        found = read(e, params, attrs)
+        if found is not None:
+            args, options = found
+            return Op(kind, kind, args, params=tuple(params), options=tuple(options.items()))
+    return None
 
 
 def _init_attrs(init: ast.FunctionDef | None) -> dict[str, ast.expr]:

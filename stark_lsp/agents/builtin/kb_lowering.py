@@ -8,6 +8,7 @@ there is nothing to tune. The Plan agent marks the ``ModelNew`` block with
   the model, that code written out as plain Triton (``inductor_seed``): as fast as compile by
   construction, and tuned from there like any Triton source;
 * the template of ``kb_triton`` when ``forward`` is one reduction, softmax,
+  attention, cross-entropy,
   LayerNorm or matrix product of its inputs (``kb_forward``);
 * otherwise the fused kernels of ``fusion``: library operations kept as
   PyTorch calls, everything after them (elementwise chains, reductions,
@@ -28,7 +29,9 @@ import re
 from typing import Any, Callable
 
 from stark_lsp.agents.base import AgentContext, AgentError, NothingNew, PlanResult
-from stark_lsp.agents.builtin.kb_ast import NotRecognized
+from stark_lsp.agents.builtin.kb_ast import NotRecognized, Unsupported
+from stark_lsp.agents.builtin.kb_attention import STARTS as ATTENTION_STARTS
+from stark_lsp.agents.builtin.kb_cross_entropy import STARTS as CROSS_ENTROPY_STARTS
 from stark_lsp.agents.builtin import fusion
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
 from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
@@ -91,6 +94,8 @@ STARTS: dict[str, list[dict[str, int]]] = {
     "layernorm": [{}, {"CHUNK_SIZE": 16384, "BLOCK_SIZE": 2048, "num_warps": 8},
                   {"CHUNK_SIZE": 1024, "BLOCK_SIZE": 256, "num_warps": 2}],
     "matmul": MATMUL_STARTS,  # the defaults, then the configurations of Triton's matmul tutorial
+    "attention": ATTENTION_STARTS,  # BLOCK_M query rows, BLOCK_N keys a tile, warps and stages
+    "cross_entropy": CROSS_ENTROPY_STARTS,  # BLOCK_C classes a block
 }
 _START = re.compile(r";\s*start with\s+(.+)$", re.I)
 
@@ -120,14 +125,15 @@ def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
     try:
         op = analyse(source)
         return "template", op.describe(), STARTS[op.kind]
-    except NotRecognized:
-        pass
+    except NotRecognized as e:
+        refused = e if isinstance(e, Unsupported) else None  # a template's own operation, in a variant it does not write
     try:
         fused = fusion.analyse(source)
     except NotRecognized as e:
+        why = refused if refused is not None else e
         raise NothingNew(
-            f"{NOTHING_NEW}: the built-in team cannot write this model in Triton: {e}. "
-            f"Use an LLM team (--llm openai) for this task.") from e
+            f"{NOTHING_NEW}: the built-in team cannot write this model in Triton: {why}. "
+            f"Use an LLM team (--llm openai) for this task.") from why
     starts = list(STARTS["fused"])
     if fused.gemm_epilogue:
         starts.insert(2, {"gemm": 1})

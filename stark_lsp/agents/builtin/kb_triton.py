@@ -12,6 +12,8 @@ result is stored in the input's dtype; fp32 matrix products use IEEE fp32
 
 from __future__ import annotations
 
+from stark_lsp.agents.builtin.kb_attention import attention_code
+from stark_lsp.agents.builtin.kb_cross_entropy import cross_entropy_code
 from stark_lsp.agents.builtin.kb_forward import Op
 from stark_lsp.agents.builtin.kb_matmul import matmul_code
 
@@ -20,6 +22,9 @@ HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as 
 def render(op: Op) -> str:
     if op.kind == "matmul":
         return HEADER + "\n\n" + matmul_code(op, _doc(op), _signature(op)).strip("\n") + "\n"
+    if op.kind in ("attention", "cross_entropy"):
+        code = attention_code if op.kind == "attention" else cross_entropy_code
+        return HEADER + "\n\n" + code(dict(op.options), op.args, _doc(op), _signature(op)).strip("\n") + "\n"
     body = {"reduce": _reduce, "softmax": _softmax, "layernorm": _layernorm}[op.kind](op)
     return HEADER + "\n\n" + body.strip("\n") + "\n"
 
