@@ -388,3 +388,17 @@ def test_cache_dir_with_a_cluster_is_refused_not_ignored(ws):
     r = stark("optimize", "swish_add.py", "--cluster", "auto", "--cache-dir", str(ws / "c"), cwd=ws,
               env={"STARK_SMALL": "1"})
     refused(r, "--cache-dir", "--cluster", "STARK_CACHE_DIR")
+
+
+def test_more_trials_than_fit_the_time_limit_are_cut_at_it_and_say_which_flags_fit_them(ws):
+    """`--trials 100000` ran past the evaluation's time limit; now the limit holds and the one line names the
+    trials that ran, --trials and --timeout (docs/EVALUATOR.md)."""
+    for f in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / f, ws / f)
+    r = stark("eval", "swish_add.py", "--trials", "100000", "--timeout", "8", cwd=ws, env={"STARK_SMALL": "1"})
+    out = r.stdout + r.stderr
+    assert r.returncode == exit_codes.FAILED and "TIMEOUT" in r.stdout, out
+    line = r.stdout.splitlines()[0]
+    assert re.search(r"the trials: the evaluation's time limit \(8 s\) passed after \d+ of the 100000 trials asked "
+                     r"for \((it|all \d+) passed\): ask fewer with --trials, or give more time with --timeout", line), out
+    assert "Traceback" not in out, out

@@ -37,7 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--compile-only", action="store_true",
                    help="only compile (CUDA: nvcc; Python: parse) and run nothing: exit 0 when it compiles")
-    p.add_argument("--trials", type=positive_int, default=5, help="correctness trials, each with fresh inputs (default 5)")
+    p.add_argument("--trials", type=positive_int, default=5,
+                   help="correctness trials, each with fresh inputs (default 5); they must fit the evaluation's time "
+                        "limit (--timeout, else 120 s for the candidate): when it passes during the trials, the "
+                        "evaluation is cut and times out, saying how many ran")
     p.add_argument("--seed", type=int, help="make the trials' inputs reproducible (trial i uses SEED+i); by default "
                                            "every evaluation draws fresh random seeds, which a candidate cannot know")
     p.add_argument("--atol", type=tolerance, help="absolute tolerance (default: by dtype)")

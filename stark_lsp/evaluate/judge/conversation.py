@@ -39,8 +39,9 @@ class Cancelled(Exception):
 class Verdict(Exception):
     """The evaluation ends here with this result."""
 
-    def __init__(self, result: EvalResult):
+    def __init__(self, result: EvalResult, capped: bool = False):
         self.result = result
+        self.capped = capped  # the evaluation's own time limit ended it (not a call's: a hang)
 
 
 @dataclass
@@ -131,7 +132,8 @@ class Conversation:
             self.kill()
             why = (f"the evaluation's time limit ({self.timeout_s:g} s, --timeout) passed" if capped
                    else f"no answer within its time limit ({self.link.last_limit_s:.1f} s)")
-            raise Verdict(self.state.result(Status.TIMEOUT, f"{phase}: {why}: killed", output=self.output())) from None
+            raise Verdict(self.state.result(Status.TIMEOUT, f"{phase}: {why}: killed", output=self.output()),
+                          capped=capped) from None
         except StartFailed as e:
             self.kill()
             raise Verdict(self.state.result(Status.RUNTIME_ERROR, f"{phase}: {e} (before any candidate code ran in "

@@ -564,12 +564,18 @@ class Judge:
             checker = Checker(conv, ref, param_seed, atol, rtol)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
             done = 1
-            while done < n:  # the other trials: batches of their own (as many calls as the memory allows),
-                k = min(n - done, keep)  # every call compared element by element
-                rest = TM.batch_limit_s(k, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + (k + 1) * transfer_s(ref_out0)
-                ran = run_batch(conv, seeds, k, rest, "the trials")
-                checker.check(ran, list(range(k)), trial=True, label="trial", trials=trials, number_from=done + 1)
-                done += k
+            try:
+                while done < n:  # the other trials: batches of their own (as many calls as the memory allows),
+                    k = min(n - done, keep)  # every call compared element by element
+                    rest = TM.batch_limit_s(k, ref_ms, ov, self.is_gpu, opts.load_timeout_s) + (k + 1) * transfer_s(ref_out0)
+                    ran = run_batch(conv, seeds, k, rest, "the trials")
+                    checker.check(ran, list(range(k)), trial=True, label="trial", trials=trials, number_from=done + 1)
+                    done += k
+            except Verdict as v:  # the evaluation's limit passed in the trials: as many as asked did not fit
+                if not v.capped:
+                    raise
+                raise Verdict(state.result(Status.TIMEOUT, trials_cut(done, n, conv.timeout_s), output=conv.output()),
+                              capped=True) from None
             state.correctness.passed = True
             state.mark("trials")
 
@@ -903,6 +909,13 @@ def memory_note(call_bytes: int, device: torch.device | None) -> str:
         except Exception:  # noqa: BLE001 - a note, never a failure
             pass
     return text + ")"
+
+
+def trials_cut(done: int, asked: int, limit_s: float) -> str:
+    """The one line for trials the evaluation's time limit cut: what ran, and the two flags that fit it."""
+    return (f"the trials: the evaluation's time limit ({limit_s:g} s) passed after {done} of the {asked} trials "
+            f"asked for ({'it' if done == 1 else f'all {done}'} passed): ask fewer with --trials, or give more "
+            f"time with --timeout; killed")
 
 
 def reference_failure(e: BaseException, ref: Reference, fn: Any = None, inputs: int | None = None) -> str:
