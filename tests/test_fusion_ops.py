@@ -143,8 +143,9 @@ def test_rmsnorm_module():
 
 
 @pytest.mark.parametrize("forward,reason", [
-    ("if x.sum() > 0:\n    x = x * 2\nreturn x", "If statement"),
-    ("for i in range(3):\n    x = x + 1\nreturn x", "For statement"),
+    ("if x.sum() > 0:\n    x = x * 2\nreturn x", "data-dependent control flow"),
+    ("while x.sum() > 0:\n    x = x - 1\nreturn x", "While statement"),
+    ("for row in x:\n    x = x + row\nreturn x", "a loop over a tensor"),
     ("x.add_(1)\nreturn x", "in-place"),
     ("return self.conv(x)", "only library operations"),
 ])

@@ -11,9 +11,11 @@ everything else in as few kernels as the schedule allows.
 ``gemm_epilogue`` offers, for a linear layer or matmul followed by elementwise
 operations, a Triton matmul that applies them before its store.
 
-A model is refused (``NotRecognized`` with the reason) only when its forward
-is not a straight line of assignments, or when nothing in it would run in
-Triton.
+A forward that branches on host values (``if self.use_bias:``) is read once
+per outcome and the generated forward chooses on the host (``control``); loops
+are unrolled or kept as host loops (``loops``). A model is refused
+(``NotRecognized`` with the reason) when its forward branches or loops on
+tensor values, updates in place, or when nothing in it would run in Triton.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from dataclasses import dataclass
 
 from stark_lsp.agents.builtin.kb_ast import NotRecognized  # noqa: F401  (re-exported: fusion.NotRecognized)
 
-from .assemble import Program, assemble, render_program
-from .reader import read_model
+from .assemble import Program, assemble_read, render_program
+from .graph import Variant
+from .reader import read_forward
 
 
 @dataclass
@@ -37,14 +40,16 @@ class Fused:
 
 
 def analyse(source: str, defaults: dict[str, int] | None = None) -> Fused:
-    graph, values = read_model(source)
-    program = assemble(graph, values, defaults)
+    read = read_forward(source)
+    program = assemble_read(read, defaults)
+    graph = read.graph if isinstance(read, Variant) else read.variants()[0].graph
     if not program.kernels:
         libs = ", ".join(dict.fromkeys(program.libs)) or "nothing"
         raise NotRecognized(f"forward is only library operations ({libs}): nothing to write in Triton")
     from .gemm_epilogue import find_gemm_epilogue
 
-    return Fused(program, graph.params, find_gemm_epilogue(graph) is not None)
+    gemm = isinstance(read, Variant) and find_gemm_epilogue(graph) is not None
+    return Fused(program, graph.params, gemm)
 
 
 def render(source: str, defaults: dict[str, int] | None = None) -> str:

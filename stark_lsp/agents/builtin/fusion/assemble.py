@@ -13,6 +13,10 @@ that writes the output.
 The forward computes every value's shape in Python as it goes (``s<n>``),
 launches each kernel through the runtime's packers, and keeps PyTorch calls
 (convolutions, linear layers, views that move data) as they were written.
+A host loop's body is a nested function of forward with a forward of its own
+(``loop``); a forward read once per host condition (``reader.read_forward``)
+tests the conditions first and runs one straight-line program
+(``assemble_read``). Kernels of every part are numbered in one sequence.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import kernels
-from .graph import Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, Reduction, Scan, Value, View
+from .graph import (Branch, Carried, Graph, Leaf, Lib, Loop, NormStats, Part, Pointwise, Pool, Reduction, Scan,
+                    Value, Variant, View)
 from .reader import SHAPE_TOKEN
 from .trees import Tree, TreeWriter
 from ..tunables_triton import switch_lines
@@ -51,9 +56,15 @@ class Program:
     forward: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
     convolution: bool = False  # a library convolution runs: the CUDNN_BENCHMARK switch is written
+    conditions: list[str] = field(default_factory=list)  # host conditions that choose the program run
+    loops: int = 0  # host loops (a nested function each)
 
     def describe(self) -> str:
         parts = []
+        if self.conditions:
+            parts.append(f"{len(self.conditions) + 1} programs chosen on the host ({', '.join(self.conditions)})")
+        if self.loops:
+            parts.append(f"{self.loops} host loop{'s' if self.loops != 1 else ''}")
         if self.libs:
             parts.append(", ".join(dict.fromkeys(self.libs)) + " in PyTorch")
         n = len(self.kernels)
@@ -81,7 +92,8 @@ def _ops_in(tree_root: Value, virtual) -> list[str]:
 
 
 class Assembler:
-    def __init__(self, graph: Graph, values: list[Value], defaults: dict[str, int] | None = None):
+    def __init__(self, graph: Graph, values: list[Value], defaults: dict[str, int] | None = None,
+                 program: Program | None = None):
         self.graph = graph
         self.values = values
         self.number = {id(v): i for i, v in enumerate(values)}
@@ -89,7 +101,7 @@ class Assembler:
         self.consumers = graph.consumers()
         self.outputs = {id(o) for o in graph.outputs}
         self.names: dict[int, str] = {}
-        self.program = Program()
+        self.program = program if program is not None else Program()
         self.lines: list[str] = []
 
     # -- naming ------------------------------------------------------------------------
@@ -120,7 +132,7 @@ class Assembler:
             return False
         if id(v) in self.outputs:
             return True
-        return any(isinstance(c, Lib) for c in self.consumers.get(id(v), []))
+        return any(isinstance(c, (Lib, Loop)) for c in self.consumers.get(id(v), []))
 
     # -- kernels ---------------------------------------------------------------------------
     def tree(self, root: Value, space: str) -> Tree:
@@ -272,6 +284,23 @@ class Assembler:
         if v.module_class.startswith("Conv") or "conv" in v.what.lower():
             self.program.convolution = True
 
+    def loop(self, v: Loop) -> None:
+        """The body as a nested function (its own names), called once per turn on the carried values."""
+        n = self.n(v)
+        body = Assembler(v.body, list(v.body_values), self.defaults, self.program)
+        body.build()
+        self.program.loops += 1
+        params = v.body.params
+        targets = params[:len(params) - len(v.args)]
+        self.emit(f"def _stark_loop{n}({', '.join(params)}):")
+        self.lines.extend("    " + line if line else "" for line in body.lines)
+        carried = [f"t{n}_{i}" for i in range(v.carried)]
+        for c, a in zip(carried, v.args):
+            self.emit(f"{c} = {self.python(a)}")
+        free = [self.python(a) for a in v.args[v.carried:]]
+        self.emit(f"for {v.target} in {self.subst(v.iterable)}:")
+        self.emit(f"    {', '.join(carried)} = _stark_loop{n}({', '.join(targets + carried + free)})")
+
     # -- the forward -------------------------------------------------------------------------
     def shape_line(self, v: Value) -> None:
         s = self.shape(v)
@@ -330,6 +359,11 @@ class Assembler:
                 self.scan(v)
             elif isinstance(v, Pool):
                 self.pool(v)
+            elif isinstance(v, Loop):
+                self.loop(v)
+            elif isinstance(v, Carried):
+                self.names[id(v)] = f"t{self.n(v.of)}_{v.index}"
+                self.emit(f"{self.shape(v)} = _stark_shape({self.names[id(v)]})")
             elif self.needs_write(v):
                 self.write_pointwise(v)
             for s in after.get(id(v), []):
@@ -372,4 +406,22 @@ class ModelNew(Model):
 
 def assemble(graph: Graph, values: list[Value], defaults: dict[str, int] | None = None) -> Program:
     return Assembler(graph, list(values), defaults).build()
+
+
+def assemble_read(read: Variant | Branch, defaults: dict[str, int] | None = None) -> Program:
+    """The program of every way through forward: the host conditions first, then one straight line."""
+    program = Program()
+
+    def lines(node: Variant | Branch) -> list[str]:
+        if isinstance(node, Variant):
+            asm = Assembler(node.graph, list(node.values), defaults, program)
+            asm.build()
+            return asm.lines
+        program.conditions.append(node.condition)
+        then, other = lines(node.then), lines(node.other)
+        return ([f"if {node.condition}:"] + ["    " + x if x else "" for x in then] + ["else:"]
+                + ["    " + x if x else "" for x in other])
+
+    program.forward = lines(read)
+    return program
 

@@ -23,6 +23,14 @@ Values, all identity-hashed (two equal-looking values are still two values):
   arguments are materialized first.
 * ``NormStats``: a norm module's mean and variance: from a reduction, or from
   the module's running statistics when it uses them (BatchNorm in eval mode).
+* ``Loop``: a host ``for`` loop whose length is not known when the code is
+  written (``for layer in self.layers`` over a ModuleList built by a
+  comprehension or by appends): its body is a graph of its own, run once per
+  iteration as a nested function; ``Carried`` is one value it updates.
+
+A forward that branches on host values (``if self.use_bias:``) is read once
+per outcome: ``Branch`` holds the condition and the two readings, ``Variant``
+one straight-line reading; the generated forward tests the condition first.
 """
 
 from __future__ import annotations
@@ -136,6 +144,28 @@ class Lib(Value):
         return self.args
 
 
+@dataclass(eq=False)
+class Loop(Value):
+    target: str  # the loop's target as Python ("layer", "i, layer")
+    iterable: str  # Python expression ("self.layers", "enumerate(self.layers)")
+    args: tuple[Value, ...]  # the carried values' values before the loop, then the outer values the body reads
+    body: "Graph"  # params: the target names, then one per arg; outputs: the carried values after one turn
+    body_values: list[Value]
+    carried: int
+
+    def operands(self) -> tuple[Value, ...]:
+        return self.args
+
+
+@dataclass(eq=False)
+class Carried(Value):
+    of: Loop
+    index: int
+
+    def operands(self) -> tuple[Value, ...]:
+        return (self.of,)
+
+
 @dataclass
 class PyAssign:
     """A Python statement of forward that computes no tensor (``b, c, h, w = x.shape``):
@@ -179,4 +209,27 @@ class Graph:
         for v in self.live():
             for o in v.operands():
                 out.setdefault(id(o), []).append(v)
+        return out
+
+
+@dataclass
+class Variant:
+    """One straight-line reading of forward (``values``: every value by number, for the shape tokens)."""
+
+    graph: Graph
+    values: list[Value]
+
+
+@dataclass
+class Branch:
+    """``condition`` (Python over the model's attributes, globals and the inputs) chooses ``then`` or ``other``."""
+
+    condition: str
+    then: "Variant | Branch"
+    other: "Variant | Branch"
+
+    def variants(self) -> list[Variant]:
+        out: list[Variant] = []
+        for side in (self.then, self.other):
+            out.extend(side.variants() if isinstance(side, Branch) else [side])
         return out

@@ -6,8 +6,12 @@ that may meet tensors) or a piece of plain Python (a dim, a shape, a flag).
 Calls it knows become graph values (elementwise functions and activation
 modules, reductions, softmax, cumulative sums, norm modules, pools, losses);
 any other call on tensors becomes a ``Lib`` value, run as PyTorch in the
-generated forward, so a model is refused only for forms that are not a
-straight line of assignments (control flow, in-place updates, ...).
+generated forward. Beyond straight-line assignments it follows ``if`` on
+host values (``control``: forward is read once per outcome), tuple unpacking
+(``q, k, v = x.chunk(3, -1)``: one value per element), ``nn.Sequential``
+(inlined, layer by layer) and ``for`` loops (``loops``: unrolled when the
+length is known, else a host loop over a body graph of its own). Refused:
+branches and loops on tensor values, in-place updates, ``while``, ...
 
 Python text that needs a value's run-time shape holds a token ``__S<n>__``
 (value number n) that the writer replaces by the variable with that shape.
@@ -22,7 +26,9 @@ from dataclasses import dataclass
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, dotted, library_function, model_methods
 
 from . import catalog as cat
-from .graph import Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, PyAssign, Reduction, Scan, Value, View
+from .control import MAX_VARIANTS, Fork, condition_key, host_condition, literal_truth
+from .graph import (Branch, Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, PyAssign, Reduction, Scan, Value,
+                    Variant, View)
 from .ops import ARITY
 
 SHAPE_TOKEN = re.compile(r"__S(\d+)__")
@@ -67,8 +73,23 @@ class ModuleRef:
     ctor: ast.Call | None
 
 
+@dataclass
+class Gone:
+    """A name that cannot be read here: set by a host loop (read after it), or not carried into one."""
+
+    name: str
+    why: str = "it is read after the loop that sets it (only tensors set before a loop are carried through it)"
+
+
+@dataclass
+class Outer:
+    """Inside a host loop's body: a tensor of the enclosing forward, passed to the body when read."""
+
+    name: str
+
+
 class Reader:
-    def __init__(self, source: str):
+    def __init__(self, source: str, assume: dict[str, bool] | None = None):
         methods = model_methods(source)
         self.forward = methods["forward"]
         a = self.forward.args
@@ -76,13 +97,27 @@ class Reader:
             raise NotRecognized("forward takes *args, **kwargs, keyword-only arguments or defaults")
         self.params = [x.arg for x in a.args[1:]]
         self.attrs = _init_attrs(methods.get("__init__"))
+        self.assume: dict[str, bool] = dict(assume or {})  # host conditions already decided (control)
+        self.nested = False  # the body of a host loop (loops)
+        self.fresh()
+        for p in self.params:
+            self.env[p] = self.leaf(p)
+
+    def fresh(self) -> None:
         self.env: dict[str, object] = {}
         self.values: list[Value] = []  # every value, by number (the shape tokens)
         self.numbers: dict[int, int] = {}
         self.leaves: dict[str, Leaf] = {}
         self.statements: list[PyAssign] = []
-        for p in self.params:
-            self.env[p] = self.leaf(p)
+        self.local_defs: dict[str, str | None] = {}  # Python locals: name -> the Python they hold (None: unknown)
+
+    def child(self) -> "Reader":
+        """A reader for a host loop's body: the same model, its own values."""
+        r = Reader.__new__(Reader)
+        r.forward, r.params, r.attrs, r.assume = self.forward, [], self.attrs, self.assume
+        r.nested = True
+        r.fresh()
+        return r
 
     # -- values ----------------------------------------------------------------
     def add(self, v: Value) -> Value:
@@ -149,18 +184,18 @@ class Reader:
     def py(self, x: object, what: str) -> str:
         if isinstance(x, Py):
             return x.text
+        if isinstance(x, ModuleRef):
+            return x.expr
         if isinstance(x, Seq) and all(isinstance(i, Py) for i in x.items):
             return self.text(x, []).replace("{{", "{").replace("}}", "}")
         raise NotRecognized(f"{what} is a tensor, not a Python value")
 
     # -- statements ------------------------------------------------------------
     def read(self) -> Graph:
-        body = [s for s in self.forward.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        ret = self.block(self.forward.body)
+        if ret is None or ret.value is None:
             raise NotRecognized("forward does not end with a return of its result")
-        for stmt in body[:-1]:
-            self.statement(stmt)
-        result = self.ev(body[-1].value)
+        result = self.ev(ret.value)
         if isinstance(result, Seq):
             outs = [self.resolve(i) for i in result.items]
             tuple_output = True
@@ -178,6 +213,66 @@ class Reader:
             raise NotRecognized("forward returns a Python value, not a tensor")
         return x
 
+    def block(self, stmts: list[ast.stmt]) -> ast.Return | None:
+        """Read statements in order; the ``return`` that ends them (None when they run off the end)."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.Return):
+                return stmt
+            if isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue
+            if isinstance(stmt, ast.If):
+                ret = self.block(stmt.body if self.decide(stmt.test) else stmt.orelse)
+                if ret is not None:
+                    return ret
+                continue
+            if isinstance(stmt, ast.For):
+                from .loops import read_for
+
+                read_for(self, stmt)
+                continue
+            self.statement(stmt)
+        return None
+
+    def decide(self, test: ast.expr) -> bool:
+        """Which way a host condition goes in this reading (``control``); Fork when not decided yet."""
+        cond = self.ev(test)
+        src = ast.unparse(test)
+        src = src if len(src) <= 60 else src[:57] + "..."
+        if _tensorish(cond) or isinstance(cond, (Flipped, Extreme)):
+            raise NotRecognized(f"forward branches on a tensor's values (if {src}): data-dependent control flow "
+                                f"is not followed")
+        if isinstance(cond, Seq):
+            return bool(cond.items)
+        text = self.py(cond, "the condition")
+        truth = literal_truth(text)
+        if truth is not None:
+            return truth
+        try:
+            key, positive = condition_key(host_condition(text, lambda name: self._host_name(name, src)))
+        except RecursionError:
+            raise NotRecognized(f"cannot follow the condition of if {src}") from None
+        if key not in self.assume:
+            raise Fork(key)
+        return self.assume[key] == positive
+
+    def _host_name(self, name: str, src: str) -> str | None:
+        """What a name of a condition stands for before forward runs (control.host_condition)."""
+        m = SHAPE_TOKEN.fullmatch(name)
+        if m and not self.nested:
+            v = self.values[int(m.group(1))]
+            if isinstance(v, Leaf) and v.const is None:
+                return f"_stark_shape({v.expr})"
+            raise NotRecognized(f"forward branches on the shape of a tensor it computes (if {src})")
+        if name in self.local_defs and not self.nested:
+            text = self.local_defs[name]
+            if text is None:
+                raise NotRecognized(f"forward branches on {name}, which it computes itself (if {src})")
+            return host_condition(text, lambda n: self._host_name(n, src))
+        if m or name in self.env and not (name in self.params and not self.nested):
+            raise NotRecognized(f"forward branches on {name}, which it computes itself (if {src}): only "
+                                f"conditions on the model's attributes, globals and the inputs are followed")
+        return None
+
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
@@ -186,18 +281,36 @@ class Reader:
                 if isinstance(value, Py):  # a Python local: emitted as a statement, used by name
                     self.statements.append(PyAssign(target.id, value.text, self._after(value.text)))
                     self.env[target.id] = Py(target.id, value.num, value.tensorish)
+                    self.local_defs[target.id] = self._inline(value.text)
                 else:
                     self.env[target.id] = value
                 return
-            if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
                 names = [e.id for e in target.elts]  # type: ignore[attr-defined]
                 if isinstance(value, Extreme) and len(names) == 2:
                     self.env[names[0]], self.env[names[1]] = value.values, value.indices
                     return
                 if isinstance(value, Py):
                     self.statements.append(PyAssign(", ".join(names), value.text, self._after(value.text)))
-                    for n in names:
+                    whole = self._inline(value.text)
+                    for i, n in enumerate(names):
                         self.env[n] = Py(n)
+                        self.local_defs[n] = None if whole is None else f"({whole})[{i}]"
+                    return
+                if isinstance(value, Seq):
+                    if len(value.items) != len(names):
+                        raise NotRecognized(f"{ast.unparse(stmt)[:60]}: {len(names)} names for "
+                                            f"{len(value.items)} values")
+                    for n, item in zip(names, value.items):
+                        self.env[n] = item
+                        self.local_defs.pop(n, None)
+                    return
+                if isinstance(value, (Value, Flipped)):  # x.chunk / torch.split / unbind, any tensor sequence
+                    whole = self.as_value(value)
+                    what = whole.what if isinstance(whole, Lib) else "unpacking"
+                    for i, n in enumerate(names):
+                        self.env[n] = self.lib("{0}[" + str(i) + "]", [whole], what)
+                        self.local_defs.pop(n, None)
                     return
             raise NotRecognized(f"an assignment to {ast.unparse(target)} the built-in team cannot follow")
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
@@ -211,6 +324,18 @@ class Reader:
         raise NotRecognized(f"forward has a {type(stmt).__name__} statement (only straight-line assignments "
                             f"are followed)")
 
+    def _inline(self, text: str) -> str | None:
+        """``text`` with the Python locals it reads replaced by what they hold (None when one is unknown)."""
+        def known(name: str) -> str | None:
+            if name in self.local_defs and self.local_defs[name] is None:
+                raise NotRecognized(name)
+            return self.local_defs.get(name)
+
+        try:
+            return host_condition(text, known)
+        except NotRecognized:
+            return None
+
     def _after(self, text: str) -> Value | None:
         nums = [int(m.group(1)) for m in SHAPE_TOKEN.finditer(text)]
         return self.values[max(nums)] if nums else None
@@ -223,7 +348,12 @@ class Reader:
             return Py(repr(e.value))
         if isinstance(e, ast.Name):
             if e.id in self.env:
-                return self.env[e.id]
+                v = self.env[e.id]
+                if isinstance(v, Outer):  # a tensor of the enclosing forward, read in a host loop's body
+                    v = self.env[e.id] = self.leaf(e.id)
+                if isinstance(v, Gone):
+                    raise NotRecognized(f"{e.id}: {v.why}")
+                return v
             return Py(e.id)  # a global of the task file, math, ...
         if isinstance(e, ast.Attribute):
             return self.attribute(e)
@@ -242,15 +372,22 @@ class Reader:
             t = self.py(x, "an operand")
             op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not ", ast.Invert: "~"}[type(e.op)]
             num = -x.num if isinstance(e.op, ast.USub) and isinstance(x, Py) and x.num is not None else None
+            if isinstance(e.op, ast.Not) and literal_truth(t) is not None:
+                return Py(repr(not literal_truth(t)))
             return Py(f"({op}{t})", num)
-        if isinstance(e, ast.Compare) and len(e.ops) == 1:
-            a, b = self.ev(e.left), self.ev(e.comparators[0])
-            ops = {ast.Gt: "gt", ast.Lt: "lt", ast.GtE: "ge", ast.LtE: "le", ast.Eq: "eq", ast.NotEq: "ne"}
-            if _tensorish(a) or _tensorish(b):
-                if type(e.ops[0]) not in ops:
-                    raise NotRecognized(f"the comparison {type(e.ops[0]).__name__} of tensors")
-                return self.pw(ops[type(e.ops[0])], a, b)
-            return Py(f"({ast.unparse(e)})")
+        if isinstance(e, ast.Compare):
+            return self.compare(e)
+        if isinstance(e, ast.BoolOp):
+            items = [self.ev(v) for v in e.values]
+            if any(_tensorish(i) or isinstance(i, Flipped) for i in items):
+                raise NotRecognized(f"`and` / `or` of tensors ({ast.unparse(e)[:60]}): data-dependent control flow")
+            texts = [self.py(i, "an operand") for i in items]
+            truths = [literal_truth(t) for t in texts]
+            if all(t is not None for t in truths):
+                return Py(repr(all(truths) if isinstance(e.op, ast.And) else any(truths)))
+            return Py("(" + (" and " if isinstance(e.op, ast.And) else " or ").join(texts) + ")")
+        if isinstance(e, ast.IfExp):
+            return self.ev(e.body) if self.decide(e.test) else self.ev(e.orelse)
         if isinstance(e, (ast.Tuple, ast.List)):
             items = [self.ev(i) for i in e.elts]
             return Seq(items, "()" if isinstance(e, ast.Tuple) else "[]")
@@ -264,11 +401,41 @@ class Reader:
             return Py(ast.unparse(e))
         raise NotRecognized(f"{type(e).__name__} in forward is not something the built-in team follows")
 
+    def compare(self, e: ast.Compare) -> object:
+        items = [self.ev(e.left)] + [self.ev(c) for c in e.comparators]
+        ops = {ast.Gt: "gt", ast.Lt: "lt", ast.GtE: "ge", ast.LtE: "le", ast.Eq: "eq", ast.NotEq: "ne"}
+        identity = all(isinstance(op, (ast.Is, ast.IsNot)) for op in e.ops)
+        if len(e.ops) == 1 and (_tensorish(items[0]) or _tensorish(items[1])) and not identity:
+            if type(e.ops[0]) not in ops:
+                raise NotRecognized(f"the comparison {type(e.ops[0]).__name__} of tensors")
+            return self.pw(ops[type(e.ops[0])], items[0], items[1])
+        texts = []
+        for x in items:
+            if identity and isinstance(x, Leaf) and x.const is None:  # `bias is None`: the input itself
+                texts.append(x.expr)
+            elif _tensorish(x) or isinstance(x, (Value, Flipped, Extreme)):
+                raise NotRecognized(f"the comparison {ast.unparse(e)[:60]} of tensors")
+            else:
+                texts.append(self.py(x, "an operand"))
+        syms = {ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
+                ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+        text = texts[0] + "".join(f" {syms[type(op)]} {t}" for op, t in zip(e.ops, texts[1:]))
+        if all(isinstance(x, Py) and x.num is not None for x in items) and not identity:
+            nums = " ".join([repr(items[0].num)] + [f"{syms[type(op)]} {x.num!r}"  # type: ignore[union-attr]
+                                                    for op, x in zip(e.ops, items[1:])])
+            return Py(repr(bool(eval(nums))))  # literal numbers only
+        return Py(f"({text})")
+
     def attribute(self, e: ast.Attribute) -> object:
         if isinstance(e.value, ast.Name) and e.value.id == "self":
             name = e.attr
             built = self.attrs.get(name)
             expr = f"self.{name}"
+            if name in self.attrs["__unsure__"]:  # set more than once, or changed after it is built
+                kinds = self.attrs["__unsure__"][name]
+                if kinds == "tensor":
+                    return self.leaf(expr)
+                return ModuleRef(expr, "", None) if kinds == "module" else Py(expr)
             if isinstance(built, ast.Call):
                 ctor = dotted(built.func)
                 last = ctor.rpartition(".")[2]
@@ -330,6 +497,15 @@ class Reader:
 
     def subscript(self, e: ast.Subscript) -> object:
         base = self.ev(e.value)
+        if isinstance(base, ModuleRef):
+            from .loops import container_items
+
+            items = container_items(base)
+            index = self.ev(e.slice)
+            if items is not None and isinstance(index, Py) and index.num is not None \
+                    and float(index.num).is_integer() and -len(items) <= index.num < len(items):
+                return items[int(index.num)]
+            return ModuleRef(f"{base.expr}[{self.py(index, 'an index')}]", "", None)
         if isinstance(base, Extreme) and isinstance(e.slice, ast.Constant) and e.slice.value in (0, 1):
             return base.values if e.slice.value == 0 else base.indices
         index = self.ev(e.slice)
@@ -350,6 +526,10 @@ class Reader:
         func = e.func
         if any(isinstance(a, ast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
             raise NotRecognized("a call with *args or **kwargs")
+        if isinstance(func, ast.Name) and func.id in self.env or isinstance(func, ast.Subscript):
+            target = self.ev(func)
+            if isinstance(target, ModuleRef):  # a module held by a local, a loop's variable, self.layers[0]
+                return self.module_call(target, e)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             target = self.attribute(func)
             if isinstance(target, ModuleRef):
@@ -365,6 +545,14 @@ class Reader:
         if lib:
             return self.function(lib, e, *self.args_of(e))
         name = dotted(func)
+        if name == "len" and len(e.args) == 1 and not e.keywords and "len" not in self.env:
+            target = self.ev(e.args[0])
+            if isinstance(target, ModuleRef):
+                from .loops import container_items
+
+                items = container_items(target)
+                if items is not None:  # the layers written out in __init__: a literal
+                    return Py(repr(len(items)), float(len(items)))
         if name in ("float", "int", "abs", "min", "max", "round", "len", "bool") or name.startswith("math."):
             return self.generic(name, *self.args_of(e))
         return self.generic(name or ast.unparse(func), *self.args_of(e))
@@ -424,6 +612,18 @@ class Reader:
 
     def module_call(self, m: ModuleRef, e: ast.Call) -> object:
         pos, kw = self.args_of(e)
+        return self.apply_module(m, pos, kw)
+
+    def apply_module(self, m: ModuleRef, pos: list, kw: dict) -> object:
+        if m.cls == "Sequential":
+            from .loops import container_items
+
+            items = container_items(m)
+            if items is not None:  # inlined: each layer in turn
+                x = self._single(pos, kw, m)
+                for layer in items:
+                    x = self.apply_module(layer, [x], {})
+                return x
         if m.cls in cat.ACTIVATION_MODULES:
             op, settings = cat.ACTIVATION_MODULES[m.cls]
             x = self._single(pos, kw, m)
@@ -809,17 +1009,55 @@ def _py_is_one(x: object) -> bool:
     return False
 
 
+def _self_attr(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _attr_kind(value: ast.expr) -> str:
+    """tensor (a Parameter, a torch.<lowercase> call, None), module (an nn class) or other."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return "tensor"
+    if isinstance(value, ast.Call):
+        ctor = dotted(value.func)
+        last = ctor.rpartition(".")[2]
+        if last == "Parameter" or ctor.split(".")[0] == "torch" and last[:1].islower():
+            return "tensor"
+        if last[:1].isupper():
+            return "module"
+    return "other"
+
+
 def _init_attrs(init: ast.FunctionDef | None) -> dict:
-    """self.<name> = <value> assignments of __init__ (and register_buffer names under '__buffers__')."""
-    out: dict = {}
+    """self.<name> = <value> assignments of __init__ (and register_buffer names under '__buffers__').
+    '__unsure__': name -> tensor | module | other for an attribute set more than one way (``if`` in
+    __init__), or changed after it is built (``self.layers.append(...)``, ``self.net[0] = ...``): its
+    constructor says nothing sure about what forward finds there."""
+    out: dict = {"__unsure__": {}, "__buffers__": []}
     buffers: list[str] = []
     if init is None:
         return out
+    assigned: dict[str, list[ast.expr]] = {}
+    changed: set[str] = set()
     for stmt in ast.walk(init):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            t = stmt.targets[0]
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                out[t.attr] = stmt.value
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                name = _self_attr(t)
+                if name is not None:
+                    assigned.setdefault(name, []).append(stmt.value if len(stmt.targets) == 1 else stmt)
+                if isinstance(t, ast.Subscript) and _self_attr(t.value):
+                    changed.add(_self_attr(t.value))  # type: ignore[arg-type]
+        if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and _self_attr(stmt.target):
+            assigned.setdefault(_self_attr(stmt.target), []).append(stmt)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) and _self_attr(stmt.func.value):
+            changed.add(_self_attr(stmt.func.value))  # type: ignore[arg-type]
+    for name, values in assigned.items():
+        out[name] = max(values, key=lambda v: (v.lineno, v.col_offset))
+        if len({ast.dump(v) for v in values}) > 1 or name in changed:
+            kinds = {_attr_kind(v) for v in values}
+            out["__unsure__"][name] = "module" if "module" in kinds else "tensor" if kinds == {"tensor"} else "other"
+    for stmt in ast.walk(init):
         if isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) and \
                 stmt.func.attr in ("register_buffer", "register_parameter") and stmt.args and \
                 isinstance(stmt.args[0], ast.Constant) and isinstance(stmt.args[0].value, str):
@@ -828,8 +1066,30 @@ def _init_attrs(init: ast.FunctionDef | None) -> dict:
     return out
 
 
+def read_forward(source: str) -> Variant | Branch:
+    """Every way through ``Model.forward`` (``control``): one ``Variant`` when it takes none of its
+    branches on host values, else a ``Branch`` per condition, at most MAX_VARIANTS readings."""
+    count = [0]
+
+    def explore(assume: dict[str, bool]) -> Variant | Branch:
+        r = Reader(source, assume)
+        try:
+            graph = r.read()
+        except Fork as f:
+            return Branch(f.key, explore({**assume, f.key: True}), explore({**assume, f.key: False}))
+        count[0] += 1
+        if count[0] > MAX_VARIANTS:
+            raise NotRecognized(f"forward branches on too many host conditions (over {MAX_VARIANTS} ways "
+                                f"through it)")
+        return Variant(graph, r.values)
+
+    return explore({})
+
+
 def read_model(source: str) -> tuple[Graph, list[Value]]:
-    """The graph of ``Model.forward`` and every value by number (for the shape tokens)."""
-    r = Reader(source)
-    graph = r.read()
-    return graph, r.values
+    """The graph of ``Model.forward`` and every value by number (for the shape tokens), for a forward
+    with one way through it (``read_forward`` for any)."""
+    read = read_forward(source)
+    if isinstance(read, Branch):
+        raise NotRecognized(f"forward branches on {read.condition} (more than one graph)")
+    return read.graph, read.values

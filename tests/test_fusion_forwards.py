@@ -1,0 +1,159 @@
+"""The fusion reader on forwards beyond a straight line (issue 22): ``if`` on host values (read once
+per outcome, chosen on the host), tuple unpacking of chunk / split / unbind, ``nn.Sequential``
+inlined, loops over ``nn.ModuleList`` (unrolled when the layers are written out, else a host loop).
+Each model is generated and run against PyTorch (CPU, Triton interpreter), for every init value
+that changes the way through forward; refusals say why in one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.agents.builtin import fusion
+from stark_lsp.agents.builtin.fusion.reader import read_forward
+from stark_lsp.agents.builtin.kb_lowering import STARTS, implement_lowering, instruction_for
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kb_small import compare  # noqa: E402
+from test_fusion_ops import model  # noqa: E402
+
+R = "torch.randn"
+
+# name: (init, forward, inputs, [init_inputs, ...] (each compared), params, words the description has)
+CASES = {
+    # 1. if on host values
+    "if_use_bias": ("self.use_bias = args[0]\nself.b = nn.Parameter(torch.randn(16))",
+                    "y = torch.relu(x)\nif self.use_bias:\n    y = y + self.b\nreturn y * 2",
+                    f"[{R}(4, 16)]", ["[True]", "[False]"], "x", ["2 programs chosen on the host (self.use_bias)"]),
+    "if_else_return_in_branch": ("self.mode = args[0]",
+                                 "if self.mode == 'tanh':\n    return torch.tanh(x) * 3\nelif not self.mode:\n"
+                                 "    y = x\nelse:\n    y = torch.sigmoid(x)\nreturn y + 1",
+                                 f"[{R}(5, 7)]", ["['tanh']", "['']", "['sigmoid']"], "x", ["3 programs"]),
+    "ifexp_and_shape": ("self.scale = args[0]",
+                        "y = x * 2 if self.scale > 1 else x\nb = x.shape[0]\nif b > 4 and x.dim() == 2:\n"
+                        "    y = y.sum(dim=1)\nreturn torch.relu(y)",
+                        f"[{R}(6, 9)]", ["[2.0]", "[0.5]"], "x", ["programs chosen on the host"]),
+    "input_is_none": ("", "if bias is not None:\n    x = x + bias\nreturn torch.sigmoid(x)",
+                      f"[{R}(3, 8), {R}(8)]", ["[]"], "x, bias", ["(bias is not None)"]),
+    "activation_chosen_in_init": ("if args[0] == 'relu':\n    self.act = nn.ReLU()\nelse:\n"
+                                  "    self.act = nn.GELU(approximate='tanh')",
+                                  "return self.act(x * 2) + 1", f"[{R}(4, 33)]", ["['relu']", "['gelu']"], "x",
+                                  ["self.act in PyTorch"]),
+    # 2. tuple unpacking: each element a value, elementwise work fuses
+    "chunk_qkv": ("", "q, k, v = x.chunk(3, dim=-1)\nreturn torch.sigmoid(q) * k + v", f"[{R}(4, 12)]", ["[]"], "x",
+                  [".chunk in PyTorch", "1 fused Triton kernel (sigmoid, mul, add)"]),
+    "split_sizes": ("", "a, b = torch.split(x, [3, 5], 1)\nreturn a.sum(dim=1) * b.mean(dim=1)", f"[{R}(4, 8)]",
+                    ["[]"], "x", ["torch.split in PyTorch"]),
+    "unbind_and_pair": ("self.fc = nn.Linear(6, 6)",
+                        "a, b, c = torch.unbind(self.fc(x), dim=0)\nlo, hi = a, torch.maximum(b, c)\n"
+                        "return torch.tanh(lo) - hi", f"[{R}(3, 6)]", ["[]"], "x", ["torch.unbind in PyTorch"]),
+    # 3. nn.Sequential inlined: library layers stay calls, activations fuse
+    "sequential_mlp": ("self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.GELU())",
+                       "return self.net(x) * 0.5", f"[{R}(5, 8)]", ["[]"], "x",
+                       ["self.net[0], self.net[2] in PyTorch", "(relu; gelu, mul)"]),
+    "sequential_nested_with_norm": ("self.net = nn.Sequential(nn.Sequential(nn.Linear(8, 12), nn.SiLU()), "
+                                    "nn.LayerNorm(12), nn.Dropout(0.0))", "return self.net(x)", f"[{R}(5, 8)]",
+                                    ["[]"], "x", ["self.net[0][0], self.net[2] in PyTorch"]),
+    "sequential_added_to_is_one_call": ("self.net = nn.Sequential(nn.Linear(8, 8))\n"
+                                        "self.net.append(nn.Tanh())", "return torch.relu(self.net(x))",
+                                        f"[{R}(5, 8)]", ["[]"], "x", ["self.net in PyTorch"]),
+    # 4. loops over nn.ModuleList
+    "modulelist_written_out_unrolled": ("self.layers = nn.ModuleList([nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8)])",
+                                        "for layer in self.layers:\n    x = layer(x)\nreturn torch.relu(x)",
+                                        f"[{R}(4, 8)]", ["[]"], "x", ["self.layers[0], self.layers[2] in PyTorch"]),
+    "enumerate_unrolled_last_layer_plain": ("self.layers = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8), "
+                                            "nn.Linear(8, 3)])",
+                                            "for i, l in enumerate(self.layers):\n    x = l(x)\n"
+                                            "    if i < len(self.layers) - 1:\n        x = torch.relu(x)\nreturn x",
+                                            f"[{R}(4, 8)]", ["[]"], "x", ["2 fused Triton kernels"]),
+    "comprehension_host_loop_residual": ("self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(args[0])])",
+                                         "r = x\nfor i, l in enumerate(self.layers):\n    x = torch.relu(l(x)) + r\n"
+                                         "return x * 2", f"[{R}(4, 8)]", ["[3]", "[0]"], "x", ["1 host loop"]),
+    "appended_layers_host_loop": ("self.layers = nn.ModuleList()\nfor _ in range(args[0]):\n"
+                                  "    self.layers.append(nn.Linear(8, 8))\n    self.layers.append(nn.Sigmoid())",
+                                  "for layer in self.layers:\n    x = layer(x)\nreturn x - 0.5", f"[{R}(4, 8)]",
+                                  ["[2]"], "x", ["1 host loop"]),
+    "range_of_attribute_two_carried": ("self.n = args[0]", "y = x\nfor _ in range(self.n):\n    x = torch.tanh(x)\n"
+                                       "    y = y + x * 0.5\nreturn x, y", f"[{R}(4, 8)]", ["[3]"], "x",
+                                       ["1 host loop"]),
+    "range_literal_unrolled": ("", "for i in range(3):\n    x = x * 2 + i\nreturn x", f"[{R}(4, 8)]", ["[]"], "x",
+                               ["1 fused Triton kernel"]),
+}
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_is_read_and_matches_pytorch(name):
+    pytest.importorskip("triton")
+    init, fwd, inputs, init_inputs, params, words = CASES[name]
+    for init_input in init_inputs:
+        source = model(init, fwd, inputs, init_input, params)
+        fused = fusion.analyse(source)
+        for w in words:
+            assert w in fused.describe(), fused.describe()
+        compare(source, fusion.render(source))
+
+
+@pytest.mark.timeout(600)
+def test_training_flag_is_tested_on_each_call():
+    pytest.importorskip("triton")
+    source = model("self.drop = nn.Dropout(0.0)", "if self.training:\n    return self.drop(x) * 2\n"
+                   "return torch.sigmoid(x)", f"[{R}(4, 16)]")
+    code = fusion.render(source)
+    compare(source, code, train=True)
+    compare(source, code, train=False)
+
+
+def test_unrolled_and_host_loops_are_written_as_such():
+    unrolled = model(*CASES["modulelist_written_out_unrolled"][:3])
+    code = fusion.render(unrolled)
+    assert "self.layers[2](" in code and "for " not in code[code.index("class ModelNew"):]
+    init, fwd, inputs, init_inputs, params, _ = CASES["comprehension_host_loop_residual"]
+    code = fusion.render(model(init, fwd, inputs, init_inputs[0], params))
+    forward = code[code.index("class ModelNew"):]
+    assert "def _stark_loop" in forward and "in enumerate(self.layers):" in forward
+
+
+@pytest.mark.timeout(600)
+def test_a_branching_model_through_the_team_at_another_start():
+    pytest.importorskip("triton")
+    init, fwd, inputs, init_inputs, params, _ = CASES["if_use_bias"]
+    source = model(init, fwd, inputs, init_inputs[1], params)
+    what = fusion.analyse(source).describe()
+    code = implement_lowering(source + "\n\nclass ModelNew(Model):\n    pass\n", instruction_for(what, STARTS["fused"][1]))
+    assert "BLOCK_1 = 2048" in code and "BLOCK_2 = 2048" in code
+    compare(source, code)
+
+
+@pytest.mark.parametrize("init,forward,reason", [
+    ("", "if x.sum() > 0:\n    x = x * 2\nreturn x", "branches on a tensor's values (if x.sum() > 0)"),
+    ("", "y = x * 2 if x.mean() > 0 else x\nreturn y", "data-dependent control flow"),
+    ("self.fc = nn.Linear(8, 8)", "y = self.fc(x)\nif y.shape[1] > 3:\n    y = y * 2\nreturn y",
+     "shape of a tensor it computes"),
+    ("self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(args[0])])",
+     "for i, l in enumerate(self.layers):\n    x = l(x)\n    if i > 0:\n        x = torch.relu(x)\nreturn x",
+     "forward branches on i, which it computes itself"),
+    ("self.n = 2", "for _ in range(self.n):\n    y = torch.relu(x)\n    x = x + 1\nreturn y",
+     "y: it is read after the loop that sets it"),
+    ("", "while x.sum() > 0:\n    x = x - 1\nreturn x", "While statement"),
+    ("", "for row in x:\n    x = x + row\nreturn x", "a loop over a tensor"),
+    ("self.a, self.b, self.c, self.d = 1, 2, 3, 4",
+     "if self.a:\n    x = x + 1\nif self.b:\n    x = x + 2\nif self.c:\n    x = x + 3\nif self.d:\n    x = x + 4\n"
+     "return x", "too many host conditions"),
+    ("", "if self.flag:\n    x = x * 2", "does not end with a return"),
+])
+def test_refusals_say_why_in_one_line(init, forward, reason):
+    source = model(init, forward, f"[{R}(4, 8)]")
+    with pytest.raises(fusion.NotRecognized) as e:
+        fusion.analyse(source)
+    assert reason in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_each_condition_is_read_once_per_outcome():
+    source = model("self.a = True\nself.b = False", "if self.a:\n    x = x + 1\nif not self.a:\n    x = x * 3\n"
+                   "if self.b:\n    x = x - 1\nreturn x", f"[{R}(4, 8)]")
+    read = read_forward(source)
+    assert len(read.variants()) == 4  # `not self.a` is the same condition as `self.a`
+    assert {read.condition, read.then.condition} == {"self.a", "self.b"}
