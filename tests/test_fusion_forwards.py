@@ -78,8 +78,13 @@ CASES = {
     "range_of_attribute_two_carried": ("self.n = args[0]", "y = x\nfor _ in range(self.n):\n    x = torch.tanh(x)\n"
                                        "    y = y + x * 0.5\nreturn x, y", f"[{R}(4, 8)]", ["[3]"], "x",
                                        ["1 host loop"]),
-    "range_literal_unrolled": ("", "for i in range(3):\n    x = x * 2 + i\nreturn x", f"[{R}(4, 8)]", ["[]"], "x",
-                               ["1 fused Triton kernel"]),
+    "range_literal_unrolled": ("", "for i in range(3):\n    x = x * 2 + i\nreturn x * (0 or 2.0)", f"[{R}(4, 8)]",
+                               ["[]"], "x", ["1 fused Triton kernel"]),
+    "sum_of_layers_from_a_number": ("self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(args[0]))",
+                                    "out = 0\nfor l in self.layers:\n    out = out + torch.tanh(l(x))\nreturn out",
+                                    f"[{R}(4, 8)]", ["[2]"], "x", ["1 host loop"]),
+    "range_of_an_input_shape": ("", "y = x\nfor _ in range(x.shape[1] // 4):\n    y = torch.sin(y) + 1\n"
+                                "return y", f"[{R}(3, 8)]", ["[]"], "x", ["1 host loop"]),
 }
 
 

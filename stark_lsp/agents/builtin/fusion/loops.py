@@ -22,8 +22,8 @@ import ast
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, dotted
 
 from .control import assigned_names
-from .graph import Carried, Graph, Loop
-from .reader import Flipped, Gone, ModuleRef, Outer, Py, Reader, Seq, _tensorish
+from .graph import Carried, Graph, Loop, PyAssign
+from .reader import SHAPE_TOKEN, Flipped, Gone, ModuleRef, Outer, Py, Reader, Seq, _tensorish
 
 UNROLL_LIMIT = 32  # longer known loops stay host loops
 CONTAINERS = ("ModuleList", "Sequential")
@@ -127,9 +127,15 @@ def host_loop(r: Reader, stmt: ast.For, names: list[str], it: ast.expr, enum: bo
     iterable = r.py(container, "the loop's items")
     if enum:
         iterable = f"enumerate({iterable})"
+    if SHAPE_TOKEN.search(iterable):  # range(x.shape[0]): a statement after the shape it reads
+        name = f"_stark_items{len(r.values)}"
+        r.statements.append(PyAssign(name, iterable, r._after(iterable)))
+        iterable = name
     assigned = assigned_names(stmt.body)
     body = r.child()
-    tensors = [n for n, v in r.env.items() if _tensorish(v) or isinstance(v, Flipped)]
+    # the tensors of forward, and the numbers the body updates (acc = 0; acc = acc + layer(x)): carried
+    tensors = [n for n, v in r.env.items() if _tensorish(v) or isinstance(v, Flipped)
+               or isinstance(v, Py) and v.num is not None and n in assigned]
     for n, v in r.env.items():
         if n in names:
             continue

@@ -321,8 +321,8 @@ class Reader:
             return
         if isinstance(stmt, ast.Expr):
             raise NotRecognized(f"forward has a bare expression ({ast.unparse(stmt)[:60]}): an in-place update?")
-        raise NotRecognized(f"forward has a {type(stmt).__name__} statement (only straight-line assignments "
-                            f"are followed)")
+        raise NotRecognized(f"forward has a {type(stmt).__name__} statement (the built-in team follows "
+                            f"assignments, if on host values and for loops)")
 
     def _inline(self, text: str) -> str | None:
         """``text`` with the Python locals it reads replaced by what they hold (None when one is unknown)."""
@@ -383,8 +383,10 @@ class Reader:
                 raise NotRecognized(f"`and` / `or` of tensors ({ast.unparse(e)[:60]}): data-dependent control flow")
             texts = [self.py(i, "an operand") for i in items]
             truths = [literal_truth(t) for t in texts]
-            if all(t is not None for t in truths):
-                return Py(repr(all(truths) if isinstance(e.op, ast.And) else any(truths)))
+            if all(t is not None for t in truths):  # Python's own: the first that decides, else the last
+                stop = False if isinstance(e.op, ast.And) else True
+                i = next((i for i, t in enumerate(truths) if t is stop), len(items) - 1)
+                return items[i]
             return Py("(" + (" and " if isinstance(e.op, ast.And) else " or ").join(texts) + ")")
         if isinstance(e, ast.IfExp):
             return self.ev(e.body) if self.decide(e.test) else self.ev(e.orelse)
