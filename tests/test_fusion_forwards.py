@@ -83,8 +83,12 @@ CASES = {
     "sum_of_layers_from_a_number": ("self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(args[0]))",
                                     "out = 0\nfor l in self.layers:\n    out = out + torch.tanh(l(x))\nreturn out",
                                     f"[{R}(4, 8)]", ["[2]"], "x", ["1 host loop"]),
-    "range_of_an_input_shape": ("", "y = x\nfor _ in range(x.shape[1] // 4):\n    y = torch.sin(y) + 1\n"
-                                "return y", f"[{R}(3, 8)]", ["[]"], "x", ["1 host loop"]),
+    "range_of_an_input_shape": ("", "y = z\nfor _ in range(x.shape[1] // 4):\n    y = torch.sin(y) + 1\n"
+                                "return y", f"[{R}(3, 8), {R}(5)]", ["[]"], "x, z", ["1 host loop"]),
+    "host_loop_of_sequential_blocks": ("self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.ReLU()) "
+                                       "for _ in range(args[0])])",
+                                       "for b in self.blocks:\n    x = b(x) * 0.5\nreturn x", f"[{R}(4, 8)]",
+                                       ["[3]"], "x", ["b[0] in PyTorch", "(relu, mul)"]),
 }
 
 
@@ -99,6 +103,17 @@ def test_forward_is_read_and_matches_pytorch(name):
         for w in words:
             assert w in fused.describe(), fused.describe()
         compare(source, fusion.render(source))
+
+
+@pytest.mark.timeout(600)
+def test_sequential_with_batchnorm_in_training_and_eval():
+    pytest.importorskip("triton")
+    source = model("self.f = nn.Sequential(nn.Conv2d(3, 6, 3), nn.BatchNorm2d(6), nn.ReLU(), nn.MaxPool2d(2))",
+                   "return self.f(x)", f"[{R}(2, 3, 10, 10)]")
+    code = fusion.render(source)
+    assert "self.f[0](" in code and "self.f[1]" in code
+    compare(source, code, train=True)
+    compare(source, code, train=False)
 
 
 @pytest.mark.timeout(600)
