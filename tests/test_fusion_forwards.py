@@ -85,6 +85,10 @@ CASES = {
                                     f"[{R}(4, 8)]", ["[2]"], "x", ["1 host loop"]),
     "range_of_an_input_shape": ("", "y = z\nfor _ in range(x.shape[1] // 4):\n    y = torch.sin(y) + 1\n"
                                 "return y", f"[{R}(3, 8), {R}(5)]", ["[]"], "x, z", ["1 host loop"]),
+    "host_loop_inside_a_host_loop": ("self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])\n"
+                                     "self.n = args[0]", "for a in self.layers:\n    for i in range(self.n):\n"
+                                     "        x = torch.tanh(a(x)) + i\nreturn x", f"[{R}(4, 8)]", ["[2]"], "x",
+                                     ["2 host loops"]),
     "host_loop_of_sequential_blocks": ("self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.ReLU()) "
                                        "for _ in range(args[0])])",
                                        "for b in self.blocks:\n    x = b(x) * 0.5\nreturn x", f"[{R}(4, 8)]",

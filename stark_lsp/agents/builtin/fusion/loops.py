@@ -134,7 +134,7 @@ def host_loop(r: Reader, stmt: ast.For, names: list[str], it: ast.expr, enum: bo
     assigned = assigned_names(stmt.body)
     body = r.child()
     # the tensors of forward, and the numbers the body updates (acc = 0; acc = acc + layer(x)): carried
-    tensors = [n for n, v in r.env.items() if _tensorish(v) or isinstance(v, Flipped)
+    tensors = [n for n, v in r.env.items() if _tensorish(v) or isinstance(v, (Flipped, Outer))
                or isinstance(v, Py) and v.num is not None and n in assigned]
     for n, v in r.env.items():
         if n in names:
@@ -143,7 +143,7 @@ def host_loop(r: Reader, stmt: ast.For, names: list[str], it: ast.expr, enum: bo
             body.env[n] = Outer(n)
         elif isinstance(v, Py) and n in assigned:
             raise NotRecognized(f"a loop that updates the Python value {n} ({src})")
-        elif isinstance(v, (Py, ModuleRef)):
+        elif isinstance(v, (Py, ModuleRef, Gone)):
             body.env[n] = v  # read by name: the body is a nested function of forward
         else:
             body.env[n] = Gone(n, "read inside a loop, and neither a tensor nor a Python value")
@@ -161,7 +161,7 @@ def host_loop(r: Reader, stmt: ast.For, names: list[str], it: ast.expr, enum: bo
         raise NotRecognized(f"a loop that updates no tensor of forward ({src})")
     outs = [body.as_value(body.ev(ast.Name(n, ast.Load()))) for n in carried]
     free = [n for n in tensors if n not in carried and n in body.leaves and n not in names]
-    args = tuple(r.as_value(r.env[n]) for n in carried + free)
+    args = tuple(r.as_value(r.ev(ast.Name(n, ast.Load()))) for n in carried + free)
     graph = Graph(names + carried + free, outs, len(carried) > 1, body.statements)
     loop = r.add(Loop(", ".join(names), iterable, args, graph, body.values, len(carried)))
     for i, n in enumerate(carried):
