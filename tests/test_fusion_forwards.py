@@ -49,6 +49,11 @@ CASES = {
     "unbind_and_pair": ("self.fc = nn.Linear(6, 6)",
                         "a, b, c = torch.unbind(self.fc(x), dim=0)\nlo, hi = a, torch.maximum(b, c)\n"
                         "return torch.tanh(lo) - hi", f"[{R}(3, 6)]", ["[]"], "x", ["torch.unbind in PyTorch"]),
+    "nested_unpacking_and_swap": ("", "out, (h, c) = torch.relu(x), x.chunk(2, dim=1)\nb = x.shape[0]\nn = 2\n"
+                                  "b, n = n, b\nreturn out * n - b, h + c", f"[{R}(3, 8)]", ["[]"], "x",
+                                  [".chunk in PyTorch"]),
+    "python_local_read_by_a_later_local": ("", "b = x.shape[0]\nc = b\nreturn x * c", f"[{R}(3, 8)]", ["[]"], "x",
+                                           ["1 fused Triton kernel"]),
     # 3. nn.Sequential inlined: library layers stay calls, activations fuse
     "sequential_mlp": ("self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.GELU())",
                        "return self.net(x) * 0.5", f"[{R}(5, 8)]", ["[]"], "x",

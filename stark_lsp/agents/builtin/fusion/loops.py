@@ -22,7 +22,7 @@ import ast
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, dotted
 
 from .control import assigned_names
-from .graph import Carried, Graph, Loop, PyAssign
+from .graph import Carried, Graph, Loop
 from .reader import SHAPE_TOKEN, Flipped, Gone, ModuleRef, Outer, Py, Reader, Seq, _tensorish
 
 UNROLL_LIMIT = 32  # longer known loops stay host loops
@@ -129,7 +129,7 @@ def host_loop(r: Reader, stmt: ast.For, names: list[str], it: ast.expr, enum: bo
         iterable = f"enumerate({iterable})"
     if SHAPE_TOKEN.search(iterable):  # range(x.shape[0]): a statement after the shape it reads
         name = f"_stark_items{len(r.values)}"
-        r.statements.append(PyAssign(name, iterable, r._after(iterable)))
+        r.py_statement(name, iterable)
         iterable = name
     assigned = assigned_names(stmt.body)
     body = r.child()

@@ -32,6 +32,7 @@ from .graph import (Branch, Graph, Leaf, Lib, NormStats, Part, Pointwise, Pool, 
 from .ops import ARITY
 
 SHAPE_TOKEN = re.compile(r"__S(\d+)__")
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
 @dataclass
@@ -109,6 +110,7 @@ class Reader:
         self.numbers: dict[int, int] = {}
         self.leaves: dict[str, Leaf] = {}
         self.statements: list[PyAssign] = []
+        self.py_after: dict[str, Value | None] = {}  # Python locals: the value their statement comes after
         self.local_defs: dict[str, str | None] = {}  # Python locals: name -> the Python they hold (None: unknown)
 
     def child(self) -> "Reader":
@@ -275,44 +277,8 @@ class Reader:
 
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-            value = self.ev(stmt.value)
-            if isinstance(target, ast.Name):
-                if isinstance(value, Py):  # a Python local: emitted as a statement, used by name
-                    self.statements.append(PyAssign(target.id, value.text, self._after(value.text)))
-                    self.env[target.id] = Py(target.id, value.num, value.tensorish)
-                    self.local_defs[target.id] = self._inline(value.text)
-                else:
-                    self.env[target.id] = value
-                return
-            if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
-                names = [e.id for e in target.elts]  # type: ignore[attr-defined]
-                if isinstance(value, Extreme) and len(names) == 2:
-                    self.env[names[0]], self.env[names[1]] = value.values, value.indices
-                    return
-                if isinstance(value, Py):
-                    self.statements.append(PyAssign(", ".join(names), value.text, self._after(value.text)))
-                    whole = self._inline(value.text)
-                    for i, n in enumerate(names):
-                        self.env[n] = Py(n)
-                        self.local_defs[n] = None if whole is None else f"({whole})[{i}]"
-                    return
-                if isinstance(value, Seq):
-                    if len(value.items) != len(names):
-                        raise NotRecognized(f"{ast.unparse(stmt)[:60]}: {len(names)} names for "
-                                            f"{len(value.items)} values")
-                    for n, item in zip(names, value.items):
-                        self.env[n] = item
-                        self.local_defs.pop(n, None)
-                    return
-                if isinstance(value, (Value, Flipped)):  # x.chunk / torch.split / unbind, any tensor sequence
-                    whole = self.as_value(value)
-                    what = whole.what if isinstance(whole, Lib) else "unpacking"
-                    for i, n in enumerate(names):
-                        self.env[n] = self.lib("{0}[" + str(i) + "]", [whole], what)
-                        self.local_defs.pop(n, None)
-                    return
-            raise NotRecognized(f"an assignment to {ast.unparse(target)} the built-in team cannot follow")
+            self.assign(stmt.targets[0], self.ev(stmt.value), stmt)
+            return
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             self.env[stmt.target.id] = self.binop(stmt.op, self.ev(stmt.target), self.ev(stmt.value))
             return
@@ -323,6 +289,52 @@ class Reader:
             raise NotRecognized(f"forward has a bare expression ({ast.unparse(stmt)[:60]}): an in-place update?")
         raise NotRecognized(f"forward has a {type(stmt).__name__} statement (the built-in team follows "
                             f"assignments, if on host values and for loops)")
+
+    def assign(self, target: ast.expr, value: object, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Py):  # a Python local: emitted as a statement, used by name
+                self.py_statement(target.id, value.text)
+                self.env[target.id] = Py(target.id, value.num, value.tensorish)
+                self.local_defs[target.id] = self._inline(value.text)
+            else:
+                self.env[target.id] = value
+                self.local_defs.pop(target.id, None)
+            return
+        if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
+            raise NotRecognized(f"an assignment to {ast.unparse(target)} the built-in team cannot follow")
+        elts = target.elts
+        if isinstance(value, Extreme) and len(elts) == 2:
+            value = Seq([value.values, value.indices])
+        if isinstance(value, Py):
+            if not all(isinstance(e, ast.Name) for e in elts):
+                raise NotRecognized(f"an assignment to {ast.unparse(target)} the built-in team cannot follow")
+            names = [e.id for e in elts]  # type: ignore[attr-defined]
+            self.py_statement(", ".join(names), value.text)
+            whole = self._inline(value.text)
+            for i, n in enumerate(names):
+                self.env[n] = Py(n)
+                self.local_defs[n] = None if whole is None else f"({whole})[{i}]"
+            return
+        if isinstance(value, Seq):
+            if len(value.items) != len(elts):
+                raise NotRecognized(f"{ast.unparse(stmt)[:60]}: {len(elts)} names for {len(value.items)} values")
+            items = list(value.items)
+            for i, item in enumerate(items):  # every item is read before any name is set (a, b = b, a)
+                if isinstance(item, Py) and not _literal(item):
+                    name = f"_stark_v{len(self.values)}_{i}"
+                    self.py_statement(name, item.text)
+                    self.local_defs[name] = self._inline(item.text)
+                    items[i] = Py(name, item.num, item.tensorish)
+            for e, item in zip(elts, items):
+                self.assign(e, item, stmt)
+            return
+        if isinstance(value, (Value, Flipped)):  # x.chunk / torch.split / unbind, any tensor sequence
+            whole = self.as_value(value)
+            what = whole.what if isinstance(whole, Lib) else "unpacking"
+            for i, e in enumerate(elts):
+                self.assign(e, self.lib("{0}[" + str(i) + "]", [whole], what), stmt)
+            return
+        raise NotRecognized(f"an assignment to {ast.unparse(target)} the built-in team cannot follow")
 
     def _inline(self, text: str) -> str | None:
         """``text`` with the Python locals it reads replaced by what they hold (None when one is unknown)."""
@@ -336,8 +348,19 @@ class Reader:
         except NotRecognized:
             return None
 
+    def py_statement(self, target: str, text: str) -> None:
+        """``target = text`` in the generated forward, after the shapes and the Python locals it reads."""
+        after = self._after(text)
+        self.statements.append(PyAssign(target, text, after))
+        for name in target.split(","):
+            self.py_after[name.strip()] = after
+
     def _after(self, text: str) -> Value | None:
         nums = [int(m.group(1)) for m in SHAPE_TOKEN.finditer(text)]
+        for name in set(_NAME.findall(text)) & set(self.py_after):
+            v = self.py_after[name]
+            if v is not None:
+                nums.append(self.numbers[id(v)])
         return self.values[max(nums)] if nums else None
 
     # -- expressions -----------------------------------------------------------
@@ -954,6 +977,14 @@ class Reader:
             n = self.add(Reduction("sum", self.pw("mul", x, x), self.py(dim, "the dim"), "True", "sqrt"))
             return self.pw("div", x, self.pw("clamp_min", n, eps))
         return None
+
+
+def _literal(x: Py) -> bool:
+    try:
+        ast.literal_eval(x.text)
+        return True
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def _tensorish(x: object) -> bool:
