@@ -186,3 +186,37 @@ def test_each_condition_is_read_once_per_outcome():
     read = read_forward(source)
     assert len(read.variants()) == 4  # `not self.a` is the same condition as `self.a`
     assert {read.condition, read.then.condition} == {"self.a", "self.b"}
+
+
+@pytest.mark.timeout(900)
+def test_the_team_plans_and_the_evaluator_accepts_a_model_with_branches_and_loops(tmp_path):
+    """Through the whole built-in team and the real evaluator (a process of its own, the judge's checks)."""
+    pytest.importorskip("triton")
+    from stark_lsp.agents.base import AgentContext
+    from stark_lsp.agents.builtin import make_builtin_team
+    from stark_lsp.context_window import Window, WindowEntry
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.evaluate.result import Status
+    from stark_lsp.markers.syntax import apply_replacements, parse_markers
+    from stark_lsp.tasks.spec import load_task
+
+    path = tmp_path / "branchy.py"
+    path.write_text(model("self.inp = nn.Sequential(nn.Linear(8, 16), nn.GELU())\n"
+                          "self.blocks = nn.ModuleList([nn.Linear(16, 16) for _ in range(args[0])])\n"
+                          "self.residual = args[1]",
+                          "x = self.inp(x)\nfor blk in self.blocks:\n    h = torch.relu(blk(x))\n"
+                          "    x = x + h if self.residual else h\nq, k = x.chunk(2, dim=-1)\n"
+                          "return torch.sigmoid(q) * k", f"[{R}(6, 8)]", "[2, True]"))
+    task = load_task(path)
+    team = make_builtin_team()
+    root = task.root_source()
+    ctx = AgentContext(task, 0, root, "1.00x", "", Window(history=(WindowEntry("root", 0, "1.00x", root),)), seed=0)
+    plan = team.planner.plan(ctx)
+    (marker,) = parse_markers(plan.marked_source)
+    assert "programs chosen on the host (self.residual)" in marker.instruction
+    new = apply_replacements(plan.marked_source, team.coder.code(ctx, plan.marked_source).replacements)
+    fast = EvalOptions(trials=2, cpu_reps=1, reps=20, time_budget_s=0.5, run_timeout_s=300)
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        r = ev.evaluate(task, new, fast)
+    assert r.status is Status.OK, r.summary() + "\n" + r.output[-3000:]
