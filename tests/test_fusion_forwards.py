@@ -35,8 +35,9 @@ CASES = {
                         "y = x * 2 if self.scale > 1 else x\nb = x.shape[0]\nif b > 4 and x.dim() == 2:\n"
                         "    y = y.sum(dim=1)\nreturn torch.relu(y)",
                         f"[{R}(6, 9)]", ["[2.0]", "[0.5]"], "x", ["programs chosen on the host"]),
-    "input_is_none": ("", "if bias is not None:\n    x = x + bias\nreturn torch.sigmoid(x)",
-                      f"[{R}(3, 8), {R}(8)]", ["[]"], "x, bias", ["(bias is not None)"]),
+    "input_is_none": ("", "if bias is not None and isinstance(bias, torch.Tensor) and len(x) > 1:\n"
+                      "    x = x + bias\nreturn torch.sigmoid(x)",
+                      f"[{R}(3, 8), {R}(8)]", ["[]"], "x, bias", ["(bias is not None and isinstance(bias, torch.Tensor)"]),
     "activation_chosen_in_init": ("if args[0] == 'relu':\n    self.act = nn.ReLU()\nelse:\n"
                                   "    self.act = nn.GELU(approximate='tanh')",
                                   "return self.act(x * 2) + 1", f"[{R}(4, 33)]", ["['relu']", "['gelu']"], "x",
@@ -163,7 +164,7 @@ def test_a_branching_model_through_the_team_at_another_start():
      "shape of a tensor it computes"),
     ("self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(args[0])])",
      "for i, l in enumerate(self.layers):\n    x = l(x)\n    if i > 0:\n        x = torch.relu(x)\nreturn x",
-     "forward branches on i, which it computes itself"),
+     "a host loop's body branches on i (if i > 0)"),
     ("self.n = 2", "for _ in range(self.n):\n    y = torch.relu(x)\n    x = x + 1\nreturn y",
      "y: it is read after the loop that sets it"),
     ("", "while x.sum() > 0:\n    x = x - 1\nreturn x", "While statement"),

@@ -260,17 +260,20 @@ class Reader:
     def _host_name(self, name: str, src: str) -> str | None:
         """What a name of a condition stands for before forward runs (control.host_condition)."""
         m = SHAPE_TOKEN.fullmatch(name)
-        if m and not self.nested:
+        if self.nested and (m or name in self.env):
+            raise NotRecognized(f"a host loop's body branches on {'a shape' if m else name} (if {src}): only "
+                                f"conditions on the model's attributes and globals are followed there")
+        if m:
             v = self.values[int(m.group(1))]
             if isinstance(v, Leaf) and v.const is None:
                 return f"_stark_shape({v.expr})"
             raise NotRecognized(f"forward branches on the shape of a tensor it computes (if {src})")
-        if name in self.local_defs and not self.nested:
+        if name in self.local_defs:
             text = self.local_defs[name]
             if text is None:
                 raise NotRecognized(f"forward branches on {name}, which it computes itself (if {src})")
             return host_condition(text, lambda n: self._host_name(n, src))
-        if m or name in self.env and not (name in self.params and not self.nested):
+        if name in self.env and name not in self.params:
             raise NotRecognized(f"forward branches on {name}, which it computes itself (if {src}): only "
                                 f"conditions on the model's attributes, globals and the inputs are followed")
         return None
@@ -570,6 +573,13 @@ class Reader:
         if lib:
             return self.function(lib, e, *self.args_of(e))
         name = dotted(func)
+        if name in ("isinstance", "hasattr", "callable", "len") and name not in self.env and e.args \
+                and not e.keywords:
+            pos = [self.ev(a) for a in e.args]
+            if name == "len" and isinstance(pos[0], Value):  # a tensor's first dim
+                return Py(f"{self.shape(pos[0])}[0]")
+            if name != "len" and isinstance(pos[0], Leaf) and pos[0].const is None:  # the input itself
+                return Py(f"{name}({', '.join([pos[0].expr] + [self.py(p, 'an argument') for p in pos[1:]])})")
         if name == "len" and len(e.args) == 1 and not e.keywords and "len" not in self.env:
             target = self.ev(e.args[0])
             if isinstance(target, ModuleRef):
