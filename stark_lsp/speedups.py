@@ -33,13 +33,18 @@ SIGN = "×"
 
 
 def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: float | None,
-             root_ms: float | None, *, itself: bool, root_correct: bool, root_is_reference: bool) -> float | None:
+             root_ms: float | None, *, itself: bool, root_correct: bool, root_is_reference: bool,
+             root_speedup: float | None = None, paired: bool = False) -> float | None:
     """How many times faster than the user's kernel (the search's root) a node is: the one ratio behind
     every "× your kernel" (the CLI, ``stark show``, the editor, the agents' prompts).
 
     ``speedup``: the node's own figure against eager (None: not a correct node). The re-timed median
     against the root where the search re-timed it (rounds timed in turn with the root); else the two
-    runtimes; when the root is the KernelBench reference itself, the user's kernel *is* eager."""
+    runtimes; when the root is the KernelBench reference itself, the user's kernel *is* eager.
+    ``paired``: both were timed on the CPU, where eager is timed in turn with each evaluation: the node's
+    figure over the root's (``root_speedup``), each against its own eager, so that what the machine's load
+    did between the two evaluations cancels, as the re-timing's rounds do (raw times, taken minutes apart
+    under another load, read a 2× gain as 8×); on a GPU (one pinned eager) the same as the two runtimes."""
     if speedup is None or not root_correct:
         return None
     if itself:
@@ -48,9 +53,20 @@ def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: f
         return float(retimed_vs_root)
     if root_is_reference:
         return speedup
+    if paired and speedup > 0 and isinstance(root_speedup, (int, float)) and root_speedup > 0:
+        return speedup / root_speedup
     if runtime_ms and root_ms:
         return root_ms / runtime_ms
     return None
+
+
+def paired_eager_ms(ms: float | None, eager: float | None) -> float | None:
+    """The eager time that goes with a figure: ``ms`` × its "× eager" (for one evaluation, the reference's
+    time of that evaluation; for a re-timing, the medians'). On the CPU, where eager is timed in turn with
+    each evaluation, it is printed beside the candidate's ms, so that each row's ms agree with its ratio."""
+    if ms is None or eager is None or not ms > 0 or not eager > 0 or math.isinf(eager):
+        return None
+    return ms * eager
 
 
 def vs_eager(speedup: float | None, retimed_speedup: float | None) -> float | None:

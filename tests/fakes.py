@@ -113,6 +113,31 @@ class RetimedEvaluator(FakeEvaluator):
         return r
 
 
+class LoadedCpuEvaluator(FakeEvaluator):
+    """The CPU as a loaded machine times it: every evaluation runs under its own load (a factor of the
+    ``loads`` in turn), which slows the candidate and the eager reference timed in turn with it alike, so its
+    speedup is SPEED whatever the load, while raw times of two evaluations disagree by up to 20×."""
+
+    def __init__(self, loads: tuple[float, ...] = (1.0, 8.0, 0.4, 3.0, 0.5, 5.0, 1.5), **kw):
+        super().__init__(**kw)
+        self.loads = loads
+
+    def hardware(self) -> str:
+        return "cpu (fake interpreter)"
+
+    def evaluate(self, task: TaskSpec, source: str, options=None) -> EvalResult:
+        r = super().evaluate(task, source, options)
+        if r.runtime is None:
+            return r
+        with self._lock:
+            load = self.loads[(self.calls - 1) % len(self.loads)]
+        rt = r.runtime
+        rt.device, rt.is_gpu = "cpu (fake interpreter)", False
+        rt.reference = _timing(load * rt.reference.median_ms)
+        rt.candidate = _timing(load * rt.candidate.median_ms)
+        return r
+
+
 def verdict(source: str) -> EvalResult:
     s = _STATUS.search(source)
     v = _SPEED.search(source)

@@ -5,13 +5,14 @@
     #9 debug: compile_error: error: identifier "THREAD" is undefined
 
 Every speedup goes through ``stark_lsp.speedups``: "× your kernel" is the
-root's time over the node's, "× eager" the evaluator's speedup over the
-reference in PyTorch. Pure.
+root's time over the node's (``speedups.vs_yours``), "× eager" the evaluator's
+speedup over the reference in PyTorch; on the CPU the ms carry the eager time
+timed in turn with them, which the "× eager" divides. Pure.
 """
 
 from __future__ import annotations
 
-from stark_lsp.speedups import CPU_NOTE, shown_ms, speedup_text
+from stark_lsp.speedups import CPU_NOTE, paired_eager_ms, shown_ms, speedup_text
 
 from .node import Node, speedup_vs_yours
 
@@ -34,7 +35,11 @@ def timing_words(node: Node, root: Node | None) -> str:
     """``0.37 ms, 6.84× your kernel, 7.10× eager``; '' without a timing."""
     if not node.correct or node.runtime_ms is None:
         return ""
-    parts = [f"{shown_ms(node.runtime_ms, node.retimed):.4g} ms"]  # re-timed where its ratios are
+    ms = shown_ms(node.runtime_ms, node.retimed)  # re-timed where its ratios are
+    parts = [f"{ms:.4g} ms"]
+    eager_ms = paired_eager_ms(ms, node.eager) if cpu_timing(node) and not node.is_reference_itself else None
+    if eager_ms is not None:  # the CPU: eager timed in turn with it, the time its "× eager" divides
+        parts[0] += f" (eager {eager_ms:.4g} ms, timed in turn with it)"
     yours = vs_yours(node, root)
     if yours is not None:
         parts.append(speedup_text(yours, "yours", degenerate=node.degenerate))

@@ -179,7 +179,8 @@ def speedup_vs_yours(node: Any, root: Any | None) -> float | None:
     if root is None:
         return None
     return vs_yours(node.speedup, node.runtime_ms, node.retimed_vs_root, root.runtime_ms, itself=node.id == root.id,
-                    root_correct=root.correct, root_is_reference=root.is_reference_itself)
+                    root_correct=root.correct, root_is_reference=root.is_reference_itself,
+                    root_speedup=root.speedup, paired=node.cpu_timed and root.cpu_timed)
 
 
 def outcome_fields(result: EvalResult) -> tuple[str, float | None, float | None, str]:

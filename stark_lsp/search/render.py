@@ -12,7 +12,7 @@ from typing import Any
 
 from stark_lsp.redaction import redact
 from stark_lsp.safe_text import for_terminal
-from stark_lsp.speedups import CPU_NOTE, ratio_text, shown_ms, speedup_text
+from stark_lsp.speedups import CPU_NOTE, paired_eager_ms, ratio_text, shown_ms, speedup_text
 
 from . import usage
 from .node import Node, retimed_figure, speedup_vs_yours
@@ -38,6 +38,15 @@ def _runtime(n: Node) -> str:
     return f"{ms:.4g}" if ms is not None else "-"
 
 
+def _eager_ms(n: Node) -> str:
+    """The CPU's ``eager ms`` column: the eager time of the row's own figure (timed in turn with it,
+    ``speedups.paired_eager_ms``), so that ``× eager`` is this column over ``ms`` on every row."""
+    if not n.correct or n.is_reference_itself:
+        return "-"
+    ms = paired_eager_ms(shown_ms(n.runtime_ms, n.retimed), n.eager)
+    return f"{ms:.4g}" if ms is not None else "-"
+
+
 def _note(n: Node, width: int | None) -> str:
     text = n.summary or ""
     if n.is_reference_itself:
@@ -52,10 +61,16 @@ def _note(n: Node, width: int | None) -> str:
     return text[: width - 3] + "..."
 
 
-def cpu_footer(nodes: list[Node]) -> str:
-    """The line under a table or tree whose figures come from the CPU, else ``""``."""
+CPU_MS_NOTE = ("eager ms: eager timed in turn with the row, so × eager = eager ms / ms and × yours = the row's "
+               "× eager / your kernel's (re-timed rows: the median of rounds timed in turn with yours), never one "
+               "row's ms over another's (each ran under its own load)")
+
+
+def cpu_footer(nodes: list[Node], ms_columns: bool = False) -> str:
+    """The line under a table or tree whose figures come from the CPU, else ``""``; ``ms_columns``: the
+    table's, whose ms columns it says how to read (``CPU_MS_NOTE``)."""
     if any(n.cpu_timed for n in nodes):
-        return f"× and ms figures ({CPU_NOTE})"
+        return f"× and ms figures ({CPU_NOTE})" + (f"; {CPU_MS_NOTE}" if ms_columns else "")
     return ""
 
 
@@ -67,20 +82,23 @@ def table(nodes: list[Node], best_id: int | None = None, width: int | None = 60)
     reason of an unsupported model, which a user needs whole)."""
     tok = any(usage.used(n.usage) for n in nodes)
     took = any(usage.time_text(n.usage) for n in nodes)  # the LLM's wall time, where it was measured
+    cpu = any(n.cpu_timed for n in nodes)  # eager timed in turn with each row: its own eager ms beside its ms
     head = f"{'id':>5} {'parent':>6} {'kind':<9} {'att':>3} {'status':<13} {'× yours':>8} {'× eager':>8} {'ms':>9}"
+    head += f" {'eager ms':>9}" if cpu else ""
     rows = [head + (f" {'tokens':>8}" if tok else "") + (f" {'llm time':>10}" if took else "") + "  note"]
     view = TreeView.of(nodes)
     for n in nodes:
         mark = "*" if n.id == best_id else " "
         parent = str(n.parent_id) if n.parent_id is not None else "-"
         note = _note(n, None if n.status != "ok" else width)  # a failure's reason is never cut
-        tokens = f" {usage.cell(n.usage, unit='', with_time=False) or '-':>8}" if tok else ""
+        tokens = f" {_eager_ms(n):>9}" if cpu else ""
+        tokens += f" {usage.cell(n.usage, unit='', with_time=False) or '-':>8}" if tok else ""
         tokens += f" {usage.time_text(n.usage) or '-':>10}" if took else ""
         rows.append(
             f"{n.id:>4}{mark} {parent:>6} {n.kind:<9} {n.attempt or '-':>3} {n.status:<13} "
             f"{_yours(n, view):>8} {_eager(n):>8} {_runtime(n):>9}{tokens}  {note}".rstrip()
         )
-    footer = cpu_footer(nodes)
+    footer = cpu_footer(nodes, ms_columns=True)
     return "\n".join(rows + ([footer] if footer else []))
 
 
@@ -145,6 +163,9 @@ def node_dict(n: Node, with_source: bool = False, root: Node | None = None) -> d
         "single_speedup": n.speedup, "single_runtime_ms": n.runtime_ms,
         "cpu_timing": n.cpu_timed, "reference_itself": n.is_reference_itself,
         "runtime_ms": retimed_ms if retimed_ms is not None else n.runtime_ms,
+        # eager's time that goes with speedup_vs_eager (runtime_ms × it): on the CPU, timed in turn with this node
+        "eager_ms": paired_eager_ms(retimed_ms if retimed_ms is not None else n.runtime_ms, n.eager)
+        if n.correct and not n.is_reference_itself else None,
         "error": n.error, "duplicate_of": n.duplicate_of,
         "seed": n.seed, "created": n.created, "updated": n.updated,
         "usage": vars(n.usage),
