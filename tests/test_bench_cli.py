@@ -386,3 +386,27 @@ def test_the_bench_line_and_record_give_the_best_and_figures_stark_show_gives(mo
     last = lines[-1]  # the line as the run ends, after the re-timing
     assert (f"best {ratio_text(speedup_vs_yours(best, root))} your kernel, {ratio_text(best.eager)} eager "
             f"(#{best.id})") in last, last
+
+
+def test_a_records_eager_ms_goes_with_its_re_timed_best_figure(monkeypatch, tmp_path):
+    """`reference_ms` was the best node's first evaluation's eager time, not the one its reported (re-timed)
+    figure divides: on a loaded CPU (eager timed in turn with each evaluation, under a changing load) the two
+    differ. Now best_speedup = reference_ms / best_ms in every record (issue 24's hostile pass)."""
+    from fakes import LoadedCpuEvaluator
+
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", lambda args, warm_for=None: LoadedCpuEvaluator())
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
+    task = fake_task(tmp_path, "loaded")
+    out = tmp_path / "out"
+    assert main(["bench", str(task), "--policies", "stark", "--budget", "4", "--concurrency", "1", "--device", "cpu",
+                 "--out", str(out)]) == 0
+    (r,) = json.loads((out / "bench.json").read_text())["runs"]
+    assert r["success"] and r["retimed"], r  # the search re-timed its best
+    assert r["reference_ms"] == pytest.approx(r["best_ms"] * r["best_speedup"], rel=1e-9), r
+    from stark_lsp.search import TreeStore
+
+    (tree,) = (out / "trees").rglob("tree.sqlite")
+    store = TreeStore.open(tree, readonly=True)
+    best = store.get(r["best_node"])
+    first = best.result.runtime.reference.median_ms  # what the record said before: its first evaluation's eager
+    assert first != pytest.approx(r["reference_ms"], rel=1e-3), (first, r)  # the fake load made them differ

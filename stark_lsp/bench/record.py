@@ -15,6 +15,8 @@ Pure: nodes in, a ``RunRecord`` out. Definitions (docs/BENCH.md):
 * *curve*: after each attempt k (0 = the root alone), the best speedup among the
   correct nodes so far, root included: what a user holds after k attempts.
 * *evaluated*: candidates the evaluator judged (the root included, duplicates not).
+* *reference_ms*: the eager time that goes with the best's figure (``best_ms`` × ``best_speedup``, the
+  re-timing's where it re-timed the best), else the eager time of the first timed evaluation.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from stark_lsp.agents.builtin.kb_lowering import is_compiled_seed
 from stark_lsp.search import usage
 from stark_lsp.search.node import ABANDONED, ROOT, Node
 from stark_lsp.search.tree_view import best_node
-from stark_lsp.speedups import shown_ms
+from stark_lsp.speedups import paired_eager_ms, shown_ms
 
 DONE = "done"  # the search ran to its budget (or wall time)
 ERROR = "error"  # the search stopped on an error (the evaluator failed, ...)
@@ -175,6 +177,10 @@ def build_record(nodes: list[Node], *, task: str, task_key: str, kind: str, poli
         rec.single_speedup = best.speedup
         if best.retimed:
             rec.retimed = dict(best.retimed)
+            # eager's time that goes with the reported figure (best_ms x best_speedup: the re-timing's), not
+            # the best's first evaluation's: on the CPU eager is timed in turn with each evaluation, under the
+            # load of its moment (on a GPU, one pinned eager timing: the same figure)
+            rec.reference_ms = paired_eager_ms(rec.best_ms, rec.best_speedup) or rec.reference_ms
         if best.retimed and best.retimed.get("speedup_vs_compiled"):
             rec.best_speedup_vs_compiled = best.retimed["speedup_vs_compiled"]
         elif best.retimed and rec.compiled_ms and rec.best_ms:
