@@ -359,6 +359,13 @@ def test_one_ratio_through_every_surface_of_a_real_tree(ws, capsys):
     assert server_labels.eager_text(tree.get(n.id)).startswith("2.10× eager")
     words = timing_words(n, top)
     assert "2.50× your kernel" in words and "2.10× eager" in words, words
+    # export's line and the agents' history line: the re-timed ms with the re-timed × eager, not the single run's
+    assert cli.main(["export", str(task.path), str(n.id), "-o", str(root / "n.py")]) == 0
+    said = capsys.readouterr().err
+    assert "2.10× eager" in said and "0.4 ms" in said and f"{n.runtime_ms:.4g} ms" not in said, said
+    from stark_lsp.search.history_window import outcome_summary
+
+    assert "2.10× eager" in outcome_summary(n) and "0.4 ms" in outcome_summary(n), outcome_summary(n)
 
 
 PROGRESS_BEST = re.compile(r"best ([\d.]+)× your kernel, ([\d.]+)× eager(?: \([^)]*\))? \(#(\d+)\)")

@@ -11,7 +11,7 @@ from typing import Any
 
 from stark_lsp.agents.base import Exchange, Usage
 from stark_lsp.evaluate.result import EvalResult, Status
-from stark_lsp.speedups import speedup_text, vs_eager, vs_yours
+from stark_lsp.speedups import shown_ms, speedup_text, vs_eager, vs_yours
 from stark_lsp.tasks.spec import without_kernelbench_stub
 
 # kinds
@@ -147,12 +147,14 @@ class Node:
         return vs_eager(self.speedup, self.retimed_speedup)
 
     def outcome(self) -> str:
-        """Status, speedup and runtime in a few words."""
+        """Status, speedup and runtime in a few words: the runtime that goes with the "× eager" beside it
+        (the re-timed median where the search re-timed the node, ``speedups.shown_ms``)."""
         parts = [self.status]
         if self.speedup is not None:
             parts.append(self.eager_text())
-        if self.runtime_ms is not None:
-            parts.append(f"{self.runtime_ms:.4g} ms")
+        ms = shown_ms(self.runtime_ms, self.retimed)
+        if ms is not None:
+            parts.append(f"{ms:.4g} ms")
         if self.duplicate_of is not None:
             parts.append(f"duplicate of #{self.duplicate_of}")
         return ", ".join(parts)
