@@ -372,7 +372,7 @@ def test_the_cuda_graph_copies_fresh_inputs_in_and_its_outputs_out():
     import torch
 
     ns, calls = _seed_graph_namespace()
-    g = ns["_Graph"]()
+    g = ns["_Graph"](ns["_inductor_call"])
     ns["_Graph_instance"] = g
     import types
 

@@ -18,7 +18,8 @@ the search can tune, the text that replaces ``class ModelNew(Model): pass``:
   inputs in the order of Inductor's graph;
 * a switch, ``CUDA_GRAPH = False``, which the search may turn on: ``_inductor_call`` is then captured
   once in a CUDA graph and replayed, the call's inputs copied into the graph's and its outputs copied
-  out (``_Graph``), so that a model whose kernels are shorter than their launches pays one launch.
+  out (``_Graph``, ``cuda_graph_text``), so that a model whose kernels are shorter than their launches pays
+  one launch.
 
 Library calls Inductor makes (``extern_kernels.mm``, ``convolution``...) stay library calls.
 Anything this cannot write out faithfully (several graphs, kernels other than pointwise and
@@ -36,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from stark_lsp.agents.builtin.cuda_graph_text import GRAPH as _GRAPH
 from stark_lsp.agents.builtin.inductor_imports import Imports, without_inductor
 from stark_lsp.agents.builtin.kb_ast import NotRecognized, model_methods
 from stark_lsp.agents.builtin.tunables_triton import switch_lines
@@ -401,48 +403,6 @@ _FIT = '''def _fit(block, n):
     return block'''
 
 
-_GRAPH = '''class _Graph:
-    """_inductor_call captured once in a CUDA graph, then replayed: each call's inputs are copied into the
-    graph's own (the model's parameters and buffers are used where they are), and its outputs are copied
-    out, since every replay writes the same memory. Other shapes, or other parameters, capture it again."""
-
-    def __init__(self):
-        self.graph, self.static, self.copied, self.out = None, [], [], []
-
-    def __call__(self, args, model):
-        if self.graph is None or not self._fits(args):
-            self._capture(args, model)
-        for i in self.copied:
-            self.static[i].copy_(args[i])
-        self.graph.replay()
-        return [o.clone() if isinstance(o, torch.Tensor) else o for o in self.out]
-
-    def _fits(self, args):
-        if len(args) != len(self.static):
-            return False
-        for i, (mine, given) in enumerate(zip(self.static, args)):
-            if i in self.copied:
-                if (given.shape, given.stride(), given.dtype, given.device) != (mine.shape, mine.stride(),
-                                                                                  mine.dtype, mine.device):
-                    return False
-            elif given is not mine and (isinstance(given, torch.Tensor) or given != mine):
-                return False
-        return True
-
-    def _capture(self, args, model):
-        kept = {id(t) for t in (*model.parameters(), *model.buffers())}
-        self.copied = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and id(a) not in kept]
-        self.static = [a.clone() if i in self.copied else a for i, a in enumerate(args)]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # once off the graph: its compiles and library handles come first
-            _inductor_call(list(self.static))
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-            self.out = _inductor_call(list(self.static))'''
-
-
 def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
             body: list[str], inputs: list[str], signature: str, outputs: int, source: str) -> str:
     single = _returns_single(source)
@@ -474,7 +434,7 @@ def _render(compiled: dict[str, Any], imported: Imports, blocks: list[str],
             f"        args = [{', '.join(inputs)}]",
             "        if CUDA_GRAPH:",
             "            if self._graph is None:",
-            "                self._graph = _Graph()",
+            "                self._graph = _Graph(_inductor_call)",
             "            out = self._graph(args, self)",
             "        else:",
             "            out = _inductor_call(args)",
