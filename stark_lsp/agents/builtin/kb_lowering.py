@@ -19,7 +19,9 @@ Each comes at one of a few starting points (block sizes and warps: the
 defaults, then others, ``STARTS``; for a linear layer or matmul followed by
 elementwise operations also a Triton matmul with that epilogue), so that the
 root has several different children to offer. From then on the task is a
-Triton source like any other, and the usual tunables apply.
+Triton source like any other, and the usual tunables apply. Each carries the
+``CUDA_GRAPH`` switch, off (``cuda_graph_text``: the forward replayed from a
+CUDA graph when the search turns it on).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from stark_lsp.agents.builtin.kb_ast import NotRecognized, Unsupported
 from stark_lsp.agents.builtin.kb_attention import STARTS as ATTENTION_STARTS
 from stark_lsp.agents.builtin.kb_cross_entropy import STARTS as CROSS_ENTROPY_STARTS
 from stark_lsp.agents.builtin import fusion
+from stark_lsp.agents.builtin.cuda_graph_text import with_cuda_graph
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
 from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
 from stark_lsp.agents.builtin.inductor_seed import DESCRIPTION as SEED_DESCRIPTION
@@ -200,9 +203,9 @@ def implement_lowering(marked_source: str, instruction: str = "", compiled: dict
     start = parse_start(instruction)
     op: Op | None = recognize(source)
     if op is not None:
-        return apply_start(render(op), start)
+        return with_cuda_graph(apply_start(render(op), start))
     try:
-        return fusion.render(source, start)
+        return with_cuda_graph(fusion.render(source, start))
     except NotRecognized as e:
         raise AgentError(f"cannot {PREFIX}: {e}") from e
 

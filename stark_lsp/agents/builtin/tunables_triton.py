@@ -13,8 +13,8 @@ tuned (a persistent reduction's whole-row block, say). Switches: a
 module-level ``CUDNN_BENCHMARK = False`` (cuDNN's heuristic choice of a
 convolution's algorithm, or, on, the fastest of those it times on the first
 call), written by the team beside the line that applies it; a module-level
-``CUDA_GRAPH = False`` (torch.compile's written-out code: its calls replayed
-from a CUDA graph when on, ``inductor_seed.py``).
+``CUDA_GRAPH = False`` (every ModelNew the team writes: its forward replayed
+from a CUDA graph when on, ``cuda_graph_text.py``).
 """
 
 from __future__ import annotations
