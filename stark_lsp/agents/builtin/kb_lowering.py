@@ -14,6 +14,9 @@ there is nothing to tune. The Plan agent marks the ``ModelNew`` block with
   PyTorch calls, everything after them (elementwise chains, reductions,
   softmax, norms, pools, scans, losses) in as few Triton kernels as the
   schedule allows.
+* before those, for a forward that only runs the layers of a container the reader cannot see
+  (an MLP built in a loop, ``fusion.mlp``): each Linear with its activation one GEMM launch, planned
+  at run time (alone when the fused kernels refuse the model).
 
 Each comes at one of a few starting points (block sizes and warps: the
 defaults, then others, ``STARTS``; for a linear layer or matmul followed by
@@ -35,6 +38,8 @@ from stark_lsp.agents.builtin.kb_ast import NotRecognized, Unsupported
 from stark_lsp.agents.builtin.kb_attention import STARTS as ATTENTION_STARTS
 from stark_lsp.agents.builtin.kb_cross_entropy import STARTS as CROSS_ENTROPY_STARTS
 from stark_lsp.agents.builtin import fusion
+from stark_lsp.agents.builtin.fusion.mlp import STARTS as MLP_STARTS
+from stark_lsp.agents.builtin.fusion.mlp import is_mlp_instruction, read_mlp, render_mlp
 from stark_lsp.agents.builtin.cuda_graph_text import with_cuda_graph
 from stark_lsp.agents.builtin.kb_forward import Op, analyse, recognize
 from stark_lsp.agents.builtin.kb_matmul import STARTS as MATMUL_STARTS
@@ -123,16 +128,21 @@ def parse_start(instruction: str) -> dict[str, int]:
     return out
 
 
-def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
-    """(what to write, its description, its starting points) for a KernelBench source."""
+def _lowering(source: str) -> tuple[str, list[tuple[str, dict[str, int]]]]:
+    """(what to write, its starting points: (description, start) each) for a KernelBench source. A forward
+    that runs layers the reader cannot see (an MLP built in a loop, ``fusion.mlp``) has those starts first."""
     try:
         op = analyse(source)
-        return "template", op.describe(), STARTS[op.kind]
+        return "template", [(op.describe(), s) for s in STARTS[op.kind]]
     except NotRecognized as e:
         refused = e if isinstance(e, Unsupported) else None  # a template's own operation, in a variant it does not write
+    mlp = read_mlp(source)
+    mlp_starts = [(mlp.describe(), s) for s in MLP_STARTS] if mlp is not None else []
     try:
         fused = fusion.analyse(source)
     except NotRecognized as e:
+        if mlp_starts:
+            return "mlp", mlp_starts
         why = refused if refused is not None else e
         raise NothingNew(
             f"{NOTHING_NEW}: the built-in team cannot write this model in Triton: {why}. "
@@ -140,7 +150,7 @@ def _lowering(source: str) -> tuple[str, str, list[dict[str, int]]]:
     starts = list(STARTS["fused"])
     if fused.gemm_epilogue:
         starts.insert(2, {"gemm": 1})
-    return "fused", fused.describe(), starts
+    return "fused", mlp_starts + [(fused.describe(), s) for s in starts]
 
 
 def _instructions(ctx: AgentContext) -> list[str]:
@@ -157,13 +167,13 @@ def _instructions(ctx: AgentContext) -> list[str]:
         except NotRecognized as e:
             why_not_seed = f" (torch.compile's code could not be written out: {e})"
     try:
-        _, what, starts = _lowering(ctx.node_source)
+        _, starts = _lowering(ctx.node_source)
     except NothingNew as e:
         if seed:
             return seed
         raise NothingNew(f"{e}{why_not_seed}") from None
     order = [0] + random.Random(ctx.seed).sample(range(1, len(starts)), len(starts) - 1)
-    return seed + [instruction_for(what, starts[i]) for i in order]
+    return seed + [instruction_for(*starts[i]) for i in order]
 
 
 def plan_lowering(ctx: AgentContext, implemented: Callable[[str], str | None]) -> PlanResult:
@@ -201,6 +211,11 @@ def implement_lowering(marked_source: str, instruction: str = "", compiled: dict
         except NotRecognized as e:
             raise AgentError(f"cannot write torch.compile's code out: {e}") from e
     start = parse_start(instruction)
+    if is_mlp_instruction(instruction, PREFIX):
+        try:
+            return with_cuda_graph(apply_start(render_mlp(source), start))
+        except NotRecognized as e:
+            raise AgentError(f"cannot {PREFIX}: {e}") from e
     op: Op | None = recognize(source)
     if op is not None:
         return with_cuda_graph(apply_start(render(op), start))

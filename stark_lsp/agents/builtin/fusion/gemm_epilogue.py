@@ -38,7 +38,10 @@ def find_gemm_epilogue(graph: Graph) -> tuple[Lib, Value] | None:
     return lib, graph.outputs[0]
 
 
-def _kernel(n: int, acc_index: int, tree_lines: list[str], result: str, boolean: bool) -> str:
+def _kernel(n: int, acc_index: int, tree_lines: list[str], result: str, boolean: bool,
+            name: str = "_stark_gemm_epilogue", extra: str = "") -> str:
+    """The kernel's text: ``n`` epilogue operands (``acc_index``: the accumulator's), the tree's lines and
+    result; ``extra``: more parameters (``fusion.mlp``'s activation switch)."""
     loads = []
     for i in range(n):
         if i == acc_index:
@@ -54,7 +57,7 @@ def _kernel(n: int, acc_index: int, tree_lines: list[str], result: str, boolean:
     store = "y != 0.0" if boolean else "y.to(y_ptr.dtype.element_ty)"
     return f'''
 @triton.jit
-def _stark_gemm_epilogue(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, s_xm, s_xk, s_wn, s_wk, {ops}{modes}
+def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, s_xm, s_xk, s_wn, s_wk, {ops}{modes}{extra}
                          HAS_BIAS: tl.constexpr, CDT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr):
     # y = epilogue(x @ w.T + b), one tile per program, tiles in groups of GROUP_SIZE_M tile rows.
