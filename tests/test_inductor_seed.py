@@ -199,9 +199,10 @@ def test_the_team_starts_from_torch_compiles_code_then_its_own_starts():
 def test_a_model_the_team_cannot_read_still_gets_the_compilers_start():
     name = "23_Softmax"
     task = load_task(KB / "level1" / f"{name}.py")
+    # a branch on a tensor's values (the reader follows one on host values, such as x.dim(), since issue 22)
     src = task.root_source().replace("return torch.softmax(x, dim=1)",
-                                     "if x.dim() > 1:\n            return torch.softmax(x, dim=1)\n        return x")
-    assert "if x.dim()" in src
+                                     "if x.sum() > 0:\n            return torch.softmax(x, dim=1)\n        return x")
+    assert "if x.sum()" in src
     with pytest.raises(AgentError, match=NOTHING_NEW):  # the team's own reader refuses the `if`
         _attempt(_ctx(task, src, None))
     summary, seed = _attempt(_ctx(task, src, compiled(name)))
