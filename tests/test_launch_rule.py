@@ -88,3 +88,15 @@ def test_a_source_that_may_replay_a_cuda_graph_is_checked_with_the_profiler():
     seed = triton_only + "\n".join(switch_lines("CUDA_GRAPH")) + "\n\ng = torch.cuda.CUDAGraph()\n"
     assert not _profiled(seed)  # the team's switch off: no replay, the counter sees every launch
     assert _profiled(seed.replace("CUDA_GRAPH = False", "CUDA_GRAPH = True"))
+
+
+def test_a_team_candidate_with_its_graph_switch_off_is_not_flagged_for_the_graphs_stream():
+    """The built-in team's candidates carry the CUDA graph's runtime (a side stream for its warm-up): with the
+    switch off that stream is never made, and every candidate read 'source creates its own CUDA stream'."""
+    from stark_lsp.agents.builtin.cuda_graph_text import GRAPH
+    from stark_lsp.evaluate.judge.launch_rule import source_flags
+
+    off = f"CUDA_GRAPH = False\n\n{GRAPH}\n"
+    assert not any("stream" in f for f in source_flags(off))
+    assert any("own CUDA stream" in f for f in source_flags(off.replace("= False", "= True")))
+    assert any("own CUDA stream" in f for f in source_flags("s = torch.cuda.Stream()\n"))  # anyone else's

@@ -86,17 +86,25 @@ def missing_launches(source: str, defined: list[str], ran: set[str], reached: se
     return [] if any(k in ran for k in expected) else list(expected)
 
 
+STREAM = "creates its own CUDA stream"
 _SUSPICIOUS = [
-    (re.compile(r"\b(torch\.cuda\.Stream|cuda\.Stream|cudaStreamCreate\w*|cupy\.cuda\.Stream)\b"), "creates its own CUDA stream"),
+    (re.compile(r"\b(torch\.cuda\.Stream|cuda\.Stream|cudaStreamCreate\w*|cupy\.cuda\.Stream)\b"), STREAM),
     (re.compile(r"\b(threading|multiprocessing|concurrent\.futures)\b"), "uses threads or processes"),
     (re.compile(r"\b(gc\.get_objects|sys\._getframe|inspect\.stack)\b"), "inspects the interpreter's state"),
     (re.compile(r"\b(elapsed_time|perf_counter|Event\s*\.)"), "touches timing functions"),
 ]
 
 
+_GRAPH_OFF = re.compile(r"^CUDA_GRAPH\s*=\s*False\b", re.M)
+
+
 def source_flags(source: str) -> list[str]:
-    """Patterns worth a reviewer's look; dynamic checks decide pass or fail."""
-    flags = [f"source {why}" for pat, why in _SUSPICIOUS if pat.search(source)]
+    """Patterns worth a reviewer's look; dynamic checks decide pass or fail. The built-in team's candidates
+    carry a CUDA graph's runtime, whose warm-up runs on a stream of its own (``cuda_graph_text.py``): with
+    their switch off (``CUDA_GRAPH = False``) that stream is never made, and is not flagged. A reading of the
+    text like ``uses_cuda_graph``'s, so nothing rests on it: a flag only asks for a look."""
+    flags = [f"source {why}" for pat, why in _SUSPICIOUS
+             if pat.search(source) and not (why == STREAM and _GRAPH_OFF.search(source))]
     if re.search(r"^\s*except\b", source, re.M) and defined_kernel_names(source):
         flags.append("source has try/except around kernel code (possible fallback)")
     return flags
