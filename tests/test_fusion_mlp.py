@@ -145,6 +145,7 @@ def test_a_hooked_linear_and_a_linear_subclass_are_called_as_pytorch():
      "r = x\nfor layer in self.layers:\n    x = layer(x) + r\nreturn x"),
     ("self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])",
      "for i, layer in enumerate(self.layers):\n    x = layer(x)\nreturn x"),
+    ("", "return self.helper(x)"),  # not set in __init__ (a method, say): nothing to plan
 ])
 def test_forwards_the_mlp_start_leaves_alone(init, forward):
     assert read_mlp(model(init, forward, f"[{R}(4, 8)]")) is None
@@ -189,3 +190,26 @@ def test_the_team_plans_and_the_evaluator_accepts_an_mlp_built_in_a_loop(tmp_pat
     with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
         r = ev.evaluate(task, new, fast)
     assert r.status is Status.OK, r.summary() + "\n" + r.output[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_where_the_kernel_does_not_apply_pytorch_runs_the_layers():
+    """fp64 (not a dtype the kernel takes): PyTorch's own calls, bit for bit; a transposed (strided) fp32
+    input goes through the kernel; a width that is not the layer's raises PyTorch's own error."""
+    pytest.importorskip("triton")
+    import torch
+
+    init, fwd, inputs, init_inputs, _ = CASES["sequential_relu_last_plain"]
+    source = model(init, fwd, inputs, init_inputs)
+    what, start = _lowering(source)[1][0]
+    ns = _load(source + "\n\n" + implement_lowering(source + STUB, instruction_for(what, start)))
+    torch.manual_seed(0)
+    ref = ns["Model"](12, [20, 17], 6).eval()
+    torch.manual_seed(0)
+    new = ns["ModelNew"](12, [20, 17], 6).eval()
+    x = torch.randn(12, 5).t()
+    with torch.no_grad():
+        assert torch.allclose(ref(x), new(x), atol=1e-4, rtol=1e-4)
+        assert torch.equal(ref.double()(x.double()), new.double()(x.double()))
+        with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+            new.float()(torch.randn(5, 13))

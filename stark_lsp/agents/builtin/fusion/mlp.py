@@ -71,7 +71,7 @@ def _const(node: ast.expr) -> bool:
     try:
         ast.literal_eval(node)
         return True
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
 
 
@@ -96,7 +96,7 @@ class _Reader:
         if isinstance(node, ast.Name) and node.id in loop_vars:
             return node.id
         root = _self_root(node)
-        if root is None:
+        if root is None or root not in self.attrs:  # a method, or an attribute __init__ does not set
             raise _NotMlp
         self.form.containers.append(f"self.{root}")
         self.note(root)
@@ -179,7 +179,7 @@ class _Reader:
                 lines += self.chain(s.value, loop_vars)
                 lines.append(f"return _stark_mlp(self, _stark_items, {self.form.param})")
             elif isinstance(s, ast.For) and not s.orelse and isinstance(s.target, ast.Name) \
-                    and s.target.id != self.form.param and _self_root(s.iter) is not None:
+                    and s.target.id != self.form.param and _self_root(s.iter) in self.attrs:
                 self.form.containers.append(f"self.{_self_root(s.iter)}")
                 self.note(_self_root(s.iter))  # type: ignore[arg-type]
                 inner = self.statements(s.body, loop_vars + (s.target.id,), False)

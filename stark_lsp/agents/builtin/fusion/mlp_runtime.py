@@ -124,7 +124,7 @@ def _stark_linear(x, m, act, slope):
     w, b = m.weight, m.bias
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.dtype != w.dtype or x.device != w.device \
             or x.dtype not in (torch.float16, torch.bfloat16, torch.float32) or x.shape[-1] != w.shape[1] \
-            or b is not None and b.dtype != w.dtype or x.numel() == 0 or w.shape[0] == 0 \
+            or b is not None and (b.dtype != w.dtype or b.stride(0) != 1) or x.numel() == 0 or w.shape[0] == 0 \
             or x.device.type == "cpu" and not _STARK_INTERPRET:
         return None
     X = x.reshape(-1, x.shape[-1])
