@@ -439,10 +439,14 @@ class Search:
         options = retime_options(cfg.eval_options.pinned_baselines())
         runs: dict[int, list[EvalResult]] = {n.id: [] for n in leaders}
         roots: list[EvalResult | None] = []
+        # a KernelBench root is the reference itself: each evaluation's "× eager" is its "× your kernel"
+        # (retime.summarize), so the root is not timed again against itself
+        root_is_eager = root is not None and root.correct and root.is_reference_itself
+        timed_root = [root] if root is not None and root.correct and not root_is_eager else []
         self._emit(message=f"re-timing the top {len(leaders)} ({cfg.retime_rounds} rounds, in turn with your kernel)")
         try:
             for _ in range(cfg.retime_rounds):
-                for n in leaders + ([root] if root is not None and root.correct else []):
+                for n in leaders + timed_root:
                     if self._cancel.is_set():
                         return
                     with self._gate.shared():
@@ -451,14 +455,14 @@ class Search:
                         roots.append(r)
                     else:
                         runs[n.id].append(r)
-                if root is None or not root.correct:
+                if not timed_root:
                     roots.append(None)
         except Exception as e:  # the figures of the search stand; re-timing is a refinement
             self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}", lasting=True)
             return
         done = []
         for n in leaders:
-            figures = summarize(runs[n.id], roots)
+            figures = summarize(runs[n.id], roots, root_is_eager=root_is_eager)
             if figures is not None:
                 self._update(n.id, retimed=figures.to_dict())
                 done.append((figures, n))

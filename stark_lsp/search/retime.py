@@ -85,9 +85,13 @@ def _ok(r: EvalResult | None) -> bool:
     return r is not None and r.status is Status.OK and r.runtime is not None
 
 
-def summarize(candidate: list[EvalResult], root: list[EvalResult | None]) -> Retimed | None:
+def summarize(candidate: list[EvalResult], root: list[EvalResult | None],
+              root_is_eager: bool = False) -> Retimed | None:
     """The figures of one candidate from its re-timing rounds (``root[i]``: the root's evaluation of
-    round i, or None); None when no round timed it."""
+    round i, or None); None when no round timed it. ``root_is_eager``: the root is the KernelBench
+    reference itself, so "× your kernel" is "× eager", round by round (no root evaluation is needed:
+    dividing by the reference timed against itself would only add its noise, and the two figures of
+    one node would disagree)."""
     rounds = [(c, r) for c, r in zip(candidate, root + [None] * len(candidate)) if _ok(c)]
     if not rounds:
         return None
@@ -95,7 +99,8 @@ def summarize(candidate: list[EvalResult], root: list[EvalResult | None]) -> Ret
     # against the root of the same round, each through its own eager figure: on a GPU eager is one pinned
     # timing, so this is the root's time over the candidate's; on the CPU each evaluation times eager in turn
     # with itself (``judge.reference_in_turn``), so what the machine's load did between the two cancels
-    vs_root = [c.runtime.speedup / r.runtime.speedup for c, r in rounds if _ok(r) and r.runtime.speedup > 0]
+    vs_root = list(speeds) if root_is_eager else \
+        [c.runtime.speedup / r.runtime.speedup for c, r in rounds if _ok(r) and r.runtime.speedup > 0]
     compiled = [c.runtime.speedup_vs_compiled for c, _ in rounds if c.runtime.speedup_vs_compiled]
     return Retimed(
         rounds=len(rounds),
