@@ -213,3 +213,30 @@ def test_where_the_kernel_does_not_apply_pytorch_runs_the_layers():
         assert torch.equal(ref.double()(x.double()), new.double()(x.double()))
         with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
             new.float()(torch.randn(5, 13))
+
+
+@pytest.mark.timeout(600)
+def test_with_the_cuda_graph_switch_on_the_planned_forward_is_captured_once_and_replayed(monkeypatch):
+    """The CUDA_GRAPH switch (cuda_graph_text) over the run-time plan, against test_cuda_graph_switch's CPU
+    stand-in for torch.cuda's graph API: the plan is made on the call that captures, then replayed."""
+    pytest.importorskip("triton")
+    import torch
+    from test_cuda_graph_switch import _StandIn, _switched
+
+    source = model(SEQUENTIAL_INIT.format(act="nn.Tanh()"), "return self.network(x)", f"[{R}(4, 10)]",
+                   "[10, [16], 3]")
+    what, start = _lowering(source)[1][0]
+    ns = _load(source + "\n\n" + _switched(implement_lowering(source + STUB, instruction_for(what, start)), True))
+    stand_in = _StandIn()
+    stand_in.install(monkeypatch, ns)
+    torch.manual_seed(0)
+    ref = ns["Model"](10, [16], 3).eval()
+    torch.manual_seed(0)
+    new = ns["ModelNew"](10, [16], 3).eval()
+    stand_in.model = new
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 10)
+            assert torch.allclose(new(x), ref(x), atol=1e-4, rtol=1e-4)
+    assert len(stand_in.graphs) == 1 and stand_in.graphs[0].replays == 3
+    assert [act for _, act, _, _ in new.__dict__["_stark_mlp_plan"][1]] == [4, 0]
