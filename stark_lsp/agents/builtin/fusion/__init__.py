@@ -9,7 +9,10 @@ that replaces ``class ModelNew(Model): pass``: the runtime helpers
 layers, matmuls, anything the team does not write) as PyTorch calls and runs
 everything else in as few kernels as the schedule allows.
 ``gemm_epilogue`` offers, for a linear layer or matmul followed by elementwise
-operations, a Triton matmul that applies them before its store.
+operations, a Triton matmul that applies them before its store; ``mlp``, for a
+forward that only runs the layers of a container the reader cannot see (an MLP
+built in a loop), a ModelNew that plans those layers at run time, each Linear
+with its activation one launch of that matmul.
 
 A forward that branches on host values (``if self.use_bias:``) is read once
 per outcome and the generated forward chooses on the host (``control``); loops
