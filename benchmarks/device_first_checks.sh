@@ -5,7 +5,8 @@
 #   1. the judge's GPU tests of session 27's review (a load_inline source under the gate, the launch
 #      rule's profiler names) and a real load_inline evaluation;
 #   2. the CUDA-graph move on launch-bound models (benchmarks/launch_bound/, compiled_seed.py --graph);
-#   3. the root against eager on an idle GPU with the candidate sandbox as usual and with
+#   3. session 28's new templates and switches through their tests on the GPU;
+#   4. the root against eager on an idle GPU with the candidate sandbox as usual and with
 #      STARK_SANDBOX=none (is the 1.6 % the sandbox's?), one round each, on three level-2 tasks.
 # Wheels the machine lacks are installed from .whl/ when it is there (carry [".whl"]).
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -19,6 +20,10 @@ timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_evaluator
 timeout 90 python3 -m stark_lsp eval samples/kernelbench/relu.py samples/kernelbench/relu_inline_new.py > "$O/inline.txt" 2>&1
 timeout 150 python3 benchmarks/compiled_seed.py --graph --json "$O/launch_bound.json" benchmarks/launch_bound/*.py \
   > "$O/launch_bound.txt" 2>&1
+# the templates and switches written on the CPU in session 28 (attention, cross-entropy, the MLP start, the
+# CUDA-graph switch of the team's own candidates): their tests on the GPU
+timeout 150 python3 -m pytest -q -p no:cacheprovider -x tests/test_cuda_graph_switch.py tests/test_fusion_mlp.py \
+  tests/test_kb_attention.py > "$O/new_templates.txt" 2>&1
 L2=benchmarks/kernelbench/level2
 for mode in sandbox none; do
   if [ $mode = none ]; then export STARK_SANDBOX=none; fi
@@ -27,4 +32,4 @@ for mode in sandbox none; do
 done
 unset STARK_SANDBOX
 tail -3 "$O/review27.txt"; grep -E "speedup|verdict|status" "$O/inline.txt" | head -3; tail -6 "$O/launch_bound.txt"
-tail -2 "$O/bias_sandbox.txt" "$O/bias_none.txt"
+tail -2 "$O/new_templates.txt" "$O/bias_sandbox.txt" "$O/bias_none.txt"
