@@ -33,7 +33,8 @@ _STATUS = re.compile(r'^STATUS = "(\w+)"$', re.M)
 
 def fake_source(speed: float = 1.0, status: str = "ok", body: str = "") -> str:
     return (f'# a fake kernel\n{body}SPEED = {speed}\nSTATUS = "{status}"\n\nimport triton\n\n\n'
-            f'@triton.jit\ndef entry_kernel(x):\n    pass\n\n\ndef get_inputs():\n    return []\n')
+            f'@triton.jit\ndef entry_kernel(x):\n    pass\n\n\ndef get_inputs():\n    return []\n\n\n'
+            f'def reference():\n    return []\n\n\nENTRY = "entry_kernel"\n')  # a task stark's checks accept
 
 
 def make_fake_task(directory: Path, speed: float = 1.0, status: str = "ok", name: str = "k") -> TaskSpec:

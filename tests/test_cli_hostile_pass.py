@@ -207,3 +207,21 @@ def test_optimize_checks_a_harness_named_by_hand_as_eval_does(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert code == exit_codes.USAGE, err
     assert "defines no entry function 'swish_add'" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_optimize_refuses_an_entry_the_kernel_does_not_define_as_eval_does(tmp_path, capsys, monkeypatch):
+    """A harness whose ENTRY the kernel does not define: stark eval refused it (exit 2), while stark optimize
+    spent its budget on Debug attempts and exited 3. Both now refuse it in one line, before anything runs."""
+    from stark_lsp.commands import optimize_cmd
+
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.py", tmp_path / "swish_add.py")
+    harness = (SAMPLES / "mistuned" / "swish_add.harness.py").read_text()
+    (tmp_path / "swish_add.harness.py").write_text(harness.replace('ENTRY = "swish_add"', 'ENTRY = "nosuch"'))
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda *a, **k: pytest.fail("nothing may run"))
+    for argv in (["eval", str(tmp_path / "swish_add.py")],
+                 ["optimize", str(tmp_path / "swish_add.py"), "--budget", "1"]):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == exit_codes.USAGE, (argv, err)
+        assert "defines no entry function 'nosuch'" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / ".stark").exists()

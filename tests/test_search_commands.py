@@ -313,12 +313,13 @@ def test_a_changed_harness_starts_a_new_tree_and_never_says_the_old_one_is_spent
     and a new one searched, so no "already spent" notice comes first (issue 24, item 12)."""
     root, task = ws
     harness = task.path.with_name("k.harness.py")
-    harness.write_text("# the harness\n")
+    harness_text = 'ENTRY = "entry_kernel"\n\n\ndef reference():\n    return []\n\n\ndef get_inputs():\n    return []\n'
+    harness.write_text(harness_text)  # a harness stark's checks accept
     cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
     capsys.readouterr()
     cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])  # nothing changed: spent
     assert "already spent a budget of 1 (2 attempts)" in capsys.readouterr().err
-    harness.write_text("# the harness, edited\n")
+    harness.write_text(harness_text + "# edited\n")
     cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
     err = capsys.readouterr().err
     assert "the harness changed since the stored tree began" in err and "starting a new one" in err

@@ -157,12 +157,14 @@ def run(args: argparse.Namespace) -> int:
     from stark_lsp.search.tree_store import store_path
 
     task = refusal.load_task_or_refuse(args.task, args.harness)
-    if args.harness:  # a harness named by hand is checked against the kernel as stark eval checks it (a
-        from stark_lsp.bench.checks import check_task  # KernelBench file given a Triton harness ran as Triton)
+    # the task's files are checked as stark eval checks them, before anything runs: a harness named by hand
+    # (a KernelBench file given a Triton harness ran as Triton), an ENTRY the kernel does not define, a
+    # harness calling a launcher the kernel lacks (each spent the budget on Debug attempts, then exit 3)
+    from stark_lsp.bench.checks import check_task
 
-        problems = check_task(task)
-        if problems:
-            raise refusal.Refusal("; ".join(problems))
+    problems = check_task(task)
+    if problems:
+        raise refusal.Refusal("; ".join(problems))
     try:
         make_policy(args.policy, epsilon=args.epsilon, n_root=args.n_root, n_child=args.n_child)  # check first
         args.cluster = parse_cluster(getattr(args, "cluster", None))
