@@ -16,6 +16,17 @@ def positive_int(text: str) -> int:
     return n
 
 
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (counts where 0 means none: --leaderboard, --profile-top)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
 def add_sandbox_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run candidates without the sandbox (no network/PID/filesystem isolation); needed to run "

@@ -17,7 +17,8 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
+from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
+                                         positive_int, url)
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.commands.llm_args import add_llm_arguments, token_budget
@@ -40,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-child", type=int, default=3,
                    help="stark: most children of a node other than the root; one whose children all failed "
                         "is pruned (default 3)")
-    p.add_argument("--leaderboard", type=int, default=5, help="top nodes shown to the Plan agent (default 5)")
+    p.add_argument("--leaderboard", type=non_negative_int, default=5, help="top nodes shown to the Plan agent (default 5)")
     p.add_argument("--llm", default="builtin", choices=["builtin", "openai"],
                    help="the agents: built-in heuristics, or an OpenAI-compatible endpoint "
                         "(key in STARK_API_KEY, else OPENAI_API_KEY)")
@@ -65,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="start a new tree; the old one is archived, never deleted (stark show TASK --archived)")
     p.add_argument("--out", help="where to write the best kernel (default: <stem>.best<suffix> beside the task); "
                                  "written only when a verified candidate beats your kernel")
-    p.add_argument("--profile-top", type=int, default=0, metavar="K",
+    p.add_argument("--profile-top", type=non_negative_int, default=0, metavar="K",
                    help="profile the top K correct kernels with Nsight Compute (ncu) in the background and show "
                         "the figures to the Plan agent (default 0: off; needs ncu and a GPU)")
     add_screen_argument(p)
