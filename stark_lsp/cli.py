@@ -47,9 +47,17 @@ def _available() -> dict[str, object]:
 EXIT_CODES_HELP = exit_codes.help_text()
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag is one line naming it and where the flags are listed (argparse's own error printed the
+    whole usage first: 20 lines for stark optimize, the error last); exit ``USAGE`` as before."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(exit_codes.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stark", description="STARK-LSP: agents that make GPU kernels faster.",
-                                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="stark", description="STARK-LSP: agents that make GPU kernels faster.",
+                           epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the full traceback of an unexpected error (also STARK_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -239,3 +239,17 @@ def test_a_negative_count_is_refused_up_front_not_silently_taken(tmp_path, capsy
         cli.main(["optimize", str(tmp_path / "swish_add.py"), flag, "-1"])
     assert e.value.code == exit_codes.USAGE
     assert f"argument {flag}: must be 0 or more, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["optimize", "k.py", "--budget", "0"], "stark optimize: error: argument --budget: must be at least 1, got 0"),
+    (["eval"], "stark eval: error: the following arguments are required: task"),
+    (["frob"], "stark: error: argument COMMAND: invalid choice: 'frob'"),
+])
+def test_a_bad_flag_is_one_line_not_the_whole_usage_first(capsys, argv, words):
+    """argparse printed the whole usage (20 lines for stark optimize) before the error: one line now."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(words) and "--help" in err and "usage:" not in err, err
