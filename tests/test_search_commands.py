@@ -449,3 +449,23 @@ def test_one_attempt_is_said_as_one(ws, capsys):
     assert "a budget of 1 (1 attempt): nothing new" in capsys.readouterr().err
     assert cli.main(["show", str(task.path)]) == 0
     assert ": 1 attempt, " in capsys.readouterr().out
+
+
+def test_show_of_a_node_of_another_tree_lists_this_trees_ids_with_their_gaps(ws, capsys):
+    """Two tasks in one store: a tree's ids have gaps; 'nodes: 1..9' named ids of the other tree."""
+    root, task = ws
+    other = make_fake_task(task.path.parent, name="k2")
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    cli.main(["optimize", str(other.path), "--budget", "1", "--concurrency", "1"])
+    cli.main(["optimize", str(task.path), "--budget", "2", "--concurrency", "1"])
+    capsys.readouterr()
+    assert cli.main(["show", str(task.path), "--json"]) == 0
+    mine = [n["id"] for n in json.loads(capsys.readouterr().out)["nodes"]]
+    assert cli.main(["show", str(other.path), "--json"]) == 0
+    theirs = [n["id"] for n in json.loads(capsys.readouterr().out)["nodes"]]
+    gap = next(i for i in theirs if min(mine) < i < max(mine))
+    assert cli.main(["show", str(task.path), "--node", str(gap)]) == 2
+    err = capsys.readouterr().err
+    listed = re.search(r"\(nodes: (.*)\)$", err.strip()).group(1)
+    shown = {i for part in listed.split(", ") for a, _, b in [part.partition("-")] for i in range(int(a), int(b or a) + 1)}
+    assert shown == set(mine) and gap not in shown, err

@@ -137,6 +137,18 @@ def list_archived(task: Any, store: Any) -> int:
     return exit_codes.OK
 
 
+def id_ranges(ids: list[int]) -> str:
+    """``1-5, 22-36``: a tree's node ids, which have gaps where the store holds other trees' nodes
+    ("1..36" named #8, which is not in the tree); ``none`` for no ids."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in runs) or "none"
+
+
 def show_node(args: argparse.Namespace, view: Any) -> int:
     from stark_lsp.redaction import redact
     from stark_lsp.safe_text import for_terminal
@@ -144,8 +156,7 @@ def show_node(args: argparse.Namespace, view: Any) -> int:
 
     nodes, node, root = view.nodes, view.get(args.node), view.root
     if node is None:
-        ids = f"{nodes[0].id}..{nodes[-1].id}" if nodes else "none"
-        raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {ids})")
+        raise refusal.Refusal(f"no node #{args.node} in this tree (nodes: {id_ranges([n.id for n in nodes])})")
     if args.json:
         d = node_dict(node, with_source=args.sources, root=root)
         if args.transcript:
