@@ -253,3 +253,16 @@ def test_a_bad_flag_is_one_line_not_the_whole_usage_first(capsys, argv, words):
     assert e.value.code == exit_codes.USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(words) and "--help" in err and "usage:" not in err, err
+
+
+def test_a_long_failing_line_is_shown_cut_with_a_mark_not_as_if_whole(tmp_path, capsys, monkeypatch):
+    """The harness template's own reference line, 92 characters, was shown as '...in this har)'."""
+    monkeypatch.setenv("STARK_SMALL", "1")
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.py", tmp_path / "swish_add.py")
+    harness = (SAMPLES / "mistuned" / "swish_add.harness.py").read_text()
+    long_line = '    raise NotImplementedError("write the PyTorch reference for swish_add in this harness, please")'
+    (tmp_path / "swish_add.harness.py").write_text(
+        harness.replace("    return x * torch.sigmoid(x) + y", long_line))
+    assert cli.main(["eval", str(tmp_path / "swish_add.py")]) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert 'line 15: raise NotImplementedError("write the PyTorch reference for swish_add in this ha…)' in err, err

@@ -38,6 +38,12 @@ class HarnessError(RuntimeError):
     """The task itself is broken (not the candidate's fault)."""
 
 
+def _clip(line: str | None, width: int = 80) -> str:
+    """A source line for a one-line message, marked where it was cut (a cut line read as the whole one)."""
+    text = (line or "").strip()
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def task_code_failure(what: str, e: BaseException, spec: TaskSpec, fn: Any = None, inputs: int | None = None) -> str:
     """``{what} raised TypeError: ... (foo.harness.py, line 12: return x[3])``: the deepest frame in the
     task's own files (the harness or the KernelBench file), so the message points at the user's code, never
@@ -51,9 +57,9 @@ def task_code_failure(what: str, e: BaseException, spec: TaskSpec, fn: Any = Non
     where = ""
     for frame in traceback.extract_tb(e.__traceback__):
         if frame.filename in files:
-            where = f" ({Path(frame.filename).name}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+            where = f" ({Path(frame.filename).name}, line {frame.lineno}: {_clip(frame.line)})"
     if not where and isinstance(e, SyntaxError) and e.filename in files and e.lineno:  # no frame of its own
-        where = f" ({Path(e.filename).name}, line {e.lineno}: {(e.text or '').strip()[:80]})"
+        where = f" ({Path(e.filename).name}, line {e.lineno}: {_clip(e.text)})"
     code = getattr(getattr(fn, "forward", fn), "__code__", None)
     if not where and code is not None and code.co_filename in files:
         given = f"; get_inputs() gives {inputs} input{'s' if inputs != 1 else ''}" if inputs is not None else ""
