@@ -266,3 +266,19 @@ def test_a_long_failing_line_is_shown_cut_with_a_mark_not_as_if_whole(tmp_path, 
     assert cli.main(["eval", str(tmp_path / "swish_add.py")]) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert 'line 15: raise NotImplementedError("write the PyTorch reference for swish_add in this ha…)' in err, err
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc here")
+def test_a_cache_dir_no_one_can_make_is_refused_not_a_bug(tmp_path, capsys, monkeypatch):
+    """STARK_CACHE_DIR=/proc/x: /proc may be written by root (os.access), but no folder can be made there;
+    exit 70 (the evaluator's mkdir: FileNotFoundError), now exit 2 in one line."""
+    for name in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / name, tmp_path / name)
+    monkeypatch.setenv("STARK_SMALL", "1")
+    monkeypatch.setenv("STARK_CACHE_DIR", "/proc/stark-cache-test")
+    task = str(tmp_path / "swish_add.py")
+    for argv in (["eval", task], ["optimize", task, "--budget", "1"], ["bench", task, "--budget", "1"]):
+        assert cli.main(argv) == exit_codes.USAGE, argv
+        err = capsys.readouterr().err
+        assert "$STARK_CACHE_DIR /proc/stark-cache-test is not" in err and "give --cache-dir DIR" in err, err
+        assert err.count("\n") == 1 and "internal error" not in err, err

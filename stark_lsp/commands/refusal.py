@@ -98,9 +98,35 @@ def require_writable_cache(cache_dir: str | None) -> None:
                                             else "the cache folder")
     if folder.exists() and not folder.is_dir():
         raise Refusal(f"{what} {folder} is a file, not a folder: give --cache-dir DIR, a folder you can write")
-    if not writable_folder(folder):
-        raise Refusal(f"{what} {folder} is not writable (builds and candidates are cached there): give "
+    why = "" if writable_folder(folder) else "not writable"
+    why = why or cannot_make(folder)
+    if why:
+        raise Refusal(f"{what} {folder} is {why} (builds and candidates are cached there): give "
                       f"--cache-dir DIR, a folder you can write")
+
+
+def cannot_make(folder: Path) -> str:
+    """Why ``folder`` cannot be made, or "" when it exists or can be (what was made to find out is removed
+    again): a writable ancestor is not enough where the file system refuses (``/proc/x``: exit 70 was a
+    FileNotFoundError of the evaluator's mkdir)."""
+    folder = Path(folder).absolute()
+    made: list[Path] = []
+    p = folder
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    if not made:
+        return ""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"not a folder that can be made ({e.strerror or e})"
+    for m in made:  # deepest first
+        try:
+            m.rmdir()
+        except OSError:
+            break
+    return ""
 
 
 def write_file(path: Path, text: str, option: str = "-o") -> None:
