@@ -282,3 +282,26 @@ def test_a_cache_dir_no_one_can_make_is_refused_not_a_bug(tmp_path, capsys, monk
         err = capsys.readouterr().err
         assert "$STARK_CACHE_DIR /proc/stark-cache-test is not" in err and "give --cache-dir DIR" in err, err
         assert err.count("\n") == 1 and "internal error" not in err, err
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc here")
+def test_an_output_where_no_file_can_be_made_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """Root may write /proc by os.access, but no file can be made there: optimize --out ran the search and
+    then exited 2 at the write; bench --out and serve --log-file exited 70 (FileNotFoundError)."""
+    from stark_lsp.commands import optimize_cmd
+
+    for name in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / name, tmp_path / name)
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.setenv("STARK_CACHE_DIR", str(tmp_path / "cache"))
+    task = str(tmp_path / "swish_add.py")
+    cases = [(["optimize", task, "--budget", "1", "--out", "/proc/x.py"], "the folder /proc is not writable"),
+             (["bench", task, "--budget", "1", "--out", "/proc/bench"], "--out /proc/bench is not"),
+             (["bench", task, "--budget", "1", "--out", str(tmp_path / "a_file")], "is a file, not a folder"),
+             (["serve", "--log-file", "/proc/x.log"], "the folder /proc is not writable")]
+    for argv, words in cases:
+        assert cli.main(argv) == exit_codes.USAGE, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "internal error" not in err, err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / ".stark").exists()

@@ -321,6 +321,7 @@ def run(args: argparse.Namespace) -> int:
         return exit_codes.USAGE
     refusal.require_evaluator_modules(next((t for t in tasks if t.kind == "triton"), tasks[0]))
     refusal.require_writable_cache(getattr(args, "cache_dir", None))
+    refusal.require_writable_folder(out, "--out", "--out DIR")  # the report's folder: before any run
     if small:
         os.environ["STARK_SMALL"] = "1"  # the evaluator's workers inherit it
     elif args.shapes == "full":

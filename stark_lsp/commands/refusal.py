@@ -73,10 +73,27 @@ def output_file(path: str, option: str = "-o", example: str = "best.py") -> Path
     parent = p.parent
     if not parent.is_dir():
         raise Refusal(f"{option} {path}: the folder {parent} does not exist: create it first (mkdir -p {parent})")
-    if not os.access(parent, os.W_OK):
+    if not os.access(parent, os.W_OK) or not can_create_in(parent):
         raise Refusal(f"{option} {path}: the folder {parent} is not writable: give {option} a file in a folder "
                       f"you can write")
     return p
+
+
+def can_create_in(folder: Path) -> bool:
+    """A file can be made in ``folder`` (one is made and removed): ``os.access`` says yes to root where the
+    file system says no (``/proc``: the file was refused only once the search had run)."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".stark-probe-")
+    except OSError:
+        return False
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    return True
 
 
 def writable_folder(folder: Path) -> bool:
@@ -96,13 +113,18 @@ def require_writable_cache(cache_dir: str | None) -> None:
     folder = Path(cache_dir) if cache_dir else default_cache_dir()
     what = "--cache-dir" if cache_dir else ("$STARK_CACHE_DIR" if os.environ.get("STARK_CACHE_DIR")
                                             else "the cache folder")
+    require_writable_folder(folder, what, "--cache-dir DIR", " (builds and candidates are cached there)")
+
+
+def require_writable_folder(folder: Path, what: str, fix: str, why_needed: str = "") -> None:
+    """A folder a command will write into (made if missing): a file there, a folder we may not write, or one
+    that cannot be made is refused in one line naming ``fix`` (the flag that gives another)."""
     if folder.exists() and not folder.is_dir():
-        raise Refusal(f"{what} {folder} is a file, not a folder: give --cache-dir DIR, a folder you can write")
+        raise Refusal(f"{what} {folder} is a file, not a folder: give {fix}, a folder you can write")
     why = "" if writable_folder(folder) else "not writable"
     why = why or cannot_make(folder)
     if why:
-        raise Refusal(f"{what} {folder} is {why} (builds and candidates are cached there): give "
-                      f"--cache-dir DIR, a folder you can write")
+        raise Refusal(f"{what} {folder} is {why}{why_needed}: give {fix}, a folder you can write")
 
 
 def cannot_make(folder: Path) -> str:
