@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "1 on the CPU)")
     p.add_argument("--gpus", help="share the tasks out over these GPUs, e.g. 0,1,2,3 or 'all': one evaluator per "
                                   "GPU; every run of a task stays on one GPU (default: one evaluator, GPU 0)")
-    p.add_argument("--wall-time", type=positive_float, help="per run: stop starting attempts after this many seconds")
+    p.add_argument("--wall-time", type=positive_float, help="per run: stop the search after this many seconds (attempts in flight "
+                        "are stopped), then re-time its leaders")
     p.add_argument("--trials", type=positive_int, default=5,
                    help="correctness trials per evaluation (default 5); they count against each evaluation's time "
                         "limit (120 s for a candidate): too many time the evaluation out, saying how many ran")

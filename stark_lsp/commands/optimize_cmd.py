@@ -58,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="attempts in flight at once (default 2; with --cluster, one more than the actors; with a "
                         "server that says its slots, such as llama.cpp's, one more than those)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--wall-time", type=positive_float, help="stop starting attempts after this many seconds")
+    p.add_argument("--wall-time", type=positive_float, help="stop the search after this many seconds: attempts in flight are stopped (redone on resume), "
+                        "then the leaders are re-timed, which takes longer")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
                    help="auto: the GPU when there is one, else the CPU (Triton interpreter); cuda needs a GPU")
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
