@@ -469,3 +469,17 @@ def test_show_of_a_node_of_another_tree_lists_this_trees_ids_with_their_gaps(ws,
     listed = re.search(r"\(nodes: (.*)\)$", err.strip()).group(1)
     shown = {i for part in listed.split(", ") for a, _, b in [part.partition("-")] for i in range(int(a), int(b or a) + 1)}
     assert shown == set(mine) and gap not in shown, err
+
+
+def test_show_of_a_tree_kept_in_another_store_names_the_store_flag(ws, capsys):
+    """optimize --store DIR, then show without it: 'run optimize first' alone sent the user to search again."""
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1", "--store", str(root / "elsewhere")])
+    other = make_fake_task(task.path.parent, name="k2")  # the workspace's own store exists, without k's tree
+    cli.main(["optimize", str(other.path), "--budget", "1", "--concurrency", "1"])
+    capsys.readouterr()
+    for command in (["show", str(task.path)], ["export", str(task.path), "best"]):
+        assert cli.main(command) == 2
+        err = capsys.readouterr().err
+        assert "no search tree for k.py" in err and "--store DIR" in err and err.count("\n") == 1, err
+    assert cli.main(["show", str(task.path), "--store", str(root / "elsewhere")]) == 0

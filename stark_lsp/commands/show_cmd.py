@@ -53,7 +53,8 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
         raise refusal.Refusal(str(e)) from None
     if not store.has_tree(task.task_id()) and not archived_ids(store, task.task_id()):
         store.close()
-        raise refusal.Refusal(f"no search tree for {task.path.name} in {path}: run 'stark optimize {args.task}' first")
+        raise refusal.Refusal(f"no search tree for {task.path.name} in {path}: run 'stark optimize {args.task}' first"
+                              + ("" if args.store else " (or give --store DIR if the search used one)"))
     return task, store
 
 
