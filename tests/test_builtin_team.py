@@ -167,7 +167,7 @@ def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
     assert NOTHING_NEW in str(e.value)  # the same answer every time: the search does not ask again
     assert isinstance(e.value, NothingNew)  # said as data: the node is marked, not matched by its text
     ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
-    with pytest.raises(AgentError, match="root source is not in the context"):
+    with pytest.raises(NothingNew, match="this failure is your kernel's own"):  # free: nothing to revert to
         make_builtin_team().debugger.debug(ctx)
 
 

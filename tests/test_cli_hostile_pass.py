@@ -305,3 +305,22 @@ def test_an_output_where_no_file_can_be_made_is_refused_before_anything_runs(tmp
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1 and "internal error" not in err, err
     assert not (tmp_path / "cache").exists() and not (tmp_path / ".stark").exists()
+
+
+def test_the_builtin_team_spends_no_budget_on_a_failure_of_your_kernel_itself(tmp_path, capsys, monkeypatch):
+    """A harness whose run() calls the entry with one input too few: the built-in Debug agent has nothing to
+    revert to, and refused once per attempt ('the root source is not in the context'): 30 failed attempts
+    for --budget 30. Its refusal is 'nothing new' now: free, and the search stops at once."""
+    monkeypatch.setenv("STARK_SMALL", "1")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.py", tmp_path / "swish_add.py")
+    harness = (SAMPLES / "mistuned" / "swish_add.harness.py").read_text()
+    (tmp_path / "swish_add.harness.py").write_text(
+        harness.replace('ENTRY = "swish_add"', "def run(mod, x, y):\n    return mod.swish_add(x)"))
+    code = cli.main(["optimize", "swish_add.py", "--budget", "30", "--concurrency", "1"])
+    out, err = capsys.readouterr()
+    assert code == exit_codes.NO_IMPROVEMENT, out + err
+    assert "your kernel fails the evaluation" in out and "this failure is your kernel's own" in out, out
+    assert "root source is not in the context" not in out and "budget spent" not in err, out + err
+    assert out.count(" debug ") <= 2, out

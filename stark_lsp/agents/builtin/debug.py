@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from stark_lsp.agents.base import AgentContext, AgentError, DebugResult, NothingNew
+from stark_lsp.agents.base import AgentContext, DebugResult, NothingNew
 from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, status_part
 from stark_lsp.agents.builtin.instructions import format_instruction
 from stark_lsp.agents.builtin.tunable import Tunable, Value
@@ -102,8 +102,11 @@ class BuiltinDebugger:
 
     def _revert(self, ctx: AgentContext, tunables: list[Tunable]) -> DebugResult:
         root = _root_source(ctx)
-        if root is None:
-            raise AgentError("the built-in team cannot repair this failure: the root source is not in the context")
+        if root is None:  # the failing node is your kernel itself (the window leaves the root out), or no root
+            # is in the context: there is nothing to revert to, now or on the next attempt (free: NothingNew)
+            raise NothingNew(f"{NOTHING_NEW}: the built-in team repairs a candidate by reverting its changes towards "
+                             f"your kernel, and this failure is your kernel's own: fix it (stark eval shows the "
+                             f"error), or give an LLM team (--llm openai)")
         lang = ctx.task.language
         root_cfg = config_of(find_tunables(root, lang))
         node_cfg = config_of(tunables)
