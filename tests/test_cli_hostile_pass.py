@@ -324,3 +324,18 @@ def test_the_builtin_team_spends_no_budget_on_a_failure_of_your_kernel_itself(tm
     assert "your kernel fails the evaluation" in out and "this failure is your kernel's own" in out, out
     assert "root source is not in the context" not in out and "budget spent" not in err, out + err
     assert out.count(" debug ") <= 2, out
+
+
+def test_a_candidate_in_the_other_language_is_refused_not_judged(tmp_path, capsys, monkeypatch):
+    """A .cu candidate for a Triton task was judged as Python ('COMPILE_ERROR - SyntaxError: invalid decimal
+    literal', exit 1); a .py one for a CUDA task as CUDA. Refused in one line, nothing run."""
+    for f in ("mistuned/swish_add.py", "mistuned/swish_add.harness.py", "cuda/bias_gelu.cu",
+              "cuda/bias_gelu.harness.py", "kernelbench/relu.py"):
+        shutil.copy(SAMPLES / f, tmp_path / Path(f).name)
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", lambda *a, **k: pytest.fail("nothing may run"))
+    for task, cand, words in (("swish_add.py", "bias_gelu.cu", "is a CUDA file, and swish_add.py is a Triton task"),
+                              ("relu.py", "bias_gelu.cu", "and relu.py is a KernelBench task: give a .py candidate"),
+                              ("bias_gelu.cu", "swish_add.py", "is a Python file, and bias_gelu.cu is a CUDA task")):
+        assert cli.main(["eval", str(tmp_path / task), str(tmp_path / cand)]) == exit_codes.USAGE
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err

@@ -66,6 +66,21 @@ def evaluator_from_args(args: argparse.Namespace, warm_for: Any = None) -> Any:
                      sandbox="off" if getattr(args, "unsafe_no_sandbox", False) else "auto", warm_for=warm_for)
 
 
+def refuse_other_language(task: Any, candidate: str) -> None:
+    """A candidate in the other language than the task's, by its name: a .cu file given for a Triton or
+    KernelBench task was judged as Python ('COMPILE_ERROR - SyntaxError: invalid decimal literal', exit 1);
+    a .py file for a CUDA task as CUDA. A name with neither suffix (a pipe) is judged as given."""
+    suffix = Path(candidate).suffix.lower()
+    cuda_file, py_file = suffix in (".cu", ".cuh"), suffix == ".py"
+    if task.kind == "cuda" and py_file:
+        raise refusal.Refusal(f"candidate {candidate} is a Python file, and {task.path.name} is a CUDA task: "
+                              f"give a .cu candidate")
+    if task.kind != "cuda" and cuda_file:
+        raise refusal.Refusal(f"candidate {candidate} is a CUDA file, and {task.path.name} is a "
+                              f"{ {'kernelbench': 'KernelBench'}.get(task.kind, 'Triton')} task: "
+                              f"give a .py candidate")
+
+
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.bench.checks import check_task
     from stark_lsp.evaluate.options import EvalOptions
@@ -76,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.candidate is not None and Path(args.candidate).resolve() == Path(task.path).resolve():
         args.candidate = None  # the task file given as its own candidate: the same as none (a KernelBench
         # file has no ModelNew to judge; its Model is timed against itself)
+    if args.candidate is not None:
+        refuse_other_language(task, args.candidate)
     source = task.root_source() if args.candidate is None else refusal.read_candidate(args.candidate)
     shown = args.candidate or args.task  # the name the user gave: every message uses it
     problems = check_task(task, kernel_source=None if args.candidate is None else source,
