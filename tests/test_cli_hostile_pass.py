@@ -339,3 +339,24 @@ def test_a_candidate_in_the_other_language_is_refused_not_judged(tmp_path, capsy
         assert cli.main(["eval", str(tmp_path / task), str(tmp_path / cand)]) == exit_codes.USAGE
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err
+
+
+def test_export_refuses_to_write_a_node_over_the_harness(tmp_path, capsys, monkeypatch):
+    """`stark export TASK 1 -o TASK.harness.py` wrote the kernel over the harness, exit 0 (optimize --out refused
+    it): no tree keeps a harness, so it was lost."""
+    from fakes import FakeEvaluator, FakeTeam, make_fake_task
+    from stark_lsp.commands import optimize_cmd
+
+    (tmp_path / ".git").mkdir()
+    task = make_fake_task(tmp_path)
+    harness = tmp_path / "k.harness.py"
+    harness.write_text('ENTRY = "entry_kernel"\n\n\ndef reference():\n    return []\n\n\ndef get_inputs():\n    return []\n')
+    before = harness.read_text()
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam())
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    capsys.readouterr()
+    assert cli.main(["export", str(task.path), "1", "-o", str(harness)]) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "is the task's harness: name another file" in err and err.count("\n") == 1, err
+    assert harness.read_text() == before

@@ -32,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
     if args.node != "best" and not args.node.isdigit():
         raise refusal.Refusal(f"NODE_ID {args.node!r}: expected a node number (see 'stark show {args.task}') or 'best'")
     task, store = open_tree(args, "export")
+    if out is not None and task.harness and out.resolve() == task.harness.resolve():
+        store.close()  # a kernel written over the harness loses it: no tree keeps a harness (the task's own
+        # file may be written over: its source is the tree's root, 'stark export TASK ROOT_ID' brings it back)
+        raise refusal.Refusal(f"-o {out} is the task's harness: name another file")
     with store:
         tid = task.task_id()
         if args.node == "best":
