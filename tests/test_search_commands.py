@@ -483,3 +483,17 @@ def test_show_of_a_tree_kept_in_another_store_names_the_store_flag(ws, capsys):
         err = capsys.readouterr().err
         assert "no search tree for k.py" in err and "--store DIR" in err and err.count("\n") == 1, err
     assert cli.main(["show", str(task.path), "--store", str(root / "elsewhere")]) == 0
+
+
+def test_export_best_of_a_task_with_only_archived_trees_says_so(ws, capsys):
+    """--fresh archives the tree before the new one begins; when the new one never began (the LLM endpoint
+    refused), export best said 'no correct node in the tree' where show said 'only archived trees'."""
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    store = TreeStore.open(root / ".stark" / "tree.sqlite")
+    store.archive_tree(task.task_id())
+    store.close()
+    capsys.readouterr()
+    assert cli.main(["export", str(task.path), "best"]) == 1
+    err = capsys.readouterr().err
+    assert "has only archived trees" in err and "--archived" in err and err.count("\n") == 1, err

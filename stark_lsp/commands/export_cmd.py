@@ -39,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
     with store:
         tid = task.task_id()
         if args.node == "best":
-            node = store.best(tid)
+            node = store.best(tid) if store.has_tree(tid) else None
+            if node is None and not store.has_tree(tid):  # --fresh archived it, and the new one never began
+                print(f"stark export: {task.path.name} has only archived trees: 'stark show {args.task} --archived' "
+                      f"lists them; 'stark export {args.task} NODE_ID' writes one of their nodes", file=sys.stderr)
+                return exit_codes.FAILED
             if node is None:
                 print(f"stark export: no correct node in the tree of {task.path.name}", file=sys.stderr)
                 return exit_codes.FAILED
