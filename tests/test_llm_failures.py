@@ -3,7 +3,7 @@ the endpoint failed, or the model answered and nothing was usable, counting this
 
 import pytest
 from conftest_replay import replay  # noqa: F401  (the fixture)
-from fakes import FakeEvaluator, make_fake_task
+from fakes import FakeEvaluator, FakeTeam, make_fake_task
 from replay_server import completion
 from stark_lsp import cli
 from stark_lsp.agents.llm.failures import summarize
@@ -219,3 +219,21 @@ def test_run_failure_reads_a_runs_nodes_and_names_only_runs_that_judged_nothing(
     assert failures.run_failure([root, gone]) is None  # nothing finished
     dead = N(parent_id=1, status="agent_error", error="plan agent (m): the endpoint failed: HTTP 500: boom")
     assert failures.run_failure([dead]).kind == "endpoint"
+
+
+def test_fresh_keeps_the_tree_when_the_endpoint_refuses(tmp_path, monkeypatch, capsys, replay):
+    """--fresh archived the tree before the probe found the endpoint dead (exit 4): the user's tree went to
+    the archive and no new one began ('stark show' then said 'only archived trees'). Archived once it answers."""
+    ev = _probe_workspace(tmp_path, monkeypatch)
+    real_team = optimize_cmd.team_from_args
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam())
+    assert cli.main(["optimize", str(tmp_path / "k.py"), "--budget", "1", "--concurrency", "1"]) in (0, 3)
+    monkeypatch.setattr(optimize_cmd, "team_from_args", real_team)
+    replay.models_status = 401
+    capsys.readouterr()
+    rc = cli.main(["optimize", str(tmp_path / "k.py"), "--llm", "openai", "--model", "m", "--base-url",
+                   replay.base_url, "--budget", "3", "--fresh"])
+    assert rc == AGENTS_UNAVAILABLE, capsys.readouterr().err
+    assert "--fresh" not in capsys.readouterr().err
+    assert cli.main(["show", str(tmp_path / "k.py")]) == 0
+    assert "1 attempt" in capsys.readouterr().out and ev.calls > 0

@@ -220,7 +220,9 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     from stark_lsp.search.render import table
 
     tid = task.task_id()
-    if args.fresh and store.has_tree(tid):
+    fresh = args.fresh and store.has_tree(tid)  # archived once the team's endpoint answered: a dead one keeps it
+
+    def archive() -> None:
         try:
             with tree_lock(path, tid):  # never under a search that is running
                 kept = store.archive_tree(tid)
@@ -228,10 +230,14 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
             raise refusal.Refusal(str(e)) from None
         print(f"stark optimize: --fresh: the earlier tree is kept as {kept} "
               f"(stark show {args.task} --archived lists it)", file=sys.stderr)
+
+    if fresh and not getattr(team, "probe", None):
+        archive()
+        fresh = False
     tokens = f", token budget {config.token_budget}" if config.token_budget else ""
     print(f"stark optimize: {task.path.name} ({task.kind}), policy {config.policy}, budget {config.budget}{tokens}, "
           f"team {team.name}, store {path}", file=sys.stderr)
-    if store.has_tree(tid) and not store.changed(task):  # a changed task's tree is archived, a new one begun
+    if store.has_tree(tid) and not fresh and not store.changed(task):  # a changed task's tree is archived
         spent = store.view(tid).spent
         if spent >= config.budget:
             print(f"stark optimize: this tree already spent a budget of {config.budget} ({spent} attempt{'' if spent == 1 else 's'}): nothing "
@@ -252,6 +258,8 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
                 if fitted and args.concurrency is None and evaluator_protocol.placement(evaluator) is None:
                     config.concurrency = fitted[0]
                     print(f"stark optimize: {fitted[1]}", file=sys.stderr)
+            if fresh:
+                archive()
             Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
         except TaskBroken as e:
             print(f"stark optimize: the task is broken: {e}", file=sys.stderr)
