@@ -497,3 +497,23 @@ def test_export_best_of_a_task_with_only_archived_trees_says_so(ws, capsys):
     assert cli.main(["export", str(task.path), "best"]) == 1
     err = capsys.readouterr().err
     assert "has only archived trees" in err and "--archived" in err and err.count("\n") == 1, err
+
+
+def test_a_store_deleted_mid_search_is_said_and_nothing_is_written(ws, capsys, monkeypatch):
+    """rm -rf .stark while optimize ran: the search went on in the deleted file, wrote the best with exit 0,
+    and the tree (which keeps what the best file replaces) was gone: said in one line, exit 2, nothing written."""
+    import shutil as _shutil
+
+    root, task = ws
+
+    class DeletesTheStore(FakeEvaluator):
+        def evaluate(self, t, source, options=None):
+            if self.calls == 1:
+                _shutil.rmtree(root / ".stark")
+            return super().evaluate(t, source, options)
+
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: DeletesTheStore())
+    code = cli.main(["optimize", str(task.path), "--budget", "3", "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "was deleted during the search: this run's nodes are lost; nothing written" in err, err
+    assert not task.path.with_name("k.best.py").exists()

@@ -275,6 +275,11 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if code == exit_codes.OK and not cancel.is_set() and not Path(path).exists():  # the store's file was deleted mid-search: its nodes
+        # are in a file no one can open again, so no best is written as if a tree kept what it replaces
+        print(f"stark optimize: the search tree {path} was deleted during the search: this run's nodes are lost; "
+              f"nothing written (run the command again to search anew)", file=sys.stderr)
+        return exit_codes.USAGE
     nodes = store.nodes(tid)
     best = store.best(tid)
     print(table(nodes, best.id if best else None))
