@@ -517,3 +517,19 @@ def test_a_store_deleted_mid_search_is_said_and_nothing_is_written(ws, capsys, m
     err = capsys.readouterr().err
     assert code == 2 and "was deleted during the search: this run's nodes are lost; nothing written" in err, err
     assert not task.path.with_name("k.best.py").exists()
+
+
+def test_show_of_a_task_edited_since_its_tree_began_says_so(ws, capsys):
+    """The task file edited during or after a search: `stark show` printed the tree's '12.9× your kernel' of
+    the earlier version with no word of it (the next optimize archives the tree)."""
+    root, task = ws
+    cli.main(["optimize", str(task.path), "--budget", "1", "--concurrency", "1"])
+    capsys.readouterr()
+    assert cli.main(["show", str(task.path)]) == 0
+    assert "changed since" not in capsys.readouterr().err
+    task.path.write_text(task.path.read_text() + "\n# edited\n")
+    for extra in ((), ("--json",)):
+        assert cli.main(["show", str(task.path), *extra]) == 0
+        out, err = capsys.readouterr()
+        assert "the task file changed since this tree began" in err and err.count("\n") == 1, err
+        assert "changed since" not in out

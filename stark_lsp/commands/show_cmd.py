@@ -89,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         elif not store.has_tree(tid):
             raise refusal.Refusal(f"{task.path.name} has only archived trees: "
                                   f"'stark show {args.task} --archived' lists them")
+        changed = store.changed(task) if args.archived is None else ""
         view = store.view(tid)
+    if changed:  # on stderr: the tree and its JSON are as stored; its figures are of the earlier version
+        print(f"stark show: the {changed} changed since this tree began: its figures are of the earlier version "
+              f"('stark optimize {args.task}' archives it and starts a new one)", file=sys.stderr)
     return print_tree(args, task, view)
 
 
