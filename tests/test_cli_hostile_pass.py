@@ -360,3 +360,20 @@ def test_export_refuses_to_write_a_node_over_the_harness(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert "is the task's harness: name another file" in err and err.count("\n") == 1, err
     assert harness.read_text() == before
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "a file"])
+def test_serve_with_stdin_that_is_no_pipe_is_refused_not_a_traceback_and_a_hang(tmp_path, stdin):
+    """`stark serve </dev/null` printed asyncio's PermissionError traceback (epoll takes no file or /dev/null)
+    and then waited forever."""
+    import subprocess
+    import sys
+
+    source = Path(stdin) if stdin.startswith("/") else tmp_path / "input.txt"
+    if not source.exists():
+        source.write_text("Content-Length: 2\r\n\r\n{}")
+    with open(source, "rb") as f:
+        r = subprocess.run([sys.executable, "-m", "stark_lsp", "serve"], stdin=f, capture_output=True, text=True,
+                           timeout=60, cwd=ROOT)
+    assert r.returncode == exit_codes.USAGE, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1 and "not a pipe" in r.stderr, r.stderr

@@ -48,6 +48,22 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+def stdio_problem() -> str:
+    """Why the protocol cannot be read from stdin, or "": asyncio watches it with epoll, which takes a pipe, a
+    socket or a terminal, not /dev/null nor a file (``stark serve </dev/null`` printed asyncio's traceback of
+    ``PermissionError`` and then waited forever)."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return "stdin is closed"
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or sys.stdin.isatty():
+        return ""
+    return "stdin is a file or a device, not a pipe"
+
+
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.commands import refusal
 
@@ -79,5 +95,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:  # the address is taken, or not this machine's
             raise refusal.Refusal(f"--tcp {host}:{port}: cannot listen there: {e.strerror or e}") from None
     else:
+        problem = stdio_problem()
+        if problem:
+            raise refusal.Refusal(f"{problem}: an editor starts 'stark serve' with pipes for its stdin and stdout "
+                                  f"(docs/SERVER.md); --tcp HOST:PORT serves over a socket instead")
         ls.start_io()
     return 0
