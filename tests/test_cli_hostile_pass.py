@@ -227,16 +227,18 @@ def test_optimize_refuses_an_entry_the_kernel_does_not_define_as_eval_does(tmp_p
     assert not (tmp_path / ".stark").exists()
 
 
-@pytest.mark.parametrize("flag", ["--leaderboard", "--profile-top"])
-def test_a_negative_count_is_refused_up_front_not_silently_taken(tmp_path, capsys, monkeypatch, flag):
-    """`--leaderboard -1` and `--profile-top -1` ran a whole search (the second read as 0): exit 2 now."""
+@pytest.mark.parametrize("command, flag", [("optimize", "--leaderboard"), ("optimize", "--profile-top"),
+                                           ("bench", "--retime-top"), ("bench", "--retime-rounds")])
+def test_a_negative_count_is_refused_up_front_not_silently_taken(tmp_path, capsys, monkeypatch, command, flag):
+    """`--leaderboard -1`, `--profile-top -1` and bench's `--retime-top -1` / `--retime-rounds -2` ran a whole
+    search (read as 0 or worse): exit 2 now."""
     from stark_lsp.commands import optimize_cmd
 
     shutil.copy(SAMPLES / "mistuned" / "swish_add.py", tmp_path / "swish_add.py")
     shutil.copy(SAMPLES / "mistuned" / "swish_add.harness.py", tmp_path / "swish_add.harness.py")
     monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda *a, **k: pytest.fail("nothing may run"))
     with pytest.raises(SystemExit) as e:
-        cli.main(["optimize", str(tmp_path / "swish_add.py"), flag, "-1"])
+        cli.main([command, str(tmp_path / "swish_add.py"), flag, "-1"])
     assert e.value.code == exit_codes.USAGE
     assert f"argument {flag}: must be 0 or more, got -1" in capsys.readouterr().err
 

@@ -14,7 +14,8 @@ from typing import Any
 from stark_lsp import exit_codes
 from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
-from stark_lsp.commands.arguments import add_sandbox_argument, add_screen_argument, positive_float, positive_int, url
+from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
+                                         positive_int, url)
 from stark_lsp.commands.interrupt import on_interrupt
 from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.commands.llm_args import token_budget
@@ -66,9 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "limit (120 s for a candidate): too many time the evaluation out, saying how many ran")
     p.add_argument("--no-compile-baseline", action="store_true",
                    help="do not time torch.compile of the references (GPU only anyway)")
-    p.add_argument("--retime-top", type=int, default=3, metavar="K",
+    p.add_argument("--retime-top", type=non_negative_int, default=3, metavar="K",
                    help="after each search, re-time its top K candidates in turn with the root (0: off; default 3)")
-    p.add_argument("--retime-rounds", type=int, default=3, metavar="R", help="re-timing rounds (default 3)")
+    p.add_argument("--retime-rounds", type=non_negative_int, default=3, metavar="R", help="re-timing rounds (default 3)")
     add_screen_argument(p)
     p.add_argument("--out", help="output directory (default bench-results/<date-time>)")
     p.add_argument("--resume", action="store_true",
