@@ -5,26 +5,25 @@ from __future__ import annotations
 import argparse
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1 (budgets, trials, repetitions)."""
+def int_at_least(text: str, low: int) -> int:
+    """An integer of at least ``low``, else argparse's one-line refusal (exit 2)."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    if n < low:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}" if low == 1 else f"must be {low} or more, got {n}")
     return n
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (budgets, trials, repetitions)."""
+    return int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
-    """An integer >= 0 (counts where 0 means none: --leaderboard, --profile-top)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
+    """An integer >= 0 (counts where 0 means none: --leaderboard, --profile-top, --retries)."""
+    return int_at_least(text, 0)
 
 
 def add_sandbox_argument(p: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from stark_lsp.commands.arguments import positive_int
+from stark_lsp.commands.arguments import non_negative_int, positive_int
 
 AGENTS = ("plan", "code", "debug")
 
@@ -41,9 +41,9 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help="ask for whole answers instead of streamed ones (servers that stream badly)")
     g.add_argument("--no-structured", action="store_true",
                    help="ask for free-text answers, not JSON held to a schema (response_format)")
-    g.add_argument("--retries", type=_count, metavar="N",
+    g.add_argument("--retries", type=non_negative_int, metavar="N",
                    help=f"retries of a call on 429, 5xx or a dropped connection (default {DEFAULTS['max_retries']})")
-    g.add_argument("--timeout-retries", type=_count, metavar="N",
+    g.add_argument("--timeout-retries", type=non_negative_int, metavar="N",
                    help=f"retries of a call after a read timeout (default {DEFAULTS['timeout_retries']})")
     g.add_argument("--temperature", type=parse_temperatures, metavar="T|plan=T,code=T,debug=T",
                    help="sampling temperature of every agent, or per agent (default plan 0.8, code 0.1, debug 0.1)")
@@ -124,16 +124,6 @@ def parse_temperatures(text: str) -> dict[str, float]:
     if bad:
         raise argparse.ArgumentTypeError(f"temperatures are between 0 and 2, not {', '.join(bad)}")
     return out
-
-
-def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {v}")
-    return v
 
 
 def _positive_float(text: str) -> float:
