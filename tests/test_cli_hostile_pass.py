@@ -379,3 +379,25 @@ def test_serve_with_stdin_that_is_no_pipe_is_refused_not_a_traceback_and_a_hang(
                            timeout=60, cwd=ROOT)
     assert r.returncode == exit_codes.USAGE, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1 and "not a pipe" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_a_relative_cache_folder_is_the_one_beside_the_command_not_a_failure(tmp_path, how):
+    """STARK_CACHE_DIR=rel or --cache-dir rel: the evaluator's workers run in folders of their own, where the
+    relative path named another place, and `stark eval` exited 5 ('evaluation workers could not start')."""
+    import os
+    import subprocess
+    import sys
+
+    for name in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / name, tmp_path / name)
+    env = {**os.environ, "STARK_SMALL": "1"}
+    argv = [sys.executable, "-m", "stark_lsp", "eval", "swish_add.py"]
+    if how == "env":
+        env["STARK_CACHE_DIR"] = "rel"
+    else:
+        env.pop("STARK_CACHE_DIR", None)
+        argv += ["--cache-dir", "rel"]
+    r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "rel" / "candidates").is_dir()

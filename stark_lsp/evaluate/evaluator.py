@@ -48,6 +48,12 @@ def default_cache_dir() -> Path:
     return Path(base)
 
 
+def absolute_cache_dir(folder: Path | str) -> Path:
+    """The cache as an absolute path: its workers run in a folder of their own, where a relative one
+    (``STARK_CACHE_DIR=cache``, ``--cache-dir .``) named another place, and ``~`` is the shell's to expand."""
+    return Path(os.path.expanduser(str(folder))).absolute()
+
+
 class Evaluator:
     def __init__(self, workers: int = 1, cache_dir: Path | None = None, device: str = "auto",
                  arch: str | None = None, memory_fraction: float = 0.0, gpu: int | None = None,
@@ -57,7 +63,7 @@ class Evaluator:
         if sandbox not in ("auto", "required", "off"):
             raise ValueError(f"sandbox must be auto, required or off, not {sandbox!r}")
         self.sandbox_policy = sandbox
-        self.cache_dir = Path(cache_dir or default_cache_dir())
+        self.cache_dir = absolute_cache_dir(cache_dir or default_cache_dir())
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         (self.cache_dir / "candidates").mkdir(exist_ok=True)
         for d in (self.cache_dir, self.cache_dir / "candidates"):  # the user's: no sandbox ever reads it
