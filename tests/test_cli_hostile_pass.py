@@ -245,6 +245,8 @@ def test_a_negative_count_is_refused_up_front_not_silently_taken(tmp_path, capsy
 
 @pytest.mark.parametrize("argv, words", [
     (["optimize", "k.py", "--budget", "0"], "stark optimize: error: argument --budget: must be at least 1, got 0"),
+    # a negative batch limit was taken: '--stop-after -1 s reached: 0 of 4 run(s) done', exit 0 (second pass)
+    (["bench", "k.py", "--stop-after", "-1"], "stark bench: error: argument --stop-after: must be more than 0, got -1"),
     (["eval"], "stark eval: error: the following arguments are required: task"),
     (["frob"], "stark: error: argument COMMAND: invalid choice: 'frob'"),
 ])

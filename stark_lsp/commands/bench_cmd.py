@@ -74,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="output directory (default bench-results/<date-time>)")
     p.add_argument("--resume", action="store_true",
                    help="continue the bench in --out: keep its finished runs, do the rest")
-    p.add_argument("--stop-after", type=float, metavar="SEC",
+    p.add_argument("--stop-after", type=positive_float, metavar="SEC",
                    help="start no run after SEC seconds (a batch: continue later with --resume; exit 0 when "
                         "every run that ran finished)")
     p.add_argument("--dry-run", action="store_true",
