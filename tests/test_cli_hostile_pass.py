@@ -403,3 +403,17 @@ def test_a_relative_cache_folder_is_the_one_beside_the_command_not_a_failure(tmp
     r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "rel" / "candidates").is_dir()
+
+
+def test_a_harness_that_is_not_utf8_is_refused_in_one_line_not_a_bug(tmp_path, capsys):
+    """A harness with a byte that is not UTF-8 was 'internal error: UnicodeDecodeError' (exit 70) from eval,
+    optimize and bench alike (second pass); the kernel file's own case was refused already."""
+    for name in ("swish_add.py", "swish_add.harness.py"):
+        shutil.copy(SAMPLES / "mistuned" / name, tmp_path / name)
+    with open(tmp_path / "swish_add.harness.py", "ab") as f:
+        f.write(b"\n# \xff\n")
+    for command in (["eval"], ["optimize", "--budget", "1"]):
+        code = cli.main([command[0], str(tmp_path / "swish_add.py"), *command[1:]])
+        err = capsys.readouterr().err
+        assert code == exit_codes.USAGE, (command, err)
+        assert "swish_add.harness.py: not UTF-8 text" in err and "internal error" not in err, err

@@ -55,6 +55,11 @@ def _parse(path: Path, problems: list[str]) -> ast.Module | None:
         problems.append(f"{path.name}:{e.lineno}: syntax error: {e.msg}")
     except OSError as e:
         problems.append(f"{path.name}: cannot read: {e}")
+    except UnicodeDecodeError as e:  # a harness saved in another encoding, or a binary file
+        problems.append(f"{path.name}: not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}): "
+                        f"save it as UTF-8")
+    except ValueError as e:  # a null byte ('source code string cannot contain null bytes')
+        problems.append(f"{path.name}: not Python source: {e}")
     return None
 
 
