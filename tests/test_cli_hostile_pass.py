@@ -417,3 +417,16 @@ def test_a_harness_that_is_not_utf8_is_refused_in_one_line_not_a_bug(tmp_path, c
         err = capsys.readouterr().err
         assert code == exit_codes.USAGE, (command, err)
         assert "swish_add.harness.py: not UTF-8 text" in err and "internal error" not in err, err
+
+
+def test_a_kernel_whose_harness_name_would_be_too_long_is_refused_in_one_line(tmp_path, capsys):
+    """A 248-character kernel name fits the file system, its '.harness.py' name does not: eval, optimize, show
+    and export were 'internal error: OSError: [Errno 36] File name too long' (exit 70; second pass)."""
+    kernel = tmp_path / ("k" * (255 - len(".py")) + ".py")
+    shutil.copy(SAMPLES / "mistuned" / "swish_add.py", kernel)
+    for argv in (["eval", str(kernel)], ["optimize", str(kernel), "--budget", "1"], ["show", str(kernel)],
+                 ["export", str(kernel), "best"]):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == exit_codes.USAGE, (argv, err)
+        assert "its harness's name would be" in err and "stark-harness" in err and "internal error" not in err, err

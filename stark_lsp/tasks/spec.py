@@ -113,7 +113,13 @@ def find_harness(kernel: Path, text: str | None = None) -> Path | None:
             raise TaskError(f"{kernel.name}: stark-harness names {m.group(1)}, which does not exist")
         return p
     beside = default_harness_path(kernel)
-    if beside.exists():
+    try:
+        there = beside.exists()
+    except OSError as e:  # ENAMETOOLONG: the kernel's name fits, its harness's (".harness.py" more) does not
+        raise TaskError(f"{kernel.name[:40]}…: its harness's name would be {len(beside.name)} characters, "
+                        f"{e.strerror.lower() if e.strerror else 'refused'} here: shorten the kernel's file "
+                        f"name, or name its harness in a '# stark-harness: FILE' comment") from None
+    if there:
         return beside
     if kernel.suffix == ".py" and _DEF_GET_INPUTS.search(text):
         return kernel  # self-contained Triton file
