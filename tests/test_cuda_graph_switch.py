@@ -164,6 +164,13 @@ def test_a_fused_candidate_replays_its_graph_copies_in_and_out_and_captures_agai
         assert len(stand_in.graphs) == 4 and stand_in.graphs[3].replays == 2
         new.eval()
         assert _close(new(x3, 3.0), new._forward_eager(x3, 3.0)) and len(stand_in.graphs) == 5  # back: again
+        # new weights copied in place (load_state_dict) are read by the next replay, with no capture: the
+        # key is self.training alone, not a walk over the parameters on every call
+        state = {k: v + 0.5 if v.is_floating_point() else v for k, v in ref.state_dict().items()}
+        ref.load_state_dict(state)
+        new.load_state_dict(state)
+        ref.eval()
+        assert _close(new(x3, 3.0), ref(x3, 3.0)) and len(stand_in.graphs) == 5
     with torch.enable_grad():  # autograd: the forward as written, never a graph
         new(x3, 3.0)
     assert len(stand_in.graphs) == 5

@@ -14,9 +14,12 @@ torch.compile's written-out code (``inductor_seed``) captures its ``_inductor_ca
 candidates (templates and fused kernels) get it through ``with_cuda_graph(text)``, which renames the
 generated ``ModelNew.forward`` to ``_forward_eager`` and writes a ``forward`` that replays the graph when
 the switch is on and the call is one a graph can take (``_graph_ok``: CUDA tensors and plain Python
-values, gradients off), and runs ``_forward_eager`` otherwise. Its key (``_graph_state``) is every
-module's ``training`` flag and where every parameter and buffer lives: the generated forward chooses on
-the host by ``self.training`` (norms' statistics, dropout) and reads parameters in place.
+values, gradients off), and runs ``_forward_eager`` otherwise. Its key is ``self.training`` alone, read
+once per call: the generated forward chooses on the host by it (norms' statistics, dropout), and
+``Module.train``/``eval`` set it on every submodule at once. Parameters are read where they are: a copy
+into them (``load_state_dict``) is seen by the next replay, and a move to another device or dtype
+changes the inputs' too, which captures again. Walking the modules and parameters on every call would
+cost tens of microseconds, as much as a launch-bound model's whole forward.
 The switch is written off (``tunables_triton.switch_lines``); the search may turn it on.
 """
 
@@ -98,13 +101,7 @@ def _graph_ok(*args):
         elif not isinstance(a, _GRAPH_VALUES):
             return False
     return cuda
-
-
-def _graph_state(model):
-    """What of the model the forward's host logic reads and a call may change: each module's training
-    flag (a norm's statistics, dropout), and where each parameter and buffer lives (moved: captured again)."""
-    return (tuple(m.training for m in model.modules()),
-            tuple(t.data_ptr() for t in (*model.parameters(), *model.buffers())))'''
+'''
 
 
 class NoForward(ValueError):
@@ -159,7 +156,7 @@ def wrap_forward(text: str) -> str:
                 f"{indent}    if CUDA_GRAPH and _graph_ok({passed}):",
                 f"{indent}        if self._graph is None:",
                 f"{indent}            self._graph = _Graph(self._forward_listed)",
-                f"{indent}        return self._graph({listed}, self, _graph_state(self))",
+                f"{indent}        return self._graph({listed}, self, self.training)",
                 f"{indent}    return self._forward_eager({passed})",
                 "",
                 f"{indent}def _forward_listed(self, args):",
