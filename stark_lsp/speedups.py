@@ -60,6 +60,17 @@ def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: f
     return None
 
 
+REFERENCE_ITSELF = 1.0  # "× eager" of the KernelBench reference timed against itself: 1 by construction
+
+
+def of_reference_itself(speedup: float | None) -> float | None:
+    """The "× eager" of the KernelBench reference wrapped as ``ModelNew`` and timed against itself (``stark
+    eval`` of a KernelBench file alone, a KernelBench search's root): 1 by construction, whatever the two
+    timings said (their ratio is timing noise, not a result); None where it was not timed. ``stark eval``'s
+    text and ``--json`` give this one figure, as the search stores for such a root (``Search._evaluate``)."""
+    return None if speedup is None else REFERENCE_ITSELF
+
+
 def paired_eager_ms(ms: float | None, eager: float | None) -> float | None:
     """The eager time that goes with a figure: ``ms`` × its "× eager" (for one evaluation, the reference's
     time of that evaluation; for a re-timing, the medians'). On the CPU, where eager is timed in turn with

@@ -34,9 +34,10 @@ def render_result(r: EvalResult, name: str = "candidate", hardware: str = "", re
         in_turn = ", timed in turn with the candidate" if REFERENCE_IN_TURN in rt.note else ""
         lines.append(f"  reference:   {_t(rt.reference)}{in_turn}")
         cpu = not rt.is_gpu
-        if reference_itself:
-            lines.append("  speedup:     1.00× eager (the reference itself, timed against itself: "
-                         "give a candidate to compare)" + (f" ({CPU_NOTE})" if cpu else ""))
+        if reference_itself:  # rt.speedup is 1 by construction (speedups.of_reference_itself), as --json says
+            lines.append(f"  speedup:     {ratio_text(rt.speedup)} eager (the reference itself, timed against "
+                         f"itself: the two times differ by noise only; give a candidate to compare)"
+                         + (f" ({CPU_NOTE})" if cpu else ""))
         else:  # on the CPU the figure carries CPU_NOTE (speedup_text): the runtime's own note says the same
             lines.append(f"  speedup:     {speedup_text(rt.speedup, 'eager', cpu=cpu, degenerate=bool(r.degenerate))}"
                          + (f"  ({rt.note})" if rt.note and not cpu else ""))

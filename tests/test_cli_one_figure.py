@@ -1,0 +1,62 @@
+"""Issue 24, leftovers of the hostile new-user pass: two surfaces of one figure never disagree, and the
+words say what is happening (each test through ``cli.main``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from stark_lsp import cli, exit_codes
+from stark_lsp.commands import eval_cmd
+from stark_lsp.evaluate.result import CompileReport, Correctness, EvalResult, Runtime, Status, Timing, Trial
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+def _timing(ms: float) -> Timing:
+    return Timing(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, std_ms=0.0, reps=10)
+
+
+class OneResult:
+    """An evaluator double that gives one result for whatever it is asked to judge."""
+
+    def __init__(self, result: EvalResult):
+        self.result = result
+
+    def evaluate(self, task, source, opts):
+        return EvalResult.from_dict(self.result.to_dict())
+
+    def hardware(self):
+        return "cpu (triton interpreter)"
+
+    def close(self, wait=True):
+        pass
+
+
+def _noisy_self_timing() -> EvalResult:
+    """The reference timed against itself on a loaded CPU: two times 8 % apart, a measured ratio of 0.926."""
+    return EvalResult(Status.OK, compile=CompileReport(ok=True),
+                      correctness=Correctness(True, 1e-4, 1e-4, [Trial(1, True, 0.0)]),
+                      runtime=Runtime("cpu (triton interpreter)", False, _timing(0.3240), _timing(0.3000), 0.926))
+
+
+def test_eval_of_a_kernelbench_file_alone_gives_one_figure_in_the_text_and_the_json(tmp_path, capsys, monkeypatch):
+    shutil.copy(SAMPLES / "kernelbench" / "relu.py", tmp_path / "relu.py")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", lambda args, warm_for=None: OneResult(_noisy_self_timing()))
+    assert cli.main(["eval", "relu.py"]) == exit_codes.OK
+    text = capsys.readouterr().out
+    assert "speedup:     1.00× eager (the reference itself" in text and "0.93" not in text, text
+    assert cli.main(["eval", "relu.py", "--json"]) == exit_codes.OK
+    d = json.loads(capsys.readouterr().out)
+    assert d["reference_itself"] is True
+    assert d["runtime"]["speedup"] == 1.0  # the text's figure; it was the noise's 0.926
+    # a candidate of its own is a result, not the reference itself: its measured figure stands in both
+    (tmp_path / "new.py").write_text((SAMPLES / "kernelbench" / "relu_triton_new.py").read_text())
+    assert cli.main(["eval", "relu.py", "new.py", "--json"]) == exit_codes.OK
+    d = json.loads(capsys.readouterr().out)
+    assert d["reference_itself"] is False and d["runtime"]["speedup"] == 0.926
+    assert cli.main(["eval", "relu.py", "new.py"]) == exit_codes.OK
+    assert "0.93× eager" in capsys.readouterr().out
