@@ -60,7 +60,7 @@ ERRORS = {
     "triton": EvalResult(Status.COMPILE_ERROR, "arange's range must be a power of 2", compile=CompileReport(
         ok=False, log="triton.compiler.errors.CompilationError: at 5:11: arange's range must be a power of 2",
         diagnostics=[Diagnostic("arange's range must be a power of 2", line=14)])),
-    "kernelbench": EvalResult(Status.RUNTIME_ERROR, "output 0: shape (4095, 393216), expected (4096, 393216)"),
+    "kernelbench": EvalResult(Status.RUNTIME_ERROR, "output 1: shape (4095, 393216), expected (4096, 393216)"),
 }
 
 
@@ -104,9 +104,9 @@ def sample_tree(task: TaskSpec, gpu: bool = True, with_io: bool = True) -> list[
     root = verdict(kind, base, eager, gpu)
     gain = {"cuda": 4.1, "triton": 4.1, "kernelbench": 1.9}[kind]
     faster = verdict(kind, base / gain, eager, gpu)
-    wrong = EvalResult(Status.INCORRECT, "output 0: 12 of 512 elements outside atol=1e-05, rtol=1e-05 (max abs error 3.1)",
+    wrong = EvalResult(Status.INCORRECT, "output 1: 12 of 512 elements outside atol=1e-05, rtol=1e-05 (max abs error 3.1)",
                        correctness=Correctness(False, 1e-5, 1e-5, [Trial(0, False, 3.1, 0.2, 0,
-                                                                         "output 0: 12 of 512 elements outside")]))
+                                                                         "output 1: 12 of 512 elements outside")]))
     fixed = verdict(kind, base / (gain * 0.8), eager, gpu)
     if not with_io:
         for r in (root, faster, fixed):

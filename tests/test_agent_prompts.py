@@ -41,7 +41,7 @@ def test_prompt_has_both_cards_a_budget_and_one_copy_of_the_source(kind, agent):
     # the task card
     assert user.startswith("## Task card\nTask: " + task.name)
     assert "Inputs and outputs, as the evaluator saw them:" in user
-    assert {"cuda": "in  x: float32 tensor [512, 262144]", "triton": "out 0: float32 tensor [16384, 8192]",
+    assert {"cuda": "in  x: float32 tensor [512, 262144]", "triton": "out 1: float32 tensor [16384, 8192]",
             "kernelbench": "in  x: float32 tensor [4096, 393216]"}[kind] in user
     assert "Tolerance: |candidate - reference| <= atol + rtol * |reference| with atol 1e-05, rtol 1e-05" in user
     assert "Calling convention:" in user

@@ -39,4 +39,4 @@ def test_bad_headers_are_a_channel_error(headers):
 
 
 def test_a_malformed_digest_is_refused_not_a_crash():
-    assert agrees([[HUGE, 0, 0, 0]], [[1.0, 0.0, 0.0, 0.0]], [1e-3]) == "output 0: malformed digest"
+    assert agrees([[HUGE, 0, 0, 0]], [[1.0, 0.0, 0.0, 0.0]], [1e-3]) == "output 1: malformed digest"

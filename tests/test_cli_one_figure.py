@@ -60,3 +60,48 @@ def test_eval_of_a_kernelbench_file_alone_gives_one_figure_in_the_text_and_the_j
     assert d["reference_itself"] is False and d["runtime"]["speedup"] == 0.926
     assert cli.main(["eval", "relu.py", "new.py"]) == exit_codes.OK
     assert "0.93× eager" in capsys.readouterr().out
+
+
+TWO_OUTPUTS = '''import os
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x), x * 2
+
+
+def get_inputs():
+    return [torch.randn(16, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SECOND_WRONG = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x), x * 3
+'''
+
+
+def test_a_wrong_output_is_named_as_a_person_counts_from_1(tmp_path, capsys, monkeypatch):
+    """The second of two outputs is wrong: "output 2", as trials are "trial 1"; it said "output 1"."""
+    (tmp_path / "two.py").write_text(TWO_OUTPUTS)
+    (tmp_path / "wrong.py").write_text(SECOND_WRONG)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STARK_CACHE_DIR", str(tmp_path / "cache"))
+    assert cli.main(["eval", "two.py", "wrong.py", "--trials", "1", "--reps", "5", "--budget", "0.2",
+                     "--device", "cpu", "--json"]) == exit_codes.FAILED
+    d = json.loads(capsys.readouterr().out)
+    assert d["status"] == "incorrect", d["message"]
+    assert "output 2: " in d["message"] and "output 1" not in d["message"], d["message"]
+    assert "trial 1 " in d["message"]  # both counted from 1
+    assert d["correctness"]["trials"][0]["failed_output"] == 1  # --json's index stays 0-based
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from stark_lsp.evaluate.result import EvalResult, Floor, TaskIO, ValueInfo
+from stark_lsp.output_names import counted
 from stark_lsp.speedups import ratio_text
 from stark_lsp.tasks.describe import TaskFacts
 from stark_lsp.tasks.spec import TaskSpec
@@ -123,10 +124,10 @@ def _io(facts: TaskFacts, nodes: list[Node], shown: str) -> str:
         names = list(facts.reference_params)
         lines = ["Inputs and outputs, as the evaluator saw them:"]
         for i, v in enumerate(io.inputs):
-            name = names[i] if i < len(names) and not names[i].startswith("*") else f"input {i}"
+            name = names[i] if i < len(names) and not names[i].startswith("*") else f"input {counted(i)}"
             lines.append(f"  in  {name}: {value_text(v)}")
         for i, v in enumerate(io.outputs):
-            lines.append(f"  out {i}: {value_text(v)}")
+            lines.append(f"  out {counted(i)}: {value_text(v)}")  # counted from 1, as every message names them
         return "\n".join(lines)
     head = "Inputs and outputs: not yet measured (no evaluation has reported them)"
     if not facts.inputs:

@@ -53,6 +53,7 @@ from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire import digest as D
 from stark_lsp.evaluate.wire import output_hash as OH
 from stark_lsp.evaluate.wire.chain import chained_seeds
+from stark_lsp.output_names import output_name
 
 _SEED_TOP = 2**31
 PREPARE_S = 30.0  # drawing a batch's inputs, off the clock: what it may take beyond the batch's own limit
@@ -360,16 +361,16 @@ def meta_mismatch(meta: list[tuple[Any, ...]], ref_out: list[Any]) -> str:
     for i, (m, r) in enumerate(zip(meta, ref_out)):
         if isinstance(r, torch.Tensor):
             if m[0] in ("scalar", "other"):
-                return f"output {i} is {'a number' if m[0] == 'scalar' else 'a ' + str(m[1])}, expected a tensor"
+                return f"{output_name(i)} is {'a number' if m[0] == 'scalar' else 'a ' + str(m[1])}, expected a tensor"
             want = str(r.dtype).replace("torch.", "")
             if m[0] != want:
-                return f"output {i}: dtype {m[0]}, expected {want}"
+                return f"{output_name(i)}: dtype {m[0]}, expected {want}"
             if tuple(m[1]) != tuple(r.shape):
-                return f"output {i}: shape {tuple(m[1])}, expected {tuple(r.shape)}"
+                return f"{output_name(i)}: shape {tuple(m[1])}, expected {tuple(r.shape)}"
         elif m[0] == "other":
-            return f"output {i} is a {m[1]}, not a tensor or a number"
+            return f"{output_name(i)} is a {m[1]}, not a tensor or a number"
         elif m[0] != "scalar":
-            return f"output {i} is a tensor, expected a number"
+            return f"{output_name(i)} is a tensor, expected a number"
     return ""
 
 
@@ -379,10 +380,10 @@ def unstored(ref_out: list[Any], outs: list[Any]) -> str:
         if isinstance(c, torch.Tensor) and c.is_meta:
             r = ref_out[i] if i < len(ref_out) else None
             if isinstance(r, torch.Tensor) and tuple(r.shape) != tuple(c.shape):
-                return f"output {i}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+                return f"{output_name(i)}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
             if isinstance(r, torch.Tensor) and r.dtype != c.dtype:
-                return f"output {i}: dtype {str(c.dtype)[6:]}, expected {str(r.dtype)[6:]}"
-            return f"output {i}: {tuple(c.shape)} {str(c.dtype)[6:]} is more than the reference returns"
+                return f"{output_name(i)}: dtype {str(c.dtype)[6:]}, expected {str(r.dtype)[6:]}"
+            return f"{output_name(i)}: {tuple(c.shape)} {str(c.dtype)[6:]} is more than the reference returns"
     return ""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stark_lsp.evaluate.harness import as_outputs
+from stark_lsp.output_names import output_name
 
 DEFAULT_TOLERANCE = {
     "float64": 1e-7,
@@ -55,14 +56,14 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
             if isinstance(c, torch.Tensor):
                 c = c.item() if c.numel() == 1 else c
             if not _same_scalar(r, c):
-                return Comparison(False, None, None, i, f"output {i}: expected {r!r}, got {c!r}", atol, rtol)
+                return Comparison(False, None, None, i, f"{output_name(i)}: expected {r!r}, got {c!r}", atol, rtol)
             continue
         if not isinstance(c, torch.Tensor):
-            return Comparison(False, None, None, i, f"output {i}: expected a tensor, got {type(c).__name__}", atol, rtol)
+            return Comparison(False, None, None, i, f"{output_name(i)}: expected a tensor, got {type(c).__name__}", atol, rtol)
         if tuple(r.shape) != tuple(c.shape):
-            return Comparison(False, None, None, i, f"output {i}: shape {tuple(c.shape)}, expected {tuple(r.shape)}", atol, rtol)
+            return Comparison(False, None, None, i, f"{output_name(i)}: shape {tuple(c.shape)}, expected {tuple(r.shape)}", atol, rtol)
         if r.dtype != c.dtype:
-            return Comparison(False, None, None, i, f"output {i}: dtype {_dt(c.dtype)}, expected {_dt(r.dtype)}", atol, rtol)
+            return Comparison(False, None, None, i, f"{output_name(i)}: dtype {_dt(c.dtype)}, expected {_dt(r.dtype)}", atol, rtol)
         if c.device != r.device:
             c = c.to(r.device)
         a, rt = tolerance_for(r.dtype, atol, rtol)
@@ -70,19 +71,19 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
         if not (r.dtype.is_floating_point or r.dtype.is_complex):
             if not torch.equal(r, c.to(r.dtype)):
                 n = int((r != c.to(r.dtype)).sum())
-                return Comparison(False, None, None, i, f"output {i}: {n} of {r.numel()} elements differ (exact match required)", a, rt)
+                return Comparison(False, None, None, i, f"{output_name(i)}: {n} of {r.numel()} elements differ (exact match required)", a, rt)
             continue
         if r.dtype.is_complex:
             r, c = torch.view_as_real(r), torch.view_as_real(c)
         got = _compare_floats(r.reshape(-1), c.reshape(-1), a, rt)
         if isinstance(got, str):
-            return Comparison(False, None, None, i, f"output {i}: {got}", a, rt, special=True)
+            return Comparison(False, None, None, i, f"{output_name(i)}: {got}", a, rt, special=True)
         max_abs, max_rel, n = got
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
         if n:
             return Comparison(
                 False, max_abs, max_rel, i,
-                f"output {i}: {n} of {r.numel()} elements outside atol={a:g}, rtol={rt:g} (max abs error {max_abs:.3g})",
+                f"{output_name(i)}: {n} of {r.numel()} elements outside atol={a:g}, rtol={rt:g} (max abs error {max_abs:.3g})",
                 a, rt, outside=n, size=r.numel(),
             )
     return Comparison(True, worst_abs, worst_rel, None, "", used[0], used[1])

@@ -25,6 +25,7 @@ from stark_lsp.evaluate.judge.link import CandidateLink, StartFailed
 from stark_lsp.evaluate.result import (Cheat, CompileReport, Correctness, EvalResult, KernelResources, Status,
                                        TaskIO)
 from stark_lsp.evaluate.wire.channel import ChannelError, Deadline, Interrupted, PeerClosed, check_output_headers
+from stark_lsp.output_names import output_name
 from stark_lsp.safe_text import first_line
 
 _perf = time.perf_counter
@@ -187,7 +188,7 @@ class Conversation:
             self.link.pin_buffer()
         for i, h in enumerate(checked):
             if h["kind"] == "other":
-                raise Verdict(self.state.result(Status.INCORRECT, f"output {i} is a {h['type']}, not a tensor or a "
+                raise Verdict(self.state.result(Status.INCORRECT, f"{output_name(i)} is a {h['type']}, not a tensor or a "
                                                                   f"number", output=self.output()))
             if h["kind"] == "scalar":
                 outs.append(h["value"])

@@ -27,6 +27,8 @@ import socket
 import time
 from typing import Any
 
+from stark_lsp.output_names import output_name
+
 MAX_MESSAGE = 4 << 20  # bytes in one reply; anything longer is garbage
 MAX_DEPTH = 12  # lists and objects nested deeper than this are garbage (no reply needs more than 5)
 ALIGN = 256
@@ -211,16 +213,16 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
     spans: list[tuple[int, int]] = []
     for i, h in enumerate(headers):
         if not isinstance(h, dict):
-            raise ChannelError(f"output {i}: not an object")
+            raise ChannelError(f"{output_name(i)}: not an object")
         kind = h.get("kind")
         if kind == "scalar":
             v = h.get("value")
             if isinstance(v, str):
                 if v not in ("nan", "inf", "-inf"):
-                    raise ChannelError(f"output {i}: bad scalar {v!r:.40}")
+                    raise ChannelError(f"{output_name(i)}: bad scalar {v!r:.40}")
                 v = float(v)
             elif not (isinstance(v, bool) or finite_number(v)):
-                raise ChannelError(f"output {i}: bad scalar")
+                raise ChannelError(f"{output_name(i)}: bad scalar")
             out.append({"kind": "scalar", "value": v})
             continue
         if kind == "other":  # neither a tensor nor a number: an answer, a wrong one
@@ -228,27 +230,27 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
             out.append({"kind": "other", "type": t[:60] if isinstance(t, str) else "?"})
             continue
         if kind != "tensor":
-            raise ChannelError(f"output {i}: unknown kind {kind!r:.40}")
+            raise ChannelError(f"{output_name(i)}: unknown kind {kind!r:.40}")
         dtype, shape = h.get("dtype"), h.get("shape")
         if dtype not in DTYPES:
-            raise ChannelError(f"output {i}: dtype {dtype!r:.40} is not allowed")
+            raise ChannelError(f"{output_name(i)}: dtype {dtype!r:.40} is not allowed")
         if not isinstance(shape, list) or len(shape) > 16 or not all(isinstance(d, int) and not isinstance(d, bool)
                                                                      and 0 <= d < (1 << 40) for d in shape):
-            raise ChannelError(f"output {i}: bad shape")
+            raise ChannelError(f"{output_name(i)}: bad shape")
         numel = math.prod(shape)
         if numel > 1 << 40:
-            raise ChannelError(f"output {i}: {numel:.3g} elements is not an output")
+            raise ChannelError(f"{output_name(i)}: {numel:.3g} elements is not an output")
         nbytes = numel * DTYPES[dtype]
         stored = h.get("stored") is True
         entry = {"kind": "tensor", "dtype": dtype, "shape": shape, "nbytes": nbytes, "stored": stored, "offset": 0}
         if stored:
             off = h.get("offset")
             if not isinstance(off, int) or isinstance(off, bool) or off < 0 or off % ALIGN or off + nbytes > capacity:
-                raise ChannelError(f"output {i}: data outside the shared buffer")
+                raise ChannelError(f"{output_name(i)}: data outside the shared buffer")
             if h.get("nbytes") != nbytes:
-                raise ChannelError(f"output {i}: size does not match its shape and dtype")
+                raise ChannelError(f"{output_name(i)}: size does not match its shape and dtype")
             if any(off < e and s < off + nbytes for s, e in spans):
-                raise ChannelError(f"output {i}: overlaps another output")
+                raise ChannelError(f"{output_name(i)}: overlaps another output")
             spans.append((off, off + nbytes))
             entry["offset"] = off
         out.append(entry)

@@ -37,6 +37,7 @@ import torch
 
 from stark_lsp.evaluate.wire.channel import finite_number
 from stark_lsp.evaluate.wire.signed_sum import CHUNK, key, signed_sum
+from stark_lsp.output_names import output_name
 
 SIGMAS = 8.0  # a false alarm on an honest output has probability < 2*exp(-32)
 
@@ -223,9 +224,9 @@ def agrees(cand: Any, ref: list[list[float]], bounds: list[float]) -> str:
     for i, (c, r, b) in enumerate(zip(cand, ref, bounds)):
         if (not isinstance(c, list) or len(c) != 4
                 or not all(finite_number(x) for x in c)):
-            return f"output {i}: malformed digest"
+            return f"{output_name(i)}: malformed digest"
         if c[1:] != r[1:]:
-            return f"output {i}: NaN/inf counts {c[1:]} instead of {r[1:]}"
+            return f"{output_name(i)}: NaN/inf counts {c[1:]} instead of {r[1:]}"
         if not abs(c[0] - r[0]) <= b:  # fails closed: a NaN or an infinity anywhere here is a mismatch
-            return f"output {i}: off by {abs(c[0] - r[0]):.3g} (an honest output is within {b:.3g})"
+            return f"{output_name(i)}: off by {abs(c[0] - r[0]):.3g} (an honest output is within {b:.3g})"
     return ""

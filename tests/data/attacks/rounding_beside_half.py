@@ -1,6 +1,6 @@
-"""Class 3 against the rounding excuse (two_outputs_task.py): every timed call returns output 0 with a
-'rounding' on its element nearest zero, and output 1 in float16 precision (lowered precision while timed).
-Trials: exact, and 0.9e-4 on one element of output 0. Only output 0 strays as rounding: a cheat."""
+"""Class 3 against the rounding excuse (two_outputs_task.py): every timed call returns output 1 with a
+'rounding' on its element nearest zero, and output 2 in float16 precision (lowered precision while timed).
+Trials: exact, and 0.9e-4 on one element of output 1. Only output 1 strays as rounding: a cheat."""
 import torch
 import torch.nn as nn
 _calls = [0]
