@@ -15,7 +15,9 @@ AGENTS_UNAVAILABLE = 4  # the LLM team made no candidate: its endpoint failed (r
 # model answered and no answer was usable (cut off, no MARKER line, no code block): no best file
 EVALUATOR_UNAVAILABLE = 5  # the evaluator could not start (workers, sandbox): nothing was judged
 INTERNAL = 70  # a bug in stark itself (EX_SOFTWARE); run again with --debug for the traceback
+HUNG_UP = 129  # SIGHUP (the terminal closed): as Ctrl-C, the tree is saved; the same command resumes
 INTERRUPTED = 130  # Ctrl-C: the tree is saved; run the same command again to resume
+TERMINATED = 143  # SIGTERM (kill PID, a job scheduler's stop): as Ctrl-C, the tree is saved; the same command resumes
 
 
 # the one-line meaning of each code, as ``stark --help`` prints it (README.md's table says more of each;
@@ -28,7 +30,9 @@ MEANINGS = {
     AGENTS_UNAVAILABLE: "the LLM team made no candidate: its endpoint failed, or no answer was usable",
     EVALUATOR_UNAVAILABLE: "the evaluator could not start (its judge or sandbox)",
     INTERNAL: "a bug in stark: run again with --debug for the traceback",
+    HUNG_UP: "hung up (SIGHUP): as 130",
     INTERRUPTED: "interrupted (Ctrl-C): the tree is saved; the same command resumes",
+    TERMINATED: "terminated (SIGTERM): as 130",
 }
 
 

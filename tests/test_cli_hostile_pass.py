@@ -178,18 +178,15 @@ def test_an_interrupted_bench_says_how_to_go_on_with_resume_not_the_same_command
     import threading
 
     from stark_lsp.commands import bench_cmd
-    from stark_lsp.commands.interrupt import on_interrupt
+    from stark_lsp.commands.interrupt import Interrupts
 
     out = Path("bench-results/20261206-153256")
     assert bench_cmd.resume_argv(["t.py", "--budget", "3"], out) == ["t.py", "--budget", "3", "--out", str(out),
                                                                      "--resume"]
     assert bench_cmd.resume_argv(["t.py", "--out", "o", "--resume"], Path("o")) == ["t.py", "--out", "o", "--resume"]
     cancel = threading.Event()
-    previous = on_interrupt(cancel, "bench", again="when you go on with --resume")
-    try:
+    with Interrupts(cancel, "bench", again="when you go on with --resume"):
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the first Ctrl-C
-    finally:
-        signal.signal(signal.SIGINT, previous)
     assert cancel.is_set()
     assert "redone when you go on with --resume" in capsys.readouterr().err
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
-from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.interrupt import Interrupts
 from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.commands.llm_args import token_budget
 from stark_lsp.evaluate import protocol as evaluator_protocol
@@ -404,8 +403,8 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         progress.finish(index, total, rec)
 
     cancel = threading.Event()
-    previous = on_interrupt(cancel, "bench", "aborted (bench.json has the runs that finished)",
-                            again="when you go on with --resume")
+    stopped = Interrupts(cancel, "bench", "aborted (bench.json has the runs that finished)",
+                         again="when you go on with --resume").__enter__()  # Ctrl-C, SIGTERM, SIGHUP
     done = {(r.task_key, r.policy, r.repeat) for r in records}
     try:
         header["hardware"] = _hardware(evaluators)
@@ -426,8 +425,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
             print(f"stark bench: --stop-after {args.stop_after:g} s reached: {len(records)} of {planned} run(s) "
                   f"done; continue with --resume", file=sys.stderr)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        stopped.__exit__()
         for evaluator in evaluators:
             evaluator_protocol.close(evaluator)
     complete = not cancel.is_set() and len(records) == planned
@@ -444,10 +442,10 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     if cancel.is_set():
         import shlex
 
-        print(f"stark bench: interrupted: {json_path} has the {sum(r.outcome == 'done' for r in records)} run(s) that finished; to go "
+        print(f"stark bench: {stopped.word}: {json_path} has the {sum(r.outcome == 'done' for r in records)} run(s) that finished; to go "
               f"on: "
               f"{shlex.join(['stark', *resume_argv(sys.argv[1:], out)])}", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+        return stopped.code
     return exit_codes.FAILED if any(r.outcome != "done" for r in records) else exit_codes.OK
 
 

@@ -1,4 +1,9 @@
-"""Ctrl-C for long commands: the first stops cleanly, the second aborts."""
+"""Ctrl-C, SIGTERM and SIGHUP for long commands: the first stops cleanly, the second aborts.
+
+All three take the same orderly path (``kill PID``, a closed terminal or a job scheduler's stop are
+as Ctrl-C): the attempts in flight are stopped, stored as stopped and redone on resume; the command
+says which signal stopped it and exits with its code (exit_codes: 130, 143, 129).
+"""
 
 from __future__ import annotations
 
@@ -8,25 +13,54 @@ import sys
 import threading
 from typing import Any
 
+from stark_lsp import exit_codes
 
-def on_interrupt(cancel: threading.Event, command: str, aborted: str = "aborted",
-                 again: str = "when you run the same command again") -> Any:
-    """Install the handler; returns the previous one (None off the main thread).
+# what each signal is called in the lines the command prints, and its exit code (128 + the signal's number)
+SIGNALS = {
+    signal.SIGINT: ("interrupted", "Ctrl-C", exit_codes.INTERRUPTED),
+    signal.SIGTERM: ("terminated", "SIGTERM", exit_codes.TERMINATED),
+}
+if hasattr(signal, "SIGHUP"):
+    SIGNALS[signal.SIGHUP] = ("hung up", "SIGHUP", exit_codes.HUNG_UP)
 
-    First Ctrl-C: set ``cancel``: nothing new starts, and the evaluations in flight
-    are stopped (their attempts are stored as stopped, not failed, and redone on
-    resume). Second: exit at once, as if killed (stores stay consistent;
-    the next run abandons what was in flight).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
 
-    def handler(signum: int, frame: Any) -> None:
-        if cancel.is_set():
-            print(f"\nstark {command}: {aborted}", file=sys.stderr)
-            os._exit(130)
-        cancel.set()
-        print(f"\nstark {command}: stopping: the attempts in flight are cut and will be redone {again} "
-              f"(Ctrl-C again to abort)", file=sys.stderr)
+class Interrupts:
+    """The signals that stop a command, while installed (``with``): ``signum`` is the first one received."""
 
-    return signal.signal(signal.SIGINT, handler)
+    def __init__(self, cancel: threading.Event, command: str, aborted: str = "aborted",
+                 again: str = "when you run the same command again") -> None:
+        self.cancel, self.command, self.aborted, self.again = cancel, command, aborted, again
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def word(self) -> str:
+        """"interrupted", "terminated" or "hung up": what the command's last lines say happened."""
+        return SIGNALS.get(self.signum, SIGNALS[signal.SIGINT])[0]
+
+    @property
+    def code(self) -> int:
+        return SIGNALS.get(self.signum, SIGNALS[signal.SIGINT])[2]
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.cancel.is_set():
+            print(f"\nstark {self.command}: {self.aborted}", file=sys.stderr)
+            os._exit(SIGNALS.get(signum, SIGNALS[signal.SIGINT])[2])
+        self.signum = signum
+        self.cancel.set()
+        name = SIGNALS.get(signum, SIGNALS[signal.SIGINT])[1]
+        said = "" if signum == signal.SIGINT else f"{SIGNALS[signum][0]} ({name}): "
+        again = "Ctrl-C" if signum == signal.SIGINT else name
+        print(f"\nstark {self.command}: {said}stopping: the attempts in flight are cut and will be redone "
+              f"{self.again} ({again} again to abort)", file=sys.stderr)
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            for signum in SIGNALS:
+                self._previous[signum] = signal.signal(signum, self.handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()

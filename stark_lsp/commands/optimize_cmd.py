@@ -2,13 +2,13 @@
 
 Exit codes: 0 a verified candidate beat your kernel and was written; 3 none did
 (nothing written); 2 bad input or a task this machine cannot run (CUDA without
-a GPU is refused before any budget is spent); 5 the evaluator failed; 130 Ctrl-C.
+a GPU is refused before any budget is spent); 5 the evaluator failed; 130 Ctrl-C
+(143 SIGTERM, 129 SIGHUP: the same orderly stop).
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -19,7 +19,7 @@ from stark_lsp.commands import refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
-from stark_lsp.commands.interrupt import on_interrupt
+from stark_lsp.commands.interrupt import Interrupts
 from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.commands.llm_args import add_llm_arguments, token_budget
 from stark_lsp.evaluate import protocol as evaluator_protocol
@@ -244,9 +244,8 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
                   f"new is tried; give a larger --budget to go on, or --fresh to start anew", file=sys.stderr)
     before = max((n.id for n in store.nodes(tid)), default=0) if store.has_tree(tid) else 0  # this run's come after
     cancel = threading.Event()
-    previous = on_interrupt(cancel, "optimize", "aborted")
     code = exit_codes.OK
-    try:
+    with Interrupts(cancel, "optimize", "aborted") as stopped:  # Ctrl-C, SIGTERM, SIGHUP
         try:
             if getattr(team, "probe", None):  # a dead endpoint: found before any timing
                 refused = evaluator_protocol.refusal(evaluator, task)
@@ -272,9 +271,6 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         except (EvaluatorFailed, EvaluatorUnavailable) as e:
             print(f"stark optimize: {e}", file=sys.stderr)
             code = exit_codes.EVALUATOR_UNAVAILABLE
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
     if code == exit_codes.OK and not cancel.is_set() and not Path(path).exists():  # the store's file was deleted mid-search: its nodes
         # are in a file no one can open again, so no best is written as if a tree kept what it replaces
         print(f"stark optimize: the search tree {path} was deleted during the search: this run's nodes are lost; "
@@ -292,10 +288,10 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     if cancel.is_set():  # not the search's end: no verdict, nothing written; the best so far and how to go on
         import shlex
 
-        report_interrupted(args, nodes, best, out)
-        print(f"stark optimize: interrupted: the tree is saved; to resume, run the same command again: "
+        report_interrupted(args, nodes, best, out, stopped.word)
+        print(f"stark optimize: {stopped.word}: the tree is saved; to resume, run the same command again: "
               f"{shlex.join(['stark', *resume_argv(sys.argv[1:])])}", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+        return stopped.code
     wrote = report_best(task, nodes, best, out, store)
     if not wrote and args.llm != "builtin":
         from stark_lsp.agents.llm.failures import run_failure
@@ -313,7 +309,8 @@ def resume_argv(argv: list[str]) -> list[str]:
     return [a for a in argv if a != "--fresh"]
 
 
-def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, out: Path) -> None:
+def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, out: Path,
+                       word: str = "interrupted") -> None:
     """Ctrl-C: the search did not end, so no verdict and nothing written; the best so far, its figure
     labelled as the table's (re-timed or one measurement), and the command that writes it anyway."""
     import shlex
@@ -326,7 +323,7 @@ def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, ou
     gain = view.gain(best) if best is not None and best.parent_id is not None else None
     if gain is None or (root is not None and root.correct and gain <= 1.0):
         so_far = "no correct candidate" if root is None or not root.correct else "no candidate faster than your kernel"
-        print(f"interrupted before the search's end: {so_far} so far; nothing written")
+        print(f"{word} before the search's end: {so_far} so far; nothing written")
         return
     how = ("the median of the rounds timed in turn with yours" if best.retimed_vs_root is not None
            else "one measurement, not yet timed in turn with yours")
@@ -336,7 +333,7 @@ def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, ou
     for flag in ("harness", "store"):
         if getattr(args, flag, None):
             export += [f"--{flag}", getattr(args, flag)]
-    print(f"interrupted before the search's end: the best so far is node #{best.id}, {figure} ({how}); "
+    print(f"{word} before the search's end: the best so far is node #{best.id}, {figure} ({how}); "
           f"nothing written ({shlex.join(export)} writes it)")
 
 

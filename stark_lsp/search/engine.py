@@ -882,7 +882,7 @@ class Search:
             self._update(node.id, status=ABANDONED, error=result.message)
             raise TaskBroken(f"{result.message} ({task_error_fix(result.message)})")
         if result.stopped:  # cut by the search's own stop: no verdict on the candidate; redone if the search goes on
-            why = "the run's --wall-time passed" if self._stop_was == "wall time reached" else "stopped by Ctrl-C / Cancel"
+            why = "the run's --wall-time passed" if self._stop_was == "wall time reached" else "stopped by Ctrl-C / Cancel / a signal"
             self._update(node.id, status=ABANDONED, error=f"{why}{REDONE_LATER}")
             return
         status, speed, runtime, err = outcome_fields(result)
