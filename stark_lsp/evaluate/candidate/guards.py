@@ -174,9 +174,11 @@ def profiled_kernel_names(fn: Any, args: list[Any]) -> list[str]:
     return names
 
 
-def same_tensors(before: list[Any], after: list[Any]) -> int | None:
-    """Index of the first input that changed, bit for bit, or None."""
+def same_tensors(before: list[Any], after: list[Any], skip: set[int] | frozenset[int] = frozenset()) -> int | None:
+    """Index of the first input that changed, bit for bit, or None; those in ``skip`` are not looked at."""
     for i, (b, a) in enumerate(zip(before, after)):
+        if i in skip:
+            continue
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
             if b.shape != a.shape or b.dtype != a.dtype:
                 return i

@@ -463,7 +463,8 @@ class CandidateProcess:
 
     def op_fetch(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The outputs of one call of the last batch, into the shared buffer; and whether the call
-        changed its inputs in place (against a fresh draw of the same seed)."""
+        changed its inputs in place (against a fresh draw of the same seed), but for those the judge says
+        the reference itself changes (``may_change``)."""
         j = msg.get("index")
         if not isinstance(j, int) or not 0 <= j < len(self.kept):
             return error_reply("runtime_error", f"no call {j!r} in the last batch")
@@ -474,7 +475,9 @@ class CandidateProcess:
         if self.kept_dig is not None:  # the device chain: as the call saw them, perturbed
             fresh = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in fresh]
             DC.perturb_inputs(fresh, self.kept_dig[0], j - 1, self.kept_dig[1])
-        return {"outputs": self._store(out), "inputs_changed": same_tensors(fresh, inputs),
+        skip = msg.get("may_change")
+        skip = {i for i in skip if isinstance(i, int)} if isinstance(skip, list) else set()
+        return {"outputs": self._store(out), "inputs_changed": same_tensors(fresh, inputs, skip),
                 "inputs": describe(inputs)}
 
     def _store(self, outputs: list[Any]) -> list[dict[str, Any]]:

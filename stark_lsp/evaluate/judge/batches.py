@@ -158,8 +158,10 @@ def run_batch(conv: Conversation, seeds: Seeds, k: int, limit_s: float, phase: s
 class Checker:
     """Checks batches of one candidate against the reference (see the module's docstring)."""
 
-    def __init__(self, conv: Conversation, ref: Reference, param_seed: int, atol: float | None, rtol: float | None):
+    def __init__(self, conv: Conversation, ref: Reference, param_seed: int, atol: float | None, rtol: float | None,
+                 may_change: tuple[int, ...] = ()):
         self.conv = conv
+        self.may_change = may_change  # inputs the reference itself changes in place (``task_sanity``): no cheat
         self.ref = ref
         self.param_seed = param_seed
         self.atol, self.rtol = atol, rtol
@@ -192,11 +194,13 @@ class Checker:
 
     def fetch(self, i: int, where: str) -> list[Any]:
         """Call i of the last batch's outputs, read back into the judge's memory (a snapshot the process
-        cannot touch afterwards); a call that changed its inputs in place is a cheat."""
+        cannot touch afterwards); a call that changed its inputs in place is a cheat, but for an input the
+        reference itself changes in place (``may_change``: the process is told to look past those)."""
         limit = 30.0 + self.conv.link.capacity / TRANSFER_FLOOR  # the shared buffer holds one call's outputs
-        reply = self.conv.ask({"op": "fetch", "index": i}, limit, f"reading {where}")
+        reply = self.conv.ask({"op": "fetch", "index": i, "may_change": list(self.may_change)}, limit,
+                              f"reading {where}")
         changed = R.inputs_changed(reply)
-        if changed is not None:
+        if changed is not None and changed not in self.may_change:
             raise self.conv.state.cheat("inputs_modified", f"the candidate modified input {changed} in place",
                                         self.conv.output())
         return self.conv.read_outputs(reply.get("outputs"))

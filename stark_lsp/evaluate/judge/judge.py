@@ -446,7 +446,7 @@ class Judge:
                 base = self._time_baselines(spec, ref, opts, param_seed, cancel_fd, deadline, timeout_s)
             state.mark("reference timing")
             return self._evaluate(spec, opts, ref, base, param_seed, source, job, state, cancel_fd, deadline,
-                                  timeout_s)
+                                  timeout_s, may_change=sanity.changes_inputs)
         except Verdict as v:
             return v.result
         except Cancelled:
@@ -493,7 +493,7 @@ class Judge:
 
     def _evaluate(self, spec: TaskSpec, opts: EvalOptions, ref: Reference, base: _Baselines, param_seed: int,
                   source: str, job: dict[str, Any], state: EvalState, cancel_fd: int | None, deadline: float,
-                  timeout_s: float) -> EvalResult:
+                  timeout_s: float, may_change: tuple[int, ...] = ()) -> EvalResult:
         ref_ms = base.reference.figure.median_ms if base.reference is not None else None
         seeds = Seeds(opts.seed)
         drawn = ref.inputs(seeds.draw(1, 0)[0])
@@ -561,7 +561,7 @@ class Judge:
                                 progress_limit=call_limit + PROGRESS_SLACK_S,
                                 on_compile=self._compiles("first call"))
                 state.mark("first call")
-            checker = Checker(conv, ref, param_seed, atol, rtol)
+            checker = Checker(conv, ref, param_seed, atol, rtol, may_change)
             checker.check(ran, [0], trial=True, label="trial", trials=trials)
             done = 1
             try:

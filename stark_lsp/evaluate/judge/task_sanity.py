@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 
 from stark_lsp.evaluate.judge.compare import tolerance_for
+from stark_lsp.evaluate.wire import digest as D
 
 SEEDS = 4  # inputs the reference is run on
 
@@ -31,6 +32,28 @@ SEEDS = 4  # inputs the reference is run on
 class Sanity:
     degenerate: str = ""  # why any constant passes ('' for a sound task)
     flags: list[str] = field(default_factory=list)
+    # inputs the reference itself changes in place (``nn.ReLU(inplace=True)`` first): a candidate that does
+    # the same is no cheat (``batches.Checker.fetch``)
+    changes_inputs: tuple[int, ...] = ()
+
+
+FINGERPRINT_KEY = 0x5A17  # the signs of the inputs' fingerprints (any fixed key: both sides are the judge's)
+
+
+def fingerprints(xs: list[Any]) -> dict[int, list[float]]:
+    """Each tensor input's signed sum and NaN/inf counts (``wire/digest.py``), read where it lies: no copy of
+    the set is kept."""
+    tensors = [(i, x) for i, x in enumerate(xs) if isinstance(x, torch.Tensor)]
+    rows = D.digest([x for _, x in tensors], FINGERPRINT_KEY) if tensors else []
+    return {i: row for (i, _), row in zip(tensors, rows)}
+
+
+def changed_inputs(before: dict[int, list[float]], after: dict[int, list[float]]) -> tuple[int, ...]:
+    """The inputs whose fingerprints differ: their counts, or their sums beyond a summation's own rounding (an
+    input changed in place moves a sum of random signs by far more)."""
+    def moved(a: list[float], b: list[float]) -> bool:
+        return a[1:] != b[1:] or abs(a[0] - b[0]) > 1e-9 * max(abs(a[0]), abs(b[0]), 1e-300)
+    return tuple(i for i in sorted(before) if i in after and moved(before[i], after[i]))
 
 
 def _close(a: Any, b: Any, atol: float | None, rtol: float | None) -> bool:
@@ -55,14 +78,15 @@ def check(outputs_of: Callable[[list[Any]], list[Any]], inputs_of: Callable[[int
     the GPU's memory."""
     drawn = inputs_of(seeds[0])
     floats = [i for i, x in enumerate(drawn) if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())]
-    first = outputs_of(drawn)
+    before = fingerprints(drawn)
+    first = outputs_of(drawn)  # the reference may change its inputs in place: which it changed is noted
+    result = Sanity(changes_inputs=changed_inputs(before, fingerprints(drawn)))
     del drawn
     varies = [False] * len(first)
     for seed in seeds[1:]:
         o = outputs_of(inputs_of(seed))
         varies = [v or not _close(a, b, atol, rtol) for v, a, b in zip(varies, o, first)]
         del o
-    result = Sanity()
     if first and not any(varies):  # outputs near zero too: within the tolerance of each other for every input
         result.degenerate = (f"the reference's output is the same for every input within the tolerance (on "
                              f"{len(seeds)} random inputs): any constant passes, so a speedup on it means nothing")

@@ -1,0 +1,66 @@
+"""Session 29's hostile review of the judge, as a candidate author after a false figure, a false verdict, a
+broken judge or an honest candidate's harm. Runs on the CPU against a real sandboxed evaluator; the candidates
+are in tests/data/attacks/ (docs/EVALUATOR.md, "Threat model").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.sandbox.policy import probe
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = ROOT / "tests" / "data" / "attacks"
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+GOOD = (ROOT / "tests" / "data" / "evaluator" / "good_torch.py").read_text()
+OPTS = EvalOptions(trials=3, cpu_reps=5, reps=30, time_budget_s=1.0, load_timeout_s=30)
+
+pytestmark = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: {probe().reason}")
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="required") as e:
+        yield e
+
+
+def run(ev, name: str = "", task: Path = ADD_TASK, source: str | None = None) -> EvalResult:
+    return ev.evaluate(load_task(task), source if source is not None else (ATTACKS / name).read_text(), OPTS)
+
+
+# an honest candidate accused -------------------------------------------------------------------------------------
+def test_a_candidate_that_changes_its_input_in_place_as_the_reference_does_is_no_cheat(ev):
+    """A reference that changes its input in place (``nn.ReLU(inplace=True)`` first, common in KernelBench's
+    models) and a candidate that is the reference's own code: it was ``cheat: inputs_modified`` (the judge
+    accused the reference's own code). The judge now learns, in the task's check, which inputs the reference
+    changes itself, and a candidate changing those is no cheat."""
+    r = run(ev, "inplace_as_the_reference.py", task=ATTACKS / "inplace_reference_task.py")
+    assert r.status is Status.OK and not r.cheats, r.summary()
+
+
+def test_an_input_the_reference_leaves_alone_changed_in_place_is_still_a_cheat(ev):
+    r = run(ev, "inplace_beside_the_reference.py")
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "inputs_modified", r.summary()
+
+
+def test_the_tasks_check_notes_the_inputs_the_reference_changes_in_place():
+    import torch
+
+    from stark_lsp.evaluate.judge import task_sanity
+
+    def inputs_of(seed: int) -> list:
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(64, generator=g), torch.randn(64, generator=g), 3]
+
+    def relu_first(xs: list) -> list:
+        return [torch.relu_(xs[0]) + xs[1] * xs[2]]
+
+    got = task_sanity.check(relu_first, inputs_of, [1, 2, 3, 4], None, None)
+    assert got.changes_inputs == (0,) and not got.degenerate
+    assert task_sanity.check(lambda xs: [xs[0] + xs[1]], inputs_of, [1, 2, 3, 4], None, None).changes_inputs == ()
