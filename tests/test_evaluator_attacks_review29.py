@@ -64,3 +64,18 @@ def test_the_tasks_check_notes_the_inputs_the_reference_changes_in_place():
     got = task_sanity.check(relu_first, inputs_of, [1, 2, 3, 4], None, None)
     assert got.changes_inputs == (0,) and not got.degenerate
     assert task_sanity.check(lambda xs: [xs[0] + xs[1]], inputs_of, [1, 2, 3, 4], None, None).changes_inputs == ()
+
+
+# a source the evaluator cannot write or send --------------------------------------------------------------------
+@pytest.mark.parametrize("source, said", [
+    ("S = '\ud83d'\n" + GOOD, "lone surrogate U+D83D on line 1"),  # half an emoji, as a broken JSON escape decodes
+    ("# " + "x" * (5 << 20) + "\n" + GOOD, "too large to judge: 5.0 MiB"),
+])
+def test_a_source_that_cannot_be_written_or_sent_is_a_compile_error_in_one_line(ev, source, said):
+    """A lone surrogate made ``Evaluator.evaluate`` raise UnicodeEncodeError (a bad candidate must never raise:
+    a search would stop on it); a source over one message of the wire was judged "crashed: the candidate process
+    died (exit code 1)". Both are refused before anything runs, saying why."""
+    r = run(ev, source=source)
+    assert r.status is Status.COMPILE_ERROR and said in r.message and "\\n" not in r.message, r.summary()
+    assert r.compile is not None and not r.compile.ok
+    assert run(ev, source=GOOD).status is Status.OK  # the judge goes on

@@ -34,6 +34,7 @@ from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.pool import WorkerPool, WorkerStartError
 from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
 from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, llm_refusal, make_layout, probe, root_refusal
+from stark_lsp.evaluate.source_limits import unsendable
 from stark_lsp.evaluate.unavailable import EvaluatorUnavailable
 from stark_lsp.tasks.gpu_need import builds_cuda_inline
 from stark_lsp.tasks.spec import TaskSpec
@@ -172,6 +173,9 @@ class Evaluator:
         return result
 
     def _evaluate(self, task: TaskSpec, source: str, opts: EvalOptions) -> EvalResult:
+        refused = unsendable(source)  # not UTF-8 text, or over one message: a compile error, never a raise
+        if refused is not None:
+            return EvalResult(Status.COMPILE_ERROR, refused, compile=CompileReport(ok=False))
         digest = hashlib.sha256(source.encode()).hexdigest()[:20]
         cand_file = self.cache_dir / "candidates" / f"c{digest}{task.candidate_suffix}"
         if not cand_file.exists():
