@@ -34,13 +34,17 @@ SIGN = "×"
 
 def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: float | None,
              root_ms: float | None, *, itself: bool, root_correct: bool, root_is_reference: bool,
-             root_speedup: float | None = None, paired: bool = False) -> float | None:
+             root_speedup: float | None = None, paired: bool = False, root_retimed: bool = False) -> float | None:
     """How many times faster than the user's kernel (the search's root) a node is: the one ratio behind
     every "× your kernel" (the CLI, ``stark show``, the editor, the agents' prompts).
 
-    ``speedup``: the node's own figure against eager (None: not a correct node). The re-timed median
-    against the root where the search re-timed it (rounds timed in turn with the root); else the two
-    runtimes; when the root is the KernelBench reference itself, the user's kernel *is* eager.
+    ``speedup``: the node's figure against eager as every surface shows it (re-timed first; None: not a
+    correct node); ``runtime_ms`` and ``root_ms`` likewise. Where the search re-timed the node, its re-timed
+    figure against the root: its median over the root's median of the same rounds, i.e. ``speedup`` over
+    ``root_speedup`` when the root's re-timing is stored (``root_retimed``), so that a reader's division of
+    the two printed "× eager" gives the printed "× your kernel" (``retimed_vs_root`` where it is not: a tree
+    re-timed before the root's medians were kept); else the two runtimes; when the root is the KernelBench
+    reference itself, the user's kernel *is* eager.
     ``paired``: both were timed on the CPU, where eager is timed in turn with each evaluation: the node's
     figure over the root's (``root_speedup``), each against its own eager, so that what the machine's load
     did between the two evaluations cancels, as the re-timing's rounds do (raw times, taken minutes apart
@@ -50,6 +54,8 @@ def vs_yours(speedup: float | None, runtime_ms: float | None, retimed_vs_root: f
     if itself:
         return 1.0
     if isinstance(retimed_vs_root, (int, float)) and retimed_vs_root > 0:
+        if root_retimed and speedup > 0 and isinstance(root_speedup, (int, float)) and root_speedup > 0:
+            return speedup / root_speedup  # the same as retimed_vs_root when re-timed in one run with the root
         return float(retimed_vs_root)
     if root_is_reference:
         return speedup

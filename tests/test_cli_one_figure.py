@@ -4,19 +4,19 @@ words say what is happening (each test through ``cli.main``)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
+import pytest
+
+from fakes import FakeEvaluator, FakeTeam, _timing, make_fake_task
 from stark_lsp import cli, exit_codes
-from stark_lsp.commands import eval_cmd
-from stark_lsp.evaluate.result import CompileReport, Correctness, EvalResult, Runtime, Status, Timing, Trial
+from stark_lsp.commands import eval_cmd, optimize_cmd
+from stark_lsp.evaluate.result import CompileReport, Correctness, EvalResult, Runtime, Status, Trial
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
-
-
-def _timing(ms: float) -> Timing:
-    return Timing(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=0.0, std_ms=0.0, reps=10)
 
 
 class OneResult:
@@ -105,3 +105,76 @@ def test_a_wrong_output_is_named_as_a_person_counts_from_1(tmp_path, capsys, mon
     assert "trial 1 " in d["message"]  # both counted from 1
     assert d["correctness"]["trials"][0]["failed_output"] == 1  # --json's index stays 0-based
 
+
+
+class NoisyRounds(FakeEvaluator):
+    """Each evaluation's figure against eager carries its moment's noise (a factor of ``noise`` in turn), the
+    root's as the candidates', so a re-timing's per-round ratios and its medians tell different stories."""
+
+    def __init__(self, noise=(1.0, 1.3, 0.75, 1.1, 0.7, 1.25, 0.9, 1.4, 0.8), cpu=False, **kw):
+        super().__init__(**kw)
+        self.noise, self.cpu = noise, cpu
+
+    def hardware(self):
+        return "cpu (fake interpreter)" if self.cpu else "Fake GPU"
+
+    def evaluate(self, task, source, options=None):
+        r = super().evaluate(task, source, options)
+        if r.runtime is None:
+            return r
+        with self._lock:
+            f = self.noise[(self.calls - 1) % len(self.noise)]
+        rt = r.runtime
+        rt.speedup *= f
+        rt.candidate = _timing(rt.reference.median_ms / rt.speedup)
+        if self.cpu:
+            rt.device, rt.is_gpu = "cpu (fake interpreter)", False
+        return r
+
+
+def _rows(out):
+    rows = {}
+    for line in out.splitlines():
+        if re.match(r"\s*\d+\*?\s", line):
+            r = line.split()
+            if r[4] == "ok":
+                rows[int(r[0].rstrip("*"))] = (r[5], r[6])
+    return rows
+
+
+def _x(text):
+    return float(text.rstrip("×"))
+
+
+def _agree(yours, quotient):
+    """Equal as printed: within the rounding of ratios printed with two decimals (or three digits)."""
+    return abs(yours - quotient) <= 0.006 + 0.006 * quotient
+
+
+@pytest.mark.parametrize("cpu", [False, True], ids=["eager-pinned", "eager-in-turn"])
+def test_a_retimed_row_s_yours_is_its_eager_over_your_kernel_s(tmp_path, capsys, monkeypatch, cpu):
+    """Re-timed rows printed '× yours' as the median of per-round ratios beside '× eager' as the median of the
+    candidate's rounds, over the root's one evaluation: a reader's division disagreed (by up to a third here)."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: NoisyRounds(cpu=cpu))
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=1.5))
+    task = make_fake_task(tmp_path)
+    code = cli.main(["optimize", str(task.path), "--budget", "4", "--concurrency", "1"])
+    out = capsys.readouterr().out
+    assert code in (exit_codes.OK, exit_codes.NO_IMPROVEMENT), out
+    rows = _rows(out)
+    root_eager = _x(rows[1][1])
+    assert len(rows) >= 4, out
+    for node, (yours, eager) in rows.items():
+        if node != 1:
+            assert _agree(_x(yours), _x(eager) / root_eager), (node, yours, eager, root_eager, out)
+    line = next(x for x in out.splitlines() if x.startswith("re-timed in turn with your kernel: "))
+    m = re.search(r": ([\d.]+)× eager \(.*\), ([\d.]+)× your kernel", line)
+    assert m and _agree(float(m.group(2)), float(m.group(1)) / root_eager), (line, root_eager)
+    assert cli.main(["show", str(task.path), "--json"]) == 0
+    nodes = json.loads(capsys.readouterr().out)["nodes"]
+    root = nodes[0]
+    for n in nodes[1:]:
+        if n["status"] == "ok":
+            assert abs(n["speedup_vs_yours"] - n["speedup_vs_eager"] / root["speedup_vs_eager"]) < 1e-9, n

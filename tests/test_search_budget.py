@@ -54,8 +54,10 @@ def test_leaders_are_retimed_in_turn_with_the_root_and_the_median_is_reported(tm
         best = Search(task, store, ev, FakeTeam(factor=1.3), SearchConfig(budget=6, concurrency=1, retime_top=2,
                       retime_rounds=3), on_progress=progress.append).run()
         nodes = store.nodes(task.task_id())
-        retimed = [n for n in nodes if n.retimed]
-        assert len(retimed) == 2 and all(n.kind != ROOT for n in retimed)
+        retimed = [n for n in nodes if n.retimed and n.kind != ROOT]
+        assert len(retimed) == 2
+        root = next(n for n in nodes if n.kind == ROOT)  # your kernel's medians of the same rounds are kept too
+        assert Retimed.from_dict(root.retimed).rounds == 3 and Retimed.from_dict(root.retimed).vs_root is None
         searched = sum(1 for n in nodes if n.evaluated and n.duplicate_of is None)
         assert ev.calls == searched + 3 * (2 + 1)  # 3 rounds of (2 leaders, then the root)
         for n in retimed:
@@ -64,6 +66,7 @@ def test_leaders_are_retimed_in_turn_with_the_root_and_the_median_is_reported(tm
             assert r.rounds == 3 and r.speedup == pytest.approx(n.speedup * 0.5)
             assert r.speedup_low < r.speedup < r.speedup_high
             assert r.vs_root is not None and not r.cpu
+            assert r.vs_root == pytest.approx(r.speedup / root.retimed["speedup"])  # as the table divides them
         assert best.id == max(retimed, key=lambda n: n.retimed["speedup"]).id == store.best(task.task_id()).id
     messages = [p.message for p in progress]
     assert any(m.startswith("re-timed: best #") and "over 3 rounds" in m for m in messages)

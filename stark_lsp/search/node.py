@@ -142,6 +142,11 @@ class Node:
         return retimed_figure(self.retimed, "vs_root")
 
     @property
+    def retimed_ms(self) -> float | None:
+        """The re-timing's median runtime (``speedups.shown_ms``); None where it was not re-timed."""
+        return retimed_figure(self.retimed, "runtime_ms")
+
+    @property
     def eager(self) -> float | None:
         """Its "× eager": re-timed first (``speedups.vs_eager``)."""
         return vs_eager(self.speedup, self.retimed_speedup)
@@ -180,9 +185,13 @@ def speedup_vs_yours(node: Any, root: Any | None) -> float | None:
     name the figures alike (``retimed_vs_root``, ``is_reference_itself``)."""
     if root is None:
         return None
-    return vs_yours(node.speedup, node.runtime_ms, node.retimed_vs_root, root.runtime_ms, itself=node.id == root.id,
+    # the figures each row shows (re-timed first: ``eager``, ``retimed_ms``), so that a node's "× your kernel"
+    # is its "× eager" over the root's as printed, the root re-timed in the same rounds where it was
+    return vs_yours(node.eager, node.retimed_ms or node.runtime_ms, node.retimed_vs_root,
+                    root.retimed_ms or root.runtime_ms, itself=node.id == root.id,
                     root_correct=root.correct, root_is_reference=root.is_reference_itself,
-                    root_speedup=root.speedup, paired=node.cpu_timed and root.cpu_timed)
+                    root_speedup=root.eager, paired=node.cpu_timed and root.cpu_timed,
+                    root_retimed=root.retimed_speedup is not None)
 
 
 def outcome_fields(result: EvalResult) -> tuple[str, float | None, float | None, str]:

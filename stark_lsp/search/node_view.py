@@ -62,6 +62,7 @@ class NodeView:
     degenerate: str = ""  # why the task cannot tell a right answer from a constant ('' for a sound task)
     retimed_vs_root: float | None = None  # the re-timing's median against the root (search/retime.py)
     retimed_speedup: float | None = None  # the re-timing's median against eager
+    retimed_ms: float | None = None  # the re-timing's median runtime
     usage: Usage = field(default_factory=Usage, hash=False)  # its agents' calls, tokens and cost (a copy)
     nothing_new: bool = False  # an agent had nothing new to try from the parent: no candidate was made
 
@@ -127,6 +128,7 @@ def node_view(n: Any) -> NodeView:
         degenerate=str(getattr(result, "degenerate", "") or "") if result is not None else "",
         retimed_vs_root=retimed_figure(getattr(n, "retimed", None), "vs_root"),
         retimed_speedup=retimed_figure(getattr(n, "retimed", None), "speedup"),
+        retimed_ms=retimed_figure(getattr(n, "retimed", None), "runtime_ms"),
         usage=_usage(getattr(n, "usage", None)),
         nothing_new=had_nothing_new(n),
     )

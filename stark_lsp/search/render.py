@@ -62,7 +62,7 @@ def _note(n: Node, width: int | None) -> str:
 
 
 CPU_MS_NOTE = ("eager ms: eager timed in turn with the row, so × eager = eager ms / ms and × yours = the row's "
-               "× eager / your kernel's (re-timed rows: the median of rounds timed in turn with yours), never one "
+               "× eager / your kernel's (re-timed rows and yours: medians of the same rounds), never one "
                "row's ms over another's (each ran under its own load)")
 
 

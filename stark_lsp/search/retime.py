@@ -5,9 +5,10 @@ measurements is biased upwards. So when the search ends, its top ``top``
 correct candidates and the root are evaluated again ``rounds`` times, in turn
 (candidate 1, candidate 2, ..., root; then again). Each evaluation gives the
 candidate's speedup against eager (the evaluator times the reference once per
-task and settings) and, with the root's evaluation of the same round, against
-the user's kernel. The reported figure is the median over the rounds, with its
-range, stored on each node as
+task and settings). The reported figure is the median over the rounds, with its
+range; against the user's kernel, the candidate's median over the root's median
+of the same rounds (the root's own medians are stored on the root), with the
+range of the per-round ratios. Stored on each node as
 ``Node.retimed`` (``Retimed.to_dict()``); ``TreeStore.best`` then prefers the
 highest re-timed median.
 
@@ -55,8 +56,8 @@ class Retimed:
     speedup_low: float
     speedup_high: float
     runtime_ms: float  # median candidate time
-    vs_root: float | None = None  # median of root time / candidate time, the root timed in the same round
-    vs_root_low: float | None = None
+    vs_root: float | None = None  # speedup / the root's median against eager, the root timed in the same rounds
+    vs_root_low: float | None = None  # the range of the per-round ratios (this round's figure / the root's)
     vs_root_high: float | None = None
     speedup_vs_compiled: float | None = None  # median, when the evaluations timed torch.compile
     cpu: bool = False  # CPU timings (Triton interpreter): not GPU figures
@@ -101,12 +102,19 @@ def summarize(candidate: list[EvalResult], root: list[EvalResult | None],
     # with itself (``judge.reference_in_turn``), so what the machine's load did between the two cancels
     vs_root = list(speeds) if root_is_eager else \
         [c.runtime.speedup / r.runtime.speedup for c, r in rounds if _ok(r) and r.runtime.speedup > 0]
+    # "× your kernel" is the candidate's median over the root's median of the same rounds (the root's own
+    # figures, :func:`summarize` of its rounds, are stored on the root): then every re-timed row's "× your
+    # kernel" is its "× eager" over your kernel's, as the table prints them. The median of the per-round
+    # ratios is another number (medians do not divide), and printed beside the two medians it contradicted
+    # them; with an odd number of rounds the ratio of the medians lies within the per-round ratios' range
+    root_speeds = [r.runtime.speedup for r in root if _ok(r) and r.runtime.speedup > 0]
+    speedup = statistics.median(speeds)
     compiled = [c.runtime.speedup_vs_compiled for c, _ in rounds if c.runtime.speedup_vs_compiled]
     return Retimed(
         rounds=len(rounds),
-        speedup=statistics.median(speeds), speedup_low=min(speeds), speedup_high=max(speeds),
+        speedup=speedup, speedup_low=min(speeds), speedup_high=max(speeds),
         runtime_ms=statistics.median(c.runtime.candidate.median_ms for c, _ in rounds),
-        vs_root=statistics.median(vs_root) if vs_root else None,
+        vs_root=(speedup if root_is_eager else speedup / statistics.median(root_speeds)) if vs_root else None,
         vs_root_low=min(vs_root) if vs_root else None, vs_root_high=max(vs_root) if vs_root else None,
         speedup_vs_compiled=statistics.median(compiled) if compiled else None,
         cpu=not rounds[0][0].runtime.is_gpu,

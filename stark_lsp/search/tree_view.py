@@ -70,7 +70,8 @@ def best_node(nodes: Iterable[N]) -> N | None:
     """The best of a tree's nodes, the one rule behind every "best" the product shows: the correct node
     with the highest speedup (the earliest on a tie). When the search re-timed its leaders
     (``retimed_speedup``), the one with the highest re-timed median, unless the root timed in the same
-    rounds was faster (``retimed_vs_root`` below 1): then the root. Pure."""
+    rounds was faster (its own medians of those rounds higher, or ``retimed_vs_root`` below 1): then the
+    root. Pure."""
     nodes = list(nodes)
     scored = [n for n in nodes if _scored(n)]
     retimed = [n for n in scored if n.retimed_speedup is not None]
