@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
@@ -211,7 +211,7 @@ def gpu_reason(task: Any) -> str:
     name = task.path.name
     what = "" if task.kind == "cuda" else " (its ModelNew builds CUDA with load_inline)"
     return (f"{name} needs an NVIDIA GPU{what}: nothing can be run or timed here "
-            f"(stark eval {name} --compile-only checks that it compiles)")
+            f"({hints.stark('eval', task.path, '--compile-only')} checks that it compiles)")
 
 
 def print_plan(tasks: list[Any], names: list[str], problems: dict[int, list[str]], skipped: list[Any],
@@ -440,11 +440,9 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
     print(ceilings_line(doc["summary"]["ceilings"]))
     print(f"wrote {json_path}, {html_path}")
     if cancel.is_set():
-        import shlex
-
         print(f"stark bench: {stopped.word}: {json_path} has the {sum(r.outcome == 'done' for r in records)} run(s) that finished; to go "
               f"on: "
-              f"{shlex.join(['stark', *resume_argv(sys.argv[1:], out)])}", file=sys.stderr)
+              f"{hints.stark(*resume_argv(sys.argv[1:], out))}", file=sys.stderr)
         return stopped.code
     return exit_codes.FAILED if any(r.outcome != "done" for r in records) else exit_codes.OK
 

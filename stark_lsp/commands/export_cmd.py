@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 
 NAME = "export"
 HELP = "write the source of one node of a task's search tree ('best' for the best node)"
@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = refusal.output_file(args.out, "-o") if args.out else None
     if args.node != "best" and not args.node.isdigit():
-        raise refusal.Refusal(f"NODE_ID {args.node!r}: expected a node number (see 'stark show {args.task}') or 'best'")
+        raise refusal.Refusal(f"NODE_ID {args.node!r}: expected a node number (see "
+                              f"{hints.stark('show', args.task, args=args)}) or 'best'")
     task, store = open_tree(args, "export")
     if out is not None and task.harness and out.resolve() == task.harness.resolve():
         store.close()  # a kernel written over the harness loses it: no tree keeps a harness (the task's own
@@ -41,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
         if args.node == "best":
             node = store.best(tid) if store.has_tree(tid) else None
             if node is None and not store.has_tree(tid):  # --fresh archived it, and the new one never began
-                print(f"stark export: {task.path.name} has only archived trees: 'stark show {args.task} --archived' "
-                      f"lists them; 'stark export {args.task} NODE_ID' writes one of their nodes", file=sys.stderr)
+                print(f"stark export: {task.path.name} has only archived trees: "
+                      f"{hints.stark('show', args.task, '--archived', args=args)} lists them; "
+                      f"{hints.stark('export', args.task, 'NODE_ID', args=args)} writes one of their nodes",
+                      file=sys.stderr)
                 return exit_codes.FAILED
             if node is None:
                 print(f"stark export: no correct node in the tree of {task.path.name}", file=sys.stderr)
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 node = None
             if node is None or node.task_id not in tree_ids(store, tid):
                 raise refusal.Refusal(f"no node {args.node} in the tree of {task.path.name}: "
-                                      f"'stark show {args.task}' lists its nodes")
+                                      f"{hints.stark('show', args.task, args=args)} lists its nodes")
     if not node.source:
         print(f"stark export: node #{node.id} has no source ({node.status}: {node.error})", file=sys.stderr)
         return exit_codes.FAILED

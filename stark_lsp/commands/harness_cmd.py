@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 
 NAME = "harness"
 HELP = "write the harness template of a CUDA or Triton kernel file (the editor's 'Create harness')"
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         language = "cuda"
     elif path.suffix == ".py" and is_kernelbench_reference(text):
         raise refusal.Refusal(f"{path.name} is a KernelBench file: its Model is the reference, it needs no harness "
-                              f"(stark eval {path.name} times it)")
+                              f"({hints.stark('eval', args.kernel)} times it)")
     elif path.suffix == ".py" and is_triton_source(text):
         language = "triton"
     else:
@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         raise refusal.Refusal(f"cannot write {target}: {e.strerror or e}") from None
     with os.fdopen(fd, "w") as fh:
         fh.write(harness)
-    print(f"wrote {target}: write reference() in it, then 'stark eval {path}'", file=sys.stderr)
+    beside = Path(target).resolve() == default_harness_path(path).resolve()  # else eval needs --harness to find it
+    then = hints.stark("eval", args.kernel, *(() if beside else ("--harness", str(target))))
+    print(f"wrote {target}: write reference() in it, then {then}", file=sys.stderr)
     return exit_codes.OK
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
@@ -146,7 +146,8 @@ def refuse_without_gpu(task: Any, evaluator: Any, args: argparse.Namespace) -> N
     result = evaluator.evaluate(task, task.root_source())
     if result.status is Status.COMPILE_ERROR:
         raise refusal.Refusal(f"{name} needs an NVIDIA GPU, and nvcc could not compile it either: {result.message} "
-                              f"(stark eval {name} --compile-only shows every error)")
+                              f"({hints.stark('eval', args.task, '--compile-only', args=args, flags=('harness',))} "
+                              f"shows every error)")
     raise refusal.Refusal(f"{name} {refusal.GPU_NEEDED}")
 
 
@@ -229,7 +230,7 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         except SearchBusy as e:
             raise refusal.Refusal(str(e)) from None
         print(f"stark optimize: --fresh: the earlier tree is kept as {kept} "
-              f"(stark show {args.task} --archived lists it)", file=sys.stderr)
+              f"({hints.stark('show', args.task, '--archived', args=args)} lists it)", file=sys.stderr)
 
     if fresh and not getattr(team, "probe", None):
         archive()
@@ -286,13 +287,11 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         print("the search stopped before its end: nothing written")
         return code
     if cancel.is_set():  # not the search's end: no verdict, nothing written; the best so far and how to go on
-        import shlex
-
         report_interrupted(args, nodes, best, out, stopped.word)
         print(f"stark optimize: {stopped.word}: the tree is saved; to resume, run the same command again: "
-              f"{shlex.join(['stark', *resume_argv(sys.argv[1:])])}", file=sys.stderr)
+              f"{hints.stark(*resume_argv(sys.argv[1:]))}", file=sys.stderr)
         return stopped.code
-    wrote = report_best(task, nodes, best, out, store)
+    wrote = report_best(task, nodes, best, out, store, args)
     if not wrote and args.llm != "builtin":
         from stark_lsp.agents.llm.failures import run_failure
 
@@ -313,8 +312,6 @@ def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, ou
                        word: str = "interrupted") -> None:
     """Ctrl-C: the search did not end, so no verdict and nothing written; the best so far, its figure
     labelled as the table's (re-timed or one measurement), and the command that writes it anyway."""
-    import shlex
-
     from stark_lsp.search.tree_view import TreeView
     from stark_lsp.speedups import speedup_text
 
@@ -329,15 +326,13 @@ def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, ou
            else "one measurement, not yet timed in turn with yours")
     figure = (speedup_text(gain, "yours", cpu=best.cpu_timed, degenerate=best.degenerate) if root is not None
               and root.correct else f"correct where your kernel is not, {best.eager_text()}")
-    export = ["stark", "export", args.task, str(best.id), "-o", str(out)]
-    for flag in ("harness", "store"):
-        if getattr(args, flag, None):
-            export += [f"--{flag}", getattr(args, flag)]
+    export = hints.stark("export", args.task, best.id, "-o", out, args=args)
     print(f"{word} before the search's end: the best so far is node #{best.id}, {figure} ({how}); "
-          f"nothing written ({shlex.join(export)} writes it)")
+          f"nothing written ({export} writes it)")
 
 
-def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -> bool:
+def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any,
+                args: argparse.Namespace | None = None) -> bool:
     """Write the best kernel when a verified candidate beats the user's kernel, and
     say what happened either way; True when it wrote."""
     from stark_lsp.search.retime import Retimed
@@ -376,7 +371,7 @@ def report_best(task: Any, nodes: list[Any], best: Any, out: Path, store: Any) -
               f"{speedup_text(gain, 'yours', cpu=best.cpu_timed, degenerate=best.degenerate)}, "
               f"{low:.2f}–{retimed.vs_root_high:.2f} over {retimed.rounds} rounds): nothing written")
         return False
-    replaced = keep_previous(out, best.source, task, store)
+    replaced = keep_previous(out, best.source, task, store, args)
     refusal.write_file(out, best.source, "--out")
     if root is not None and root.correct and retimed is not None and retimed.vs_root is not None:
         # the re-timed figures only: the single measurements of the table would not give this ratio
@@ -406,10 +401,11 @@ def ms_words(node: Any) -> str:
     return f"{node.runtime_ms:.4g} ms" + (f" against eager's {eager:.4g} ms, timed in turn" if eager else "")
 
 
-def keep_previous(out: Path, new_source: str, task: Any, store: Any) -> str:
+def keep_previous(out: Path, new_source: str, task: Any, store: Any, args: argparse.Namespace | None = None) -> str:
     """Before ``out`` is overwritten: where its old contents can still be found, or ""
     when there were none. A file no tree of the task holds (edited by hand, or from
-    another store) is moved aside to ``<out>.N.bak`` first: nothing is lost."""
+    another store) is moved aside to ``<out>.N.bak`` first: nothing is lost. ``args``: the command's, whose
+    task path (as given) and ``--harness``/``--store`` the command that brings it back names."""
     from stark_lsp.commands.show_cmd import tree_ids
 
     try:
@@ -422,7 +418,9 @@ def keep_previous(out: Path, new_source: str, task: Any, store: Any) -> str:
         node = store.find_evaluated(tid, old)
         if node is not None:
             where = f"archived tree {tid.rsplit('~', 1)[1]}" if "~" in tid else "this tree"
-            return f"it replaces node #{node.id} of {where}: stark export {task.path.name} {node.id} brings it back"
+            back = hints.stark("export", hints.task_arg(args) if args is not None else task.path, node.id, "-o", out,
+                               args=args)
+            return f"it replaces node #{node.id} of {where}: {back} brings it back"
     n = 1
     while out.with_name(f"{out.name}.{n}.bak").exists():
         n += 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 
 NAME = "show"
 HELP = "print the search tree of a task (status, speedups and summary per node)"
@@ -45,7 +45,7 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
     task = refusal.load_task_or_refuse(args.task, args.harness)
     path = store_path(args.store, start=Path(task.path).resolve().parent)
     if not path.exists():
-        raise refusal.Refusal(f"no search store at {path}: run 'stark optimize {args.task}' first"
+        raise refusal.Refusal(f"no search store at {path}: run {hints.stark('optimize', args.task, args=args)} first"
                               + ("" if args.store else " (or give --store)"))
     try:
         store = TreeStore.open(path, readonly=True)
@@ -53,7 +53,8 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
         raise refusal.Refusal(str(e)) from None
     if not store.has_tree(task.task_id()) and not archived_ids(store, task.task_id()):
         store.close()
-        raise refusal.Refusal(f"no search tree for {task.path.name} in {path}: run 'stark optimize {args.task}' first"
+        raise refusal.Refusal(f"no search tree for {task.path.name} in {path}: run "
+                              f"{hints.stark('optimize', args.task, args=args)} first"
                               + ("" if args.store else " (or give --store DIR if the search used one)"))
     return task, store
 
@@ -74,26 +75,26 @@ def run(args: argparse.Namespace) -> int:
         raise refusal.Refusal("--transcript needs --node N (the node whose exchanges to show)")
     if getattr(args, "sources", False) and not getattr(args, "json", False):
         raise refusal.Refusal("--sources needs --json (the sources go into the JSON); "
-                              "'stark export TASK NODE_ID' writes one node's source")
+                              f"{hints.stark('export', args.task, 'NODE_ID', args=args)} writes one node's source")
     task, store = open_tree(args, "show")
     with store:
         tid = task.task_id()
         if args.archived == "list":
-            return list_archived(task, store)
+            return list_archived(task, store, args)
         if args.archived is not None:
             wanted = f"{tid}~{args.archived}"
             if wanted not in archived_ids(store, tid):
                 raise refusal.Refusal(f"no archived tree {args.archived} for {task.path.name}: "
-                                      f"'stark show {args.task} --archived' lists them")
+                                      f"{hints.stark('show', args.task, '--archived', args=args)} lists them")
             tid = wanted
         elif not store.has_tree(tid):
             raise refusal.Refusal(f"{task.path.name} has only archived trees: "
-                                  f"'stark show {args.task} --archived' lists them")
+                                  f"{hints.stark('show', args.task, '--archived', args=args)} lists them")
         changed = store.changed(task) if args.archived is None else ""
         view = store.view(tid)
     if changed:  # on stderr: the tree and its JSON are as stored; its figures are of the earlier version
         print(f"stark show: the {changed} changed since this tree began: its figures are of the earlier version "
-              f"('stark optimize {args.task}' archives it and starts a new one)", file=sys.stderr)
+              f"({hints.stark('optimize', args.task, args=args)} archives it and starts a new one)", file=sys.stderr)
     return print_tree(args, task, view)
 
 
@@ -125,7 +126,7 @@ def print_tree(args: argparse.Namespace, task: Any, view: Any) -> int:
     return exit_codes.OK
 
 
-def list_archived(task: Any, store: Any) -> int:
+def list_archived(task: Any, store: Any, args: argparse.Namespace) -> int:
     from stark_lsp.search.render import best_line
 
     ids = archived_ids(store, task.task_id())
@@ -138,7 +139,8 @@ def list_archived(task: Any, store: Any) -> int:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(min((n.created for n in nodes), default=0)))
         print(f"{aid.rsplit('~', 1)[1]}: begun {when}, {view.finished} attempt{'' if view.finished == 1 else 's'}, "
               f"best {best_line(nodes, view.best)}")
-    print(f"(stark show {task.path.name} --archived N shows one; stark export {task.path.name} NODE_ID writes a node)")
+    print(f"({hints.stark('show', args.task, '--archived', 'N', args=args)} shows one; "
+          f"{hints.stark('export', args.task, 'NODE_ID', args=args)} writes a node)")
     return exit_codes.OK
 
 
