@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stark_lsp.tasks.spec import TaskError, TaskSpec, load_task
+from stark_lsp.tasks.spec import HarnessNotFound, TaskError, TaskSpec, load_task
 
 SUFFIXES = (".py", ".cu", ".cuh")
 
@@ -65,6 +65,9 @@ def discover(paths: list[str | Path]) -> Discovery:
             return
         try:
             task = load_task(p)
+        except HarnessNotFound as e:
+            found.skipped.append(Skipped(str(p), e.command_line_text(p, harness_flag=False)))
+            return
         except TaskError as e:
             found.skipped.append(Skipped(str(p), str(e)))
             return

@@ -24,13 +24,15 @@ class Refusal(Exception):
 
 def load_task_or_refuse(path: str, harness: str | None = None) -> Any:
     """``tasks.spec.load_task``, with every reason it refuses as a :class:`Refusal`."""
-    from stark_lsp.tasks.spec import TaskError, load_task as load
+    from stark_lsp.tasks.spec import HarnessNotFound, TaskError, load_task as load
 
     require_plain_file(path, "task")
     if harness:
         require_plain_file(harness, "harness")
     try:
         return load(path, harness)
+    except HarnessNotFound as e:
+        raise Refusal(e.command_line_text(path)) from None
     except TaskError as e:
         raise Refusal(str(e)) from None
 

@@ -52,6 +52,16 @@ class HarnessNotFound(TaskError):
             f"with a 'stark-harness: FILE' comment"
         )
 
+    def command_line_text(self, given: str | Path, harness_flag: bool = True) -> str:
+        """The line a command prints: ``stark harness PATH`` writes the harness (PATH as the user gave the
+        kernel, quoted for the shell), rather than the functions to write by hand."""
+        import shlex
+
+        flag = "give --harness FILE, or " if harness_flag else ""
+        return (f"no harness for {self.kernel.name}: {shlex.join(['stark', 'harness', str(given)])} writes one "
+                f"({self.expected.name} beside it; then fill in its reference()), or {flag}name one in a "
+                f"'# stark-harness: FILE' comment")
+
 
 @dataclass(frozen=True)
 class TaskSpec:
