@@ -88,14 +88,41 @@ def run(args: argparse.Namespace) -> int:
                                       f"{hints.stark('show', args.task, '--archived', args=args)} lists them")
             tid = wanted
         elif not store.has_tree(tid):
-            raise refusal.Refusal(f"{task.path.name} has only archived trees: "
+            elsewhere = node_elsewhere(args, task, store, tid)
+            raise refusal.Refusal(elsewhere or f"{task.path.name} has only archived trees: "
                                   f"{hints.stark('show', args.task, '--archived', args=args)} lists them")
         changed = store.changed(task) if args.archived is None else ""
         view = store.view(tid)
+        if args.node is not None and view.get(args.node) is None:  # a node of another of the task's trees
+            elsewhere = node_elsewhere(args, task, store, tid)
+            if elsewhere:
+                raise refusal.Refusal(elsewhere)
     if changed:  # on stderr: the tree and its JSON are as stored; its figures are of the earlier version
         print(f"stark show: the {changed} changed since this tree began: its figures are of the earlier version "
               f"({hints.stark('optimize', args.task, args=args)} archives it and starts a new one)", file=sys.stderr)
     return print_tree(args, task, view)
+
+
+def node_elsewhere(args: argparse.Namespace, task: Any, store: Any, shown: str) -> str:
+    """``--node N`` of a node in another of the task's trees than the one shown (an archived tree, after
+    ``optimize --fresh``; or the current one, under ``--archived K``): where it is and the exact command
+    that shows it; "" when no tree of the task holds it."""
+    from stark_lsp.search import StoreError
+
+    try:
+        node = store.get(int(args.node))
+    except (ValueError, StoreError):
+        return ""
+    if node is None or node.task_id == shown or node.task_id not in tree_ids(store, task.task_id()):
+        return ""
+    also = [f"--{flag}" for flag in ("json", "sources", "transcript") if getattr(args, flag, False)]
+    if "~" not in node.task_id:
+        return (f"node #{node.id} is in the current tree of {task.path.name}, not archived tree {args.archived}: "
+                f"{hints.stark('show', args.task, '--node', node.id, *also, args=args)} shows it")
+    k = node.task_id.rsplit("~", 1)[1]
+    return (f"node #{node.id} is in archived tree {k} of {task.path.name} (kept by optimize --fresh, or when the "
+            f"task changed): {hints.stark('show', args.task, '--archived', k, '--node', node.id, *also, args=args)} "
+            f"shows it")
 
 
 def print_tree(args: argparse.Namespace, task: Any, view: Any) -> int:
