@@ -79,3 +79,14 @@ def test_a_source_that_cannot_be_written_or_sent_is_a_compile_error_in_one_line(
     assert r.status is Status.COMPILE_ERROR and said in r.message and "\\n" not in r.message, r.summary()
     assert r.compile is not None and not r.compile.ok
     assert run(ev, source=GOOD).status is Status.OK  # the judge goes on
+
+
+# the launch check is the process's word --------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="the launch check reads Triton's launch counter (and on a GPU the profiler) in "
+                   "the candidate's own process: a process that rewrites its 'launches' reply passes a fallback. No "
+                   "figure is forged (the fallback's time is the judge's clock's, and a source defining no kernel "
+                   "is judged by its figure alone), but the verdict rests on the process's word; nothing outside "
+                   "the process sees which kernels ran (docs/EVALUATOR.md, 'Out of scope')")
+def test_a_fallback_whose_process_forges_its_launch_report_is_still_called_one(ev):
+    r = run(ev, "forge_launch_report.py")
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
