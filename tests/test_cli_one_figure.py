@@ -4,8 +4,12 @@ words say what is happening (each test through ``cli.main``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -178,3 +182,47 @@ def test_a_retimed_row_s_yours_is_its_eager_over_your_kernel_s(tmp_path, capsys,
     for n in nodes[1:]:
         if n["status"] == "ok":
             assert abs(n["speedup_vs_yours"] - n["speedup_vs_eager"] / root["speedup_vs_eager"]) < 1e-9, n
+
+
+class CtrlCAtTheRetiming(FakeEvaluator):
+    """Ctrl-C as the search's leaders are being re-timed: the first re-timing evaluation (one trial, on the
+    thread that runs the search, as the engine's ``_retime`` calls it) sends this process SIGINT."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.sent = False
+
+    def evaluate(self, task, source, options=None):
+        retiming = options is not None and options.trials == 1 and threading.current_thread() is threading.main_thread()
+        if retiming and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().evaluate(task, source, options)
+
+
+def test_ctrl_c_during_the_retiming_says_the_retiming_is_cut_and_how_to_redo_it(tmp_path, capsys, monkeypatch):
+    """It said 'stopping: the attempts in flight are cut and will be redone', with no attempt in flight, and
+    'interrupted before the search's end' of a search that had ended; now the re-timing is named, what is
+    kept, and the command that re-times; exit 130, as for Ctrl-C in the search; that command then re-times."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    ev = CtrlCAtTheRetiming()
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: ev)
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=1.5))
+    monkeypatch.setattr(sys, "argv", ["stark", "optimize", "k.py", "--budget", "3", "--concurrency", "1"])
+    task = make_fake_task(tmp_path)
+    code = cli.main(["optimize", "k.py", "--budget", "3", "--concurrency", "1"])
+    out, err = capsys.readouterr()
+    assert ev.sent and code == exit_codes.INTERRUPTED, out + err
+    assert "attempts in flight" not in err, err
+    said = next(x for x in err.splitlines() if x.startswith("stark optimize: stopping"))
+    assert "the re-timing" in said and "Ctrl-C again to abort" in said, said
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith("stark optimize: interrupted during the re-timing: ") and \
+        "run the same command again: stark optimize k.py --budget 3 --concurrency 1" in last, last
+    assert "before the search's end" not in out and not task.path.with_name("k.best.py").exists(), out
+    assert any(x.startswith("interrupted during the re-timing: the best so far is node #") for x in out.splitlines())
+    # the command it gives re-times the leaders (the budget is spent: nothing new is tried) and writes the best
+    assert cli.main(["optimize", "k.py", "--budget", "3", "--concurrency", "1"]) == exit_codes.OK
+    out = capsys.readouterr().out
+    assert "re-timed in turn with your kernel: " in out and task.path.with_name("k.best.py").exists(), out

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from stark_lsp import exit_codes
 
@@ -31,6 +31,10 @@ class Interrupts:
                  again: str = "when you run the same command again") -> None:
         self.cancel, self.command, self.aborted, self.again = cancel, command, aborted, again
         self.signum: int | None = None
+        # what a signal cuts now, where it is not the attempts in flight (the command sets it: the search's
+        # re-timing), and what it said when the first signal came ('' for the attempts in flight)
+        self.doing: Callable[[], str] = lambda: ""
+        self.cut = ""
         self._previous: dict[int, Any] = {}
 
     @property
@@ -47,12 +51,13 @@ class Interrupts:
             print(f"\nstark {self.command}: {self.aborted}", file=sys.stderr)
             os._exit(SIGNALS.get(signum, SIGNALS[signal.SIGINT])[2])
         self.signum = signum
+        self.cut = self.doing()
         self.cancel.set()
         name = SIGNALS.get(signum, SIGNALS[signal.SIGINT])[1]
         said = "" if signum == signal.SIGINT else f"{SIGNALS[signum][0]} ({name}): "
         again = "Ctrl-C" if signum == signal.SIGINT else name
-        print(f"\nstark {self.command}: {said}stopping: the attempts in flight are cut and will be redone "
-              f"{self.again} ({again} again to abort)", file=sys.stderr)
+        what = self.cut or f"the attempts in flight are cut and will be redone {self.again}"
+        print(f"\nstark {self.command}: {said}stopping: {what} ({again} again to abort)", file=sys.stderr)
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():  # signals reach the main thread only

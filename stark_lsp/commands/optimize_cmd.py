@@ -260,7 +260,9 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
                     print(f"stark optimize: {fitted[1]}", file=sys.stderr)
             if fresh:
                 archive()
-            Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr)).run(cancel)
+            search = Search(task, store, evaluator, team, config, on_progress=ProgressPrinter(sys.stderr))
+            stopped.doing = lambda: RETIMING_CUT if search.retiming else ""  # what Ctrl-C cuts, once the search ended
+            search.run(cancel)
         except TaskBroken as e:
             print(f"stark optimize: the task is broken: {e}", file=sys.stderr)
             code = exit_codes.USAGE
@@ -287,9 +289,15 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
         print("the search stopped before its end: nothing written")
         return code
     if cancel.is_set():  # not the search's end: no verdict, nothing written; the best so far and how to go on
+        again = hints.stark(*resume_argv(sys.argv[1:]))
+        if stopped.cut:  # the search had ended: its leaders were being re-timed (no figure of it is kept)
+            report_interrupted(args, nodes, best, out, stopped.word, "during the re-timing")
+            print(f"stark optimize: {stopped.word} during the re-timing: the tree is saved, without this "
+                  f"re-timing's rounds; to re-time the leaders, run the same command again: {again}", file=sys.stderr)
+            return stopped.code
         report_interrupted(args, nodes, best, out, stopped.word)
         print(f"stark optimize: {stopped.word}: the tree is saved; to resume, run the same command again: "
-              f"{hints.stark(*resume_argv(sys.argv[1:]))}", file=sys.stderr)
+              f"{again}", file=sys.stderr)
         return stopped.code
     wrote = report_best(task, nodes, best, out, store, args)
     if not wrote and args.llm != "builtin":
@@ -308,10 +316,16 @@ def resume_argv(argv: list[str]) -> list[str]:
     return [a for a in argv if a != "--fresh"]
 
 
+# what Ctrl-C (or SIGTERM, SIGHUP) cuts once the search has ended and its leaders are being re-timed
+RETIMING_CUT = ("the re-timing of the leaders is cut after the evaluation in flight (the search's attempts are "
+                "all saved; the rounds timed so far are dropped) and is done when you run the same command again")
+
+
 def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, out: Path,
-                       word: str = "interrupted") -> None:
-    """Ctrl-C: the search did not end, so no verdict and nothing written; the best so far, its figure
-    labelled as the table's (re-timed or one measurement), and the command that writes it anyway."""
+                       word: str = "interrupted", when: str = "before the search's end") -> None:
+    """Ctrl-C: the search did not end (or its re-timing did not: ``when``), so no verdict and nothing
+    written; the best so far, its figure labelled as the table's (re-timed or one measurement), and the
+    command that writes it anyway."""
     from stark_lsp.search.tree_view import TreeView
     from stark_lsp.speedups import speedup_text
 
@@ -320,14 +334,14 @@ def report_interrupted(args: argparse.Namespace, nodes: list[Any], best: Any, ou
     gain = view.gain(best) if best is not None and best.parent_id is not None else None
     if gain is None or (root is not None and root.correct and gain <= 1.0):
         so_far = "no correct candidate" if root is None or not root.correct else "no candidate faster than your kernel"
-        print(f"{word} before the search's end: {so_far} so far; nothing written")
+        print(f"{word} {when}: {so_far} so far; nothing written")
         return
     how = ("the median of the rounds timed in turn with yours" if best.retimed_vs_root is not None
            else "one measurement, not yet timed in turn with yours")
     figure = (speedup_text(gain, "yours", cpu=best.cpu_timed, degenerate=best.degenerate) if root is not None
               and root.correct else f"correct where your kernel is not, {best.eager_text()}")
     export = hints.stark("export", args.task, best.id, "-o", out, args=args)
-    print(f"{word} before the search's end: the best so far is node #{best.id}, {figure} ({how}); "
+    print(f"{word} {when}: the best so far is node #{best.id}, {figure} ({how}); "
           f"nothing written ({export} writes it)")
 
 

@@ -269,6 +269,7 @@ class Search:
         self._facts: Any = None  # tasks.describe.TaskFacts, read once per run
         self._cancel = threading.Event()
         self._stop_was = ""  # why the search stopped itself ("cancelled", "wall time reached"), once it did
+        self.retiming = False  # the search has ended and its leaders are being re-timed (what a cancel cuts)
         self._pace: tuple[float, int] | None = None  # this run's attempts: when they began, how many were spent before
         self._abort = threading.Event()  # the search stops on an error: agents waiting for answers give up
         self._evaluating: dict[str, threading.Event] = {}  # source hash -> set when its verdict is stored
@@ -444,11 +445,12 @@ class Search:
         root_is_eager = root is not None and root.correct and root.is_reference_itself
         timed_root = [root] if root is not None and root.correct and not root_is_eager else []
         self._emit(message=f"re-timing the top {len(leaders)} ({cfg.retime_rounds} rounds, in turn with your kernel)")
+        self.retiming = True
         try:
             for _ in range(cfg.retime_rounds):
                 for n in leaders + timed_root:
                     if self._cancel.is_set():
-                        return
+                        break
                     with self._gate.shared():
                         r = self.evaluator.evaluate(self.task, n.source, options)
                     if n is root:
@@ -459,6 +461,11 @@ class Search:
                     roots.append(None)
         except Exception as e:  # the figures of the search stand; re-timing is a refinement
             self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}", lasting=True)
+            return
+        finally:
+            self.retiming = False
+        if self._cancel.is_set():  # cut (Ctrl-C, Cancel, a signal), even after its last evaluation: nothing kept
+            self._emit(message="re-timing cut: the rounds timed so far are dropped", lasting=True)
             return
         yours = summarize([r for r in roots if r is not None], []) if timed_root else None
         if yours is not None:  # your kernel's medians of the same rounds: the table's "× eager" and ms of the root,
