@@ -1,7 +1,9 @@
 """``stark export TASK NODE_ID``: write one node's source (``best``: the best node).
 
 A node of an archived tree of the task (``stark show TASK --archived``) is
-exported by its id like any other.
+exported by its id like any other. ``-o FILE`` keeps what it writes over as
+``optimize --out`` does (``overwrite.keep_previous``): a node of a tree is named with
+the command that brings it back, anything else is moved aside to ``FILE.N.bak``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ HELP = "write the source of one node of a task's search tree ('best' for the bes
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="the task file the search ran on")
     p.add_argument("node", metavar="NODE_ID", help="a node id, or 'best'")
-    p.add_argument("-o", "--out", help="the file to write; its folder must exist (default: standard output)")
+    p.add_argument("-o", "--out", help="the file to write; its folder must exist (default: standard output); a file "
+                                       "it replaces that no search tree holds is kept as FILE.N.bak")
     p.add_argument("--harness", help="the harness file, if it was given to optimize")
     p.add_argument("--store", help="the store directory (default: .stark in the workspace root)")
 
 
 def run(args: argparse.Namespace) -> int:
     from stark_lsp.commands.show_cmd import open_tree, tree_ids
+    from stark_lsp.commands.overwrite import keep_previous
     from stark_lsp.search import StoreError
 
     out = refusal.output_file(args.out, "-o") if args.out else None
@@ -58,14 +62,19 @@ def run(args: argparse.Namespace) -> int:
             if node is None or node.task_id not in tree_ids(store, tid):
                 raise refusal.Refusal(f"no node {args.node} in the tree of {task.path.name}: "
                                       f"{hints.stark('show', args.task, args=args)} lists its nodes")
-    if not node.source:
-        print(f"stark export: node #{node.id} has no source ({node.status}: {node.error})", file=sys.stderr)
-        return exit_codes.FAILED
-    if args.node == "best" and node.parent_id is None:  # said, so that no one takes it for a faster kernel
-        print(f"stark export: the best node is #{node.id}, your kernel itself: no candidate beat it", file=sys.stderr)
+        if not node.source:
+            print(f"stark export: node #{node.id} has no source ({node.status}: {node.error})", file=sys.stderr)
+            return exit_codes.FAILED
+        if args.node == "best" and node.parent_id is None:  # said, so that no one takes it for a faster kernel
+            print(f"stark export: the best node is #{node.id}, your kernel itself: no candidate beat it",
+                  file=sys.stderr)
+        # what -o writes over is kept as optimize's --out keeps it: a node of a tree is named, anything
+        # else moved aside to FILE.N.bak
+        replaced = keep_previous(out, node.source, task, store, args) if out is not None else ""
     if out is not None:
         refusal.write_file(out, node.source, "-o")
-        print(f"wrote node #{node.id} ({node.outcome()}) to {out}", file=sys.stderr)
+        print(f"wrote node #{node.id} ({node.outcome()}) to {out}" + (f" ({replaced})" if replaced else ""),
+              file=sys.stderr)
     else:
         sys.stdout.write(node.source)
     return exit_codes.OK
