@@ -226,3 +226,18 @@ def test_ctrl_c_during_the_retiming_says_the_retiming_is_cut_and_how_to_redo_it(
     assert cli.main(["optimize", "k.py", "--budget", "3", "--concurrency", "1"]) == exit_codes.OK
     out = capsys.readouterr().out
     assert "re-timed in turn with your kernel: " in out and task.path.with_name("k.best.py").exists(), out
+
+
+def test_when_your_kernel_stays_the_best_its_ms_are_the_table_s(tmp_path, capsys, monkeypatch):
+    """Every candidate slower: the line under the table gave your kernel's one evaluation's ms where its row
+    gives the median of the re-timing's rounds (the figures its × eager and every × yours go with)."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: NoisyRounds())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=0.8))
+    task = make_fake_task(tmp_path)
+    assert cli.main(["optimize", str(task.path), "--budget", "3", "--concurrency", "1"]) == exit_codes.NO_IMPROVEMENT
+    out = capsys.readouterr().out
+    root_ms = next(x.split()[7] for x in out.splitlines() if re.match(r"\s*1\*?\s", x))
+    line = next(x for x in out.splitlines() if x.startswith("no verified candidate beat your kernel"))
+    assert f"({root_ms} ms)" in line, (line, out)
