@@ -20,6 +20,7 @@ from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
 from stark_lsp.commands.interrupt import Interrupts
+from stark_lsp.commands.overwrite import keep_previous
 from stark_lsp.agents.llm.in_flight import in_flight_for_server
 from stark_lsp.commands.llm_args import add_llm_arguments, token_budget
 from stark_lsp.evaluate import protocol as evaluator_protocol
@@ -415,30 +416,3 @@ def ms_words(node: Any) -> str:
     eager = paired_eager_ms(node.runtime_ms, node.speedup) if node.cpu_timed and not node.is_reference_itself else None
     return f"{node.runtime_ms:.4g} ms" + (f" against eager's {eager:.4g} ms, timed in turn" if eager else "")
 
-
-def keep_previous(out: Path, new_source: str, task: Any, store: Any, args: argparse.Namespace | None = None) -> str:
-    """Before ``out`` is overwritten: where its old contents can still be found, or ""
-    when there were none. A file no tree of the task holds (edited by hand, or from
-    another store) is moved aside to ``<out>.N.bak`` first: nothing is lost. ``args``: the command's, whose
-    task path (as given) and ``--harness``/``--store`` the command that brings it back names."""
-    from stark_lsp.commands.show_cmd import tree_ids
-
-    try:
-        old = out.read_text()
-    except (OSError, UnicodeDecodeError):
-        old = None
-    if old is None or old == new_source:
-        return ""
-    for tid in sorted(tree_ids(store, task.task_id())):
-        node = store.find_evaluated(tid, old)
-        if node is not None:
-            where = f"archived tree {tid.rsplit('~', 1)[1]}" if "~" in tid else "this tree"
-            back = hints.stark("export", hints.task_arg(args) if args is not None else task.path, node.id, "-o", out,
-                               args=args)
-            return f"it replaces node #{node.id} of {where}: {back} brings it back"
-    n = 1
-    while out.with_name(f"{out.name}.{n}.bak").exists():
-        n += 1
-    backup = out.with_name(f"{out.name}.{n}.bak")
-    out.rename(backup)
-    return f"the file it replaces, which no search tree holds, is kept as {backup.name}"
