@@ -68,3 +68,34 @@ def test_a_kernelbench_file_given_to_stark_harness_is_sent_to_stark_eval_by_its_
     shutil.copy(Path(__file__).resolve().parents[1] / "samples" / "kernelbench" / "relu.py", tmp_path / "kb dir")
     assert cli.main(["harness", "kb dir/relu.py"]) == exit_codes.USAGE
     assert "(stark eval 'kb dir/relu.py' times it)" in capsys.readouterr().err
+
+
+class NotRun:
+    """An evaluator double: the kernel compiled, and there is no GPU to run it (as stark eval of CUDA on the CPU)."""
+
+    def evaluate(self, task, source, options=None):
+        from stark_lsp.evaluate.result import CompileReport, EvalResult, Status
+
+        return EvalResult(Status.NOT_RUN, "compiled; not run: no GPU", compile=CompileReport(ok=True))
+
+    def hardware(self):
+        return "none: no NVIDIA GPU here"
+
+    def close(self, wait=True):
+        pass
+
+
+def test_eval_not_run_names_the_compile_only_command_with_the_task(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+
+    from stark_lsp.commands import eval_cmd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(eval_cmd, "evaluator_from_args", lambda args, warm_for=None: NotRun())
+    (tmp_path / "cu dir").mkdir()
+    for f in ("sum_dim1.cu", "sum_dim1.harness.py"):
+        shutil.copy(Path(__file__).resolve().parents[1] / "samples" / "cuda" / f, tmp_path / "cu dir" / f)
+    assert cli.main(["eval", "cu dir/sum_dim1.cu"]) == exit_codes.FAILED
+    err = capsys.readouterr().err
+    assert "; stark eval 'cu dir/sum_dim1.cu' --compile-only checks compilation alone" in err, err

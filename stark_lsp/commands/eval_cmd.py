@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import refusal
+from stark_lsp.commands import hints, refusal
 from stark_lsp.commands.arguments import (
     add_sandbox_argument,
     positive_float,
@@ -144,8 +144,10 @@ def verdict(args: argparse.Namespace, task: Any, result: Any) -> int:
             why = refusal.GPU_NEEDED
         else:
             why = "needs an NVIDIA GPU (it builds CUDA with load_inline): nothing was run here"
+        again = hints.stark("eval", args.task, *([args.candidate] if args.candidate else []), "--compile-only",
+                            args=args, flags=("harness",))
         print(f"stark eval: not run: {Path(args.candidate or args.task).name} {why}; "
-              f"'stark eval --compile-only' checks compilation alone", file=sys.stderr)
+              f"{again} checks compilation alone", file=sys.stderr)
         return exit_codes.FAILED
     if result.status is Status.TIMEOUT and refusal.runs_on_cpu(args.device) and not os.environ.get("STARK_SMALL"):
         print(f"stark eval: timed out{f' after {args.timeout:g} s' if args.timeout else ''}: {refusal.SMALL_HINT}",
