@@ -99,3 +99,34 @@ def test_eval_not_run_names_the_compile_only_command_with_the_task(tmp_path, mon
     assert cli.main(["eval", "cu dir/sum_dim1.cu"]) == exit_codes.FAILED
     err = capsys.readouterr().err
     assert "; stark eval 'cu dir/sum_dim1.cu' --compile-only checks compilation alone" in err, err
+
+
+def test_bench_stopped_by_stop_after_names_its_dated_folder_in_the_command_that_goes_on(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """Without --out a bench writes to a new dated folder: 'continue with --resume' ran the same command, which
+    made another folder; the printed command names the folder, and pasted, goes on with it."""
+    import sys
+
+    from fakes import fake_source
+    from stark_lsp.commands import bench_cmd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bench_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    monkeypatch.setattr(bench_cmd, "team_from_args", lambda args: FakeTeam())
+    (tmp_path / "my tasks").mkdir()
+    body = "ENTRY = 'entry'\n\n\ndef reference():\n    pass\n\n\ndef entry():\n    pass\n\n\n"
+    for name in ("a", "b"):
+        (tmp_path / "my tasks" / f"{name}.py").write_text(fake_source(1.0, body=body))
+    argv = ["bench", "my tasks", "--budget", "1", "--retime-top", "0", "--stop-after", "0.000001"]
+    monkeypatch.setattr(sys, "argv", ["stark", *argv])  # the command line the resume line is made of
+    assert cli.main(argv) == exit_codes.OK
+    last = capsys.readouterr().err.rstrip().splitlines()[-1]
+    assert "s reached: " in last and "; to go on: stark bench 'my tasks' " in last, last
+    hint = last.split("; to go on: ")[1]
+    words = shlex.split(hint)
+    out = words[words.index("--out") + 1]
+    assert out.startswith("bench-results/") and words[-1] == "--resume"
+    monkeypatch.setattr(sys, "argv", words)
+    cli.main(words[1:])
+    assert f"stark bench: resuming {out}" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "bench-results").iterdir()] == [out.split("/", 1)[1]]

@@ -423,7 +423,7 @@ def _bench(args: argparse.Namespace, config: Any, tasks: list[Any], names: list[
         runner.run(done=done, deadline=deadline)
         if runner.stopped_early:
             print(f"stark bench: --stop-after {args.stop_after:g} s reached: {len(records)} of {planned} run(s) "
-                  f"done; continue with --resume", file=sys.stderr)
+                  f"done; to go on: {hints.stark(*resume_argv(sys.argv[1:], out))}", file=sys.stderr)
     finally:
         stopped.__exit__()
         for evaluator in evaluators:
