@@ -318,7 +318,7 @@ def resume_argv(argv: list[str]) -> list[str]:
 
 
 # what Ctrl-C (or SIGTERM, SIGHUP) cuts once the search has ended and its leaders are being re-timed
-RETIMING_CUT = ("the re-timing of the leaders is cut after the evaluation in flight (the search's attempts are "
+RETIMING_CUT = ("the re-timing of the leaders is cut, its evaluations in flight stopped (the search's attempts are "
                 "all saved; the rounds timed so far are dropped) and is done when you run the same command again")
 
 

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FuturesTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import ModuleType
@@ -446,13 +447,20 @@ class Search:
         timed_root = [root] if root is not None and root.correct and not root_is_eager else []
         self._emit(message=f"re-timing the top {len(leaders)} ({cfg.retime_rounds} rounds, in turn with your kernel)")
         self.retiming = True
+        # a round's evaluations run ``concurrency`` at once, as the search's attempts do: each one's start, load
+        # and trials overlap another's timing (the evaluator's GPU gate still times one alone); the rounds
+        # follow one another, so each round's figures come from one stretch of time
+        order = leaders + timed_root
+        pool = ThreadPoolExecutor(max_workers=max(1, min(cfg.concurrency, len(order))), thread_name_prefix="stark-retime")
         try:
             for _ in range(cfg.retime_rounds):
-                for n in leaders + timed_root:
-                    if self._cancel.is_set():
+                if self._cancel.is_set():
+                    break
+                futures = [pool.submit(self._retime_one, n.source, options) for n in order]
+                for n, fut in zip(order, futures):
+                    r = self._await_retime(fut)
+                    if r is None:  # cut
                         break
-                    with self._gate.shared():
-                        r = self.evaluator.evaluate(self.task, n.source, options)
                     if n is root:
                         roots.append(r)
                     else:
@@ -463,6 +471,7 @@ class Search:
             self._emit(message=f"re-timing stopped: the evaluator failed: {type(e).__name__}: {e}", lasting=True)
             return
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
             self.retiming = False
         if self._cancel.is_set():  # cut (Ctrl-C, Cancel, a signal), even after its last evaluation: nothing kept
             self._emit(message="re-timing cut: the rounds timed so far are dropped", lasting=True)
@@ -479,6 +488,24 @@ class Search:
         if done:
             figures, n = max(done, key=lambda fn: (fn[0].speedup, -fn[1].id))
             self._emit(message=f"re-timed: best #{n.id} {figures.text()}", lasting=True)
+
+    def _retime_one(self, source: str, options: EvalOptions) -> EvalResult | None:
+        """One re-timing evaluation (on the re-timing's pool); None when the re-timing was cut first."""
+        if self._cancel.is_set():
+            return None
+        with self._gate.shared():
+            return self.evaluator.evaluate(self.task, source, options)
+
+    def _await_retime(self, fut: Future) -> EvalResult | None:
+        """``fut``'s evaluation; None once the re-timing is cut (Ctrl-C, Cancel, a signal), whose evaluations
+        in flight are stopped rather than waited for."""
+        while True:
+            try:
+                return fut.result(timeout=0.2)
+            except FuturesTimeout:
+                if self._cancel.is_set():
+                    evaluator_protocol.cancel_all(self.evaluator)
+                    return None
 
     # -- background profiling -----------------------------------------------------
     def _start_profiling(self) -> None:
