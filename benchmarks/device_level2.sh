@@ -12,9 +12,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=$PWD:/tmp/site STARK_CACHE_DIR=${STARK_CACHE_DIR:-/tmp/stark-cache} PYTHONUNBUFFERED=1
 W=/tmp/w; rm -rf $W; mkdir -p $W  # a warm machine keeps /tmp: the trace, samples and runs are this call's alone
-# a batch resumes the level where earlier ones left it: bench-results/kb-<what> carried from this machine
+# a batch resumes the level where earlier ones left it: benchmarks/results/kb-<what> (committed), or
+# bench-results/kb-<what> carried from this machine
 WHAT=${WHAT:-level2}
-if [ -d bench-results/kb-$WHAT ]; then cp -r bench-results/kb-$WHAT $W/kb; fi
+if [ -d benchmarks/results/kb-$WHAT ]; then cp -r benchmarks/results/kb-$WHAT $W/kb;  # committed: resumes from it
+elif [ -d bench-results/kb-$WHAT ]; then cp -r bench-results/kb-$WHAT $W/kb; fi
 export STARK_EVAL_TRACE=$W/trace.jsonl
 git rev-parse --short HEAD > $W/commit 2>/dev/null; git status --short > $W/status
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 1000 > $W/smi.csv 2>&1 &
