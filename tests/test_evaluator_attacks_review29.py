@@ -90,3 +90,44 @@ def test_a_source_that_cannot_be_written_or_sent_is_a_compile_error_in_one_line(
 def test_a_fallback_whose_process_forges_its_launch_report_is_still_called_one(ev):
     r = run(ev, "forge_launch_report.py")
     assert r.status is Status.CHEAT and r.cheats[0].kind == "kernel_not_launched", r.summary()
+
+
+# tasks the judge could not take: a cheat or an evaluator error for any candidate --------------------------------
+def _task_and_its_own_code(name: str) -> tuple[Path, str]:
+    task = ATTACKS / name
+    return task, task.read_text().split("\n\n\ndef get_inputs")[0].replace("class Model(", "class ModelNew(") + "\n"
+
+
+@pytest.mark.parametrize("name", ["nested_outputs_task.py", "dict_outputs_task.py"])
+def test_nested_outputs_are_compared_flattened_not_an_evaluator_error(ev, name):
+    """A reference returning nested tuples or a dict (an LSTM's ``out, (h, c)``) was "runtime_error: evaluator
+    error: RuntimeError: Boolean value of Tensor with more than one value is ambiguous" for any candidate, the
+    reference's own code included: the judge's task check compared the nested tuple whole. Outputs are
+    flattened in order (a dict's by key) on both sides of the wire."""
+    task, own = _task_and_its_own_code(name)
+    r = run(ev, task=task, source=own)
+    assert r.status is Status.OK, r.summary()
+    body = own.split("return ", 1)[1].split("\n")[0]
+    flat = own.replace(f"return {body}", "return a * b, a - b, a + b")  # other tensors, or in another order
+    assert run(ev, task=task, source=flat).status is Status.INCORRECT
+
+
+def test_a_reference_with_more_outputs_than_a_reply_may_describe_is_a_task_error_not_a_cheat(ev):
+    """100 outputs (``torch.split(x, 1, dim=1)``): every process's calibration broke the wire's limit of 64
+    outputs, and any candidate was ``cheat: channel`` ("the candidate process broke the protocol") before its
+    code even loaded. Now the task is refused in one line, saying what to do."""
+    task, own = _task_and_its_own_code("split100_outputs_task.py")
+    r = run(ev, task=task, source=own)
+    assert r.status is Status.TASK_ERROR and not r.cheats and "returns 100 outputs" in r.message, r.summary()
+    task60, own60 = _task_and_its_own_code("split60_outputs_task.py")
+    assert run(ev, task=task60, source=own60).status is Status.OK
+
+
+def test_outputs_flatten_in_order():
+    import torch
+
+    from stark_lsp.evaluate.harness import as_outputs
+
+    x, y, z = torch.zeros(1), torch.ones(1), torch.full((1,), 2.0)
+    assert as_outputs((x, (y, [z]))) == [x, y, z] and as_outputs({"b": y, "a": (x, 3)}) == [x, 3, y]
+    assert as_outputs(x) == [x] and as_outputs(torch.max(torch.ones(2, 2), 1)) != []

@@ -205,7 +205,11 @@ def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
 
 
 def as_outputs(value: Any) -> list[Any]:
-    """A model may return a tensor, a tuple/list of tensors, or numbers."""
+    """A model may return a tensor, a number, or tuples, lists and dicts of them, nested (an LSTM's
+    ``out, (h, c)``): its outputs flattened in order, a dict's by its keys' order as text. Nested ones
+    used to reach the judge's comparisons whole ("evaluator error: Boolean value of Tensor ...")."""
     if isinstance(value, (tuple, list)):
-        return list(value)
+        return [o for v in value for o in as_outputs(v)]
+    if isinstance(value, dict):
+        return [o for k in sorted(value, key=str) for o in as_outputs(value[k])]
     return [value]

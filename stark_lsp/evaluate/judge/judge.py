@@ -352,6 +352,9 @@ class Judge:
         except Exception as e:  # noqa: BLE001 - the user's code: said in one line, with its place
             raise HarnessError(reference_failure(e, ref, fn=fn, inputs=len(inputs))) from None
         outs = [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+        if len(outs) > R.MAX_OUTPUTS:  # a reply describes at most that many: every process would break the protocol
+            raise HarnessError(f"the reference returns {len(outs)} outputs; the evaluator compares at most "
+                               f"{R.MAX_OUTPUTS} (return fewer: one tensor stacked or concatenated from them)")
         if uncopied and storages(outs) & storages(inputs):  # an input returned as an output (``x.add_(y)``): its
             # own copy, so that no later draw into the same storage (a task's buffer refilled) can change it
             shared = storages(inputs)
