@@ -131,3 +131,12 @@ def test_outputs_flatten_in_order():
     x, y, z = torch.zeros(1), torch.ones(1), torch.full((1,), 2.0)
     assert as_outputs((x, (y, [z]))) == [x, y, z] and as_outputs({"b": y, "a": (x, 3)}) == [x, 3, y]
     assert as_outputs(x) == [x] and as_outputs(torch.max(torch.ones(2, 2), 1)) != []
+
+
+def test_a_reference_whose_output_is_no_tensor_nor_number_is_a_task_error_in_one_line(ev):
+    """A NumPy array from the reference was "evaluator error: ValueError: The truth value of an array ... is
+    ambiguous" (the judge's task check compared it whole); None or text read "the reference could not be timed"
+    after a degenerate-task note. One line now, naming the output."""
+    task, own = _task_and_its_own_code("numpy_output_task.py")
+    r = run(ev, task=task, source=own)
+    assert r.status is Status.TASK_ERROR and "output 1 is a ndarray, not a tensor or a number" in r.message, r.summary()

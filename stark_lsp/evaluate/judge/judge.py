@@ -41,6 +41,7 @@ that misses one is killed (its whole sandbox is cleared) and reported.
 
 from __future__ import annotations
 
+import numbers
 import os
 import secrets
 import sys
@@ -75,6 +76,7 @@ from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
+from stark_lsp.output_names import output_name
 from stark_lsp.safe_text import first_line
 from stark_lsp.speedups import ratio_text, speedup_text
 from stark_lsp.tasks.kernel_names import defined_kernel_names, triton_kernel_names
@@ -355,6 +357,10 @@ class Judge:
         if len(outs) > R.MAX_OUTPUTS:  # a reply describes at most that many: every process would break the protocol
             raise HarnessError(f"the reference returns {len(outs)} outputs; the evaluator compares at most "
                                f"{R.MAX_OUTPUTS} (return fewer: one tensor stacked or concatenated from them)")
+        odd = next((i for i, o in enumerate(outs) if not isinstance(o, (torch.Tensor, numbers.Real))), None)
+        if odd is not None:  # a NumPy array, None, text: no candidate could match it (judged an "other" output)
+            raise HarnessError(f"the reference's {output_name(odd)} is a {type(outs[odd]).__name__[:60]}, not a "
+                               f"tensor or a number")
         if uncopied and storages(outs) & storages(inputs):  # an input returned as an output (``x.add_(y)``): its
             # own copy, so that no later draw into the same storage (a task's buffer refilled) can change it
             shared = storages(inputs)
