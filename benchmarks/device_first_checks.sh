@@ -25,7 +25,7 @@ timeout 120 python3 benchmarks/compiled_seed.py --graph --json "$O/launch_bound.
 timeout 110 python3 -m pytest -q -p no:cacheprovider -x tests/test_cuda_graph_switch.py tests/test_fusion_mlp.py \
   tests/test_kb_attention.py > "$O/new_templates.txt" 2>&1
 L2=benchmarks/kernelbench/level2
-for mode in sandbox none; do
+for mode in ${BIAS_MODES-sandbox none}; do  # BIAS_MODES= skips step 4
   if [ $mode = none ]; then export STARK_SANDBOX=none; fi
   timeout 70 python3 benchmarks/root_vs_reference.py --rounds 1 --json "$O/bias_$mode.json" \
     $L2/1_Conv2D_ReLU_BiasAdd.py $L2/12_Gemm_Multiply_LeakyReLU.py $L2/45_Gemm_Sigmoid_LogSumExp.py > "$O/bias_$mode.txt" 2>&1
