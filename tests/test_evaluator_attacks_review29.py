@@ -140,3 +140,21 @@ def test_a_reference_whose_output_is_no_tensor_nor_number_is_a_task_error_in_one
     task, own = _task_and_its_own_code("numpy_output_task.py")
     r = run(ev, task=task, source=own)
     assert r.status is Status.TASK_ERROR and "output 1 is a ndarray, not a tensor or a number" in r.message, r.summary()
+
+
+# the protocol's own cost, which a candidate could undercut -----------------------------------------------------
+def test_the_cpu_digest_takes_the_cheap_path_with_the_same_signs():
+    """The digest is the protocol's, and half of its calibrated cost is subtracted from every figure: a candidate
+    that computed it more cheaply in its own process (tests/data/attacks/fast_protocol.py: NumPy, the same
+    numbers) read 3.2-4.2x eager for eager's own work on the CPU. The CPU's digest takes that cheap path itself
+    (``signed_sum._numpy_sum``), with the signs torch's path and the GPU's kernel use."""
+    import torch
+
+    from stark_lsp.evaluate.wire import signed_sum as S
+
+    assert S._np is not None  # NumPy ships with torch here: without it the torch path runs (several times dearer)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        for n in (0, 1, 7, 8192, 70001):
+            x = torch.randn(n).to(dtype)
+            got, want = float(S.signed_sum(x, 99, 2)), float(S._torch_sum(x, S.key(99, 2, 0)))
+            assert abs(got - want) <= 1e-9 * max(1.0, abs(want)), (dtype, n, got, want)

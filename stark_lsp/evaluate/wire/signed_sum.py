@@ -7,8 +7,9 @@ an output's size is drawn, written or read again: on a GPU one Triton kernel
 reads the output once, grid-stride, and adds its programs' float64 sums into
 one number (``_triton_sum``; the kernel is ``device_chain_kernels.sum_kernel``,
 which the zygote compiles for every candidate process), about one pass over
-memory; anywhere else (the CPU, or a GPU without Triton) the same hash in torch gives the same signs
-(``_torch_sum``). Both sides of the wire get the same signs for a seed
+memory; anywhere else (a GPU without Triton) the same hash in torch gives the same signs
+(``_torch_sum``), and on the CPU the same hash in NumPy's wrapping uint32 arithmetic (``_numpy_sum``: a
+few times cheaper, so a candidate cannot undercut the protocol's calibrated cost by much). Both sides of the wire get the same signs for a seed
 whichever path they take, and the sums agree to float64 rounding.
 
 The signs only need to be unknown until the call's request arrives (see
@@ -69,6 +70,42 @@ def _torch_sum(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.where(signs_negative(x.numel(), k, x.device), -x64, x64).sum()
 
 
+try:
+    import numpy as _np
+except ImportError:  # torch's path: the same signs, several times the cost on the CPU
+    _np = None
+_BASES: dict[int, Any] = {}  # ``index * GOLDEN mod 2**32`` by chunk length (the CPU's path): lengths repeat
+_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64)
+
+
+def _numpy_sum(x: torch.Tensor, k: int) -> float:
+    """``_torch_sum`` on the CPU: the same signs through NumPy's uint32 arithmetic, which wraps modulo 2**32 as
+    the hash does (torch's path is a dozen passes over int64 and a dozen operators' overhead). The digest is
+    part of the protocol whose calibrated cost is half subtracted from every figure: with torch's path (0.2 ms
+    a call for 8192 floats on a 2-core machine), a candidate that computed its own process's digests this way
+    (the same numbers) read 3.2-4.2x eager for eager's own work (session 29's review,
+    tests/data/attacks/fast_protocol.py). With the protocol as cheap, little is left to reimplement."""
+    n = x.numel()
+    u32 = _np.uint32
+    base = _BASES.get(n)
+    if base is None:
+        base = _np.arange(n, dtype=u32)
+        base *= u32(GOLDEN)
+        if n <= 1 << 22:  # at most 16 MB each, 8 lengths
+            if len(_BASES) >= 8:
+                _BASES.pop(next(iter(_BASES)))
+            _BASES[n] = base
+    h = base + u32(k & M32)
+    h ^= h >> u32(16)
+    h *= u32(C1)
+    h ^= h >> u32(13)
+    h *= u32(C2)
+    h ^= h >> u32(16)
+    x = x.detach()
+    v = x.numpy().astype(_np.float64) if x.dtype in _NUMPY_DTYPES else x.to(torch.float64).numpy()
+    return float(_np.where(h >> u32(31), -v, v).sum())
+
+
 BLOCK = 4096
 SUM_BLOCK, SUM_PROGRAMS = 1024, 528  # the sum's step and its grid at most (grid-stride: few same-address adds)
 _TRITON: dict[torch.dtype, str] = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
@@ -105,6 +142,11 @@ def triton_cdiv(a: int, b: int) -> int:
 def signed_sum(flat: torch.Tensor, seed: int, output: int) -> torch.Tensor:
     """``sum(sign_i * flat_i)`` in float64 as a 0-d tensor on ``flat``'s device (no synchronization).
     ``flat``: one-dimensional, contiguous, a floating dtype."""
+    if flat.device.type == "cpu" and _np is not None:  # the same signs, a few times cheaper (``_numpy_sum``)
+        total = 0.0
+        for c, start in enumerate(range(0, flat.numel(), CHUNK)):
+            total += _numpy_sum(flat[start:start + CHUNK], key(seed, output, c))
+        return torch.tensor(total, dtype=torch.float64)
     acc = torch.zeros((), dtype=torch.float64, device=flat.device)
     for c, start in enumerate(range(0, flat.numel(), CHUNK)):
         x = flat[start:start + CHUNK]
