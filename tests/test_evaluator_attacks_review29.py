@@ -158,3 +158,51 @@ def test_the_cpu_digest_takes_the_cheap_path_with_the_same_signs():
             x = torch.randn(n).to(dtype)
             got, want = float(S.signed_sum(x, 99, 2)), float(S._torch_sum(x, S.key(99, 2, 0)))
             assert abs(got - want) <= 1e-9 * max(1.0, abs(want)), (dtype, n, got, want)
+
+
+# the sandbox's view of a task in the user's home folder ---------------------------------------------------------
+def _home_with_a_task(root: Path) -> Path:
+    """A home folder holding a task directly, a sibling module, a package, secrets and a folder of other things."""
+    import shutil
+
+    home = root / "home-of-caller"
+    shutil.rmtree(home, ignore_errors=True)
+    (home / ".config" / "stark").mkdir(parents=True)
+    (home / "pkg").mkdir()
+    (home / "Documents").mkdir()
+    (home / ".netrc").write_text("machine api.example.com password hunter2\n")
+    (home / ".config" / "stark" / "llm.toml").write_text("api_key = 'sk-secret-in-home'\n")
+    (home / "Documents" / "taxes.txt").write_text("private\n")
+    (home / "helper.py").write_text("X = 1\n")
+    (home / "pkg" / "__init__.py").write_text("")
+    shutil.copy(ADD_TASK, home / "kernel_task.py")
+    for p in [home, *home.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return home
+
+
+def test_a_task_directly_in_the_home_folder_shows_only_what_python_imports_from_it(monkeypatch):
+    from stark_lsp.evaluate.evaluator import task_folders
+
+    home = _home_with_a_task(ROOT / "out")
+    monkeypatch.setenv("HOME", str(home))
+    shown = task_folders(load_task(home / "kernel_task.py"))
+    assert str(home) not in shown, shown
+    assert sorted(Path(p).name for p in shown) == ["helper.py", "kernel_task.py", "pkg"], shown
+
+
+def test_a_candidate_cannot_read_the_home_folder_a_task_sits_in(monkeypatch):
+    """A kernel directly in ``~`` (``stark optimize ~/kernel.py``): its folder, shown read-only to the sandbox,
+    was the whole home folder, hidden otherwise, and a candidate printed ``~/.netrc`` and a key file (the output
+    goes to the user, the tree and, for an LLM team, back into a prompt). ``policy="auto"`` here: as root the
+    sandbox drops to ``nobody`` only where every path the evaluation needs is readable by others, and this
+    machine's Python lives under ``/root``, which a home elsewhere no longer hides."""
+    home = _home_with_a_task(ROOT / "out")
+    monkeypatch.setenv("HOME", str(home))
+    source = (ATTACKS / "read_home.py").read_text().replace("HOME_OF_CALLER", str(home))
+    with Evaluator(workers=1, cache_dir=home.parent / "home-cache", sandbox="auto") as e:
+        r = e.evaluate(load_task(home / "kernel_task.py"), source, OPTS)
+    assert r.status is Status.OK, r.summary()
+    assert "READ " + str(home / "kernel_task.py") in r.output, r.output[-2000:]
+    for secret in ("hunter2", "sk-secret-in-home", "private"):
+        assert secret not in r.output, r.output[-2000:]

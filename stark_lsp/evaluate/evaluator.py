@@ -227,7 +227,12 @@ class Evaluator:
 
 def task_folders(task: TaskSpec) -> list[str]:
     """The folders a task's evaluation reads (shown read-only in the sandbox): the kernel's and the
-    harness's, and for Python files their package roots (a candidate imports its neighbours)."""
+    harness's, and for Python files their package roots (a candidate imports its neighbours). A folder
+    that is one the sandbox hides (the user's home, ``/tmp``) or holds one is never shown whole: a kernel
+    directly in ``~`` showed every candidate ``~/.netrc``, ``~/.ssh`` and every key file there (and one in
+    ``/tmp`` the machine's ``/tmp``, the GPU gate's lock files among them). Only what Python may import
+    from it is shown then (``_importable_in``)."""
+    from stark_lsp.evaluate.sandbox.policy import hidden_dirs
     from stark_lsp.project_build.python_paths import module_place
 
     out = {str(task.path.parent)}
@@ -236,7 +241,32 @@ def task_folders(task: TaskSpec) -> list[str]:
             out.add(str(p.parent))
             if p.suffix == ".py":
                 out.add(module_place(p).root)
-    return sorted(out)
+    hidden = hidden_dirs()
+    shown: set[str] = set()
+    for folder in out:
+        real = os.path.realpath(folder)
+        if any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden):
+            shown.update(_importable_in(real, task))
+        else:
+            shown.add(folder)
+    return sorted(shown)
+
+
+def _importable_in(folder: str, task: TaskSpec) -> list[str]:
+    """What a task in ``folder`` (a folder not to be shown whole) needs from it: its own files, and the Python
+    modules and packages beside them, by name (no dotfile, nothing else: no key, no history, no config)."""
+    files = [os.path.realpath(p) for p in (task.path, task.harness) if p is not None]
+    out = [f for f in files if os.path.dirname(f) == folder]
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for e in entries:
+        if e.name.startswith(".") or e.is_symlink():
+            continue
+        if (e.name.endswith(".py") and e.is_file()) or (e.is_dir() and os.path.isfile(os.path.join(e.path, "__init__.py"))):
+            out.append(e.path)
+    return out
 
 
 def _report_dict(r: CompileReport) -> dict[str, Any]:
