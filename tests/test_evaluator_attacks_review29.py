@@ -206,3 +206,28 @@ def test_a_candidate_cannot_read_the_home_folder_a_task_sits_in(monkeypatch):
     assert "READ " + str(home / "kernel_task.py") in r.output, r.output[-2000:]
     for secret in ("hunter2", "sk-secret-in-home", "private"):
         assert secret not in r.output, r.output[-2000:]
+
+
+def test_a_task_directly_in_tmp_runs_and_shows_only_the_modules_beside_it(ev):
+    """A kernel directly in ``/tmp``: its folder, bound back whole over the sandbox's private ``/tmp``, hid the
+    candidates' own work folder there, and every candidate, the task's own code included, was "crashed: the
+    candidate process died (exit code 1)". Now it runs, and sees the machine's ``/tmp`` only as the Python
+    modules beside the task."""
+    import os
+    import shutil
+
+    stem = f"stark-review29-{os.getpid()}"
+    task, other = Path("/tmp") / f"{stem}_task.py", Path("/tmp") / f"{stem}.lock"
+    shutil.copy(ADD_TASK, task)
+    other.write_text("not a module\n")
+    task.chmod(0o644)
+    other.chmod(0o644)
+    lister = ("import os\n\nimport torch.nn as nn\n\nprint('TMP', sorted(os.listdir('/tmp')))\n\n\n"
+              "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a * 2 + b\n")
+    try:
+        r = run(ev, task=task, source=lister)
+    finally:
+        task.unlink()
+        other.unlink()
+    assert r.status is Status.OK, r.summary()
+    assert task.name in r.output and other.name not in r.output, r.output[-2000:]
