@@ -231,3 +231,39 @@ def test_a_task_directly_in_tmp_runs_and_shows_only_the_modules_beside_it(ev):
         other.unlink()
     assert r.status is Status.OK, r.summary()
     assert task.name in r.output and other.name not in r.output, r.output[-2000:]
+
+
+def test_a_hidden_folder_is_never_bound_back_whole_only_its_entries_but_dotfiles(monkeypatch):
+    from stark_lsp.evaluate.sandbox.policy import make_layout
+
+    home = _home_with_a_task(ROOT / "out")
+    monkeypatch.setenv("HOME", str(home))
+    shown = make_layout(expose=[str(home)], gpu=False).expose
+    assert str(home) not in shown and not any("/." in p for p in shown), shown
+    assert {str(home / n) for n in ("Documents", "helper.py", "kernel_task.py", "pkg")} <= set(shown), shown
+    assert str(home) not in make_layout(expose=[str(home.parent)], gpu=False).expose  # nor through a folder holding it
+
+
+@pytest.mark.nvcc
+def test_a_cuda_build_cannot_embed_a_file_of_the_home_folder_its_kernel_sits_in(monkeypatch):
+    """A CUDA kernel directly in ``~`` (or in a dotfiles repository at ``~``: the build shows the repository's
+    root): the build's sandbox showed the whole home folder, and a candidate's ``.incbin`` of ``~/.netrc`` put
+    the file into its library (loaded and run by its process on a GPU, where it may print it). Dotfiles are
+    never shown now: the build fails to find it."""
+    import shutil
+
+    home = _home_with_a_task(ROOT / "out")
+    (home / ".git").mkdir()  # a dotfiles repository: the build shows the repository's root (and stops there)
+    for name in ("bias_gelu.cu", "bias_gelu.harness.py"):
+        shutil.copy(ROOT / "samples" / "cuda" / name, home / name)
+        (home / name).chmod(0o644)
+    monkeypatch.setenv("HOME", str(home))
+    task = load_task(home / "bias_gelu.cu")
+    steal = (task.path.read_text() + '\nasm(".section .rodata\\n.global stolen\\nstolen:\\n.incbin \\"'
+             + str(home / ".netrc") + '\\"\\n.byte 0\\n.text");\n')
+    shutil.rmtree(home.parent / "home-cache-cu", ignore_errors=True)  # no library built before
+    with Evaluator(workers=1, cache_dir=home.parent / "home-cache-cu", sandbox="auto") as e:
+        art = e.builder().build(steal, OPTS.nvcc_flags, timeout_s=300, task=task)
+        assert not (art.library and b"hunter2" in Path(art.library).read_bytes())
+        honest = e.builder().build(task.path.read_text(), OPTS.nvcc_flags, timeout_s=300, task=task)
+    assert not art.report.ok and honest.report.ok, (art.report, honest.report)

@@ -239,7 +239,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
     # Python path under a covered folder brought back (the judge's own folder in the cache)
     needed = [*(p for p in python_paths() if p not in hidden and not any(_under(p, h) for h in covered)),
-              *(os.path.realpath(p) for p in expose)]
+              *not_whole(expose, hidden)]
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
@@ -252,6 +252,27 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
                   covered=tuple(sorted(set(covered))))
+
+
+def not_whole(paths: "list[str | Path]", hidden: tuple[str, ...], depth: int = 0) -> list[str]:
+    """``paths`` to show read-only inside, but never a hidden folder whole: a kernel directly in ``~`` (or a
+    dotfiles repository at ``~``, the CUDA build's repository root) showed the whole home folder, and a CUDA
+    candidate's ``.incbin`` of ``~/.netrc`` put the file into its library (session 29's review). A hidden
+    folder is shown as its entries, its dotfiles and dot-folders left out (keys, histories, credentials and
+    configuration live there); a folder that holds a hidden one is not bound at all (the rest of it is
+    visible anyway, and binding it would bring the hidden one back whole)."""
+    out: list[str] = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real in hidden:
+            try:
+                names = sorted(os.listdir(real)) if depth < 8 else []
+            except OSError:
+                names = []
+            out += not_whole([os.path.join(real, n) for n in names if not n.startswith(".")], hidden, depth + 1)
+        elif not any(_under(h, real) for h in hidden):
+            out.append(real)
+    return out
 
 
 def unreadable_paths(paths: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
