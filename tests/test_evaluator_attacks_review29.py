@@ -267,3 +267,31 @@ def test_a_cuda_build_cannot_embed_a_file_of_the_home_folder_its_kernel_sits_in(
         assert not (art.library and b"hunter2" in Path(art.library).read_bytes())
         honest = e.builder().build(task.path.read_text(), OPTS.nvcc_flags, timeout_s=300, task=task)
     assert not art.report.ok and honest.report.ok, (art.report, honest.report)
+
+
+# other candidates' code: the workspace's search store ----------------------------------------------------------
+def test_a_candidate_cannot_read_the_search_store_beside_its_task(monkeypatch):
+    """A task in the workspace's folder (``stark optimize kernel.py`` in a project under ``~``): that folder is
+    shown to the sandbox, and with it ``.stark/tree.sqlite``, every other candidate's code and figures (an asset
+    the evaluator's own cache is covered for). Every sandbox now covers the ``.stark`` folders beside and above
+    what it shows."""
+    import shutil
+
+    from stark_lsp.evaluate.sandbox.policy import make_layout
+
+    home = _home_with_a_task(ROOT / "out")
+    ws = home / "ws"
+    (ws / ".stark").mkdir(parents=True)
+    (ws / ".stark" / "tree.sqlite").write_text("another candidate's code: secret-kernel-trick\n")
+    shutil.copy(ADD_TASK, ws / "kernel_task.py")
+    for p in [ws, *ws.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.setenv("HOME", str(home))
+    assert str(ws / ".stark") in make_layout(expose=[str(ws)], gpu=False).covered
+    reader = ("import torch.nn as nn\n\ntry:\n    print('STORE', open('" + str(ws / ".stark" / "tree.sqlite") + "').read())\n"
+              "except OSError as e:\n    print('NO STORE', e.strerror)\n\n\nclass ModelNew(nn.Module):\n"
+              "    def forward(self, a, b):\n        return a * 2 + b\n")
+    with Evaluator(workers=1, cache_dir=home.parent / "home-cache", sandbox="auto") as e:
+        r = e.evaluate(load_task(ws / "kernel_task.py"), reader, OPTS)
+    assert r.status is Status.OK, r.summary()
+    assert "NO STORE" in r.output and "secret-kernel-trick" not in r.output, r.output[-2000:]

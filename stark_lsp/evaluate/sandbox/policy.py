@@ -235,6 +235,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     """
     hidden = hidden_dirs()
     covered = [os.path.realpath(h) for h in hide if os.path.isdir(h) and os.path.realpath(h) != "/"]
+    covered += [s for s in store_folders([*expose, *writable]) if s not in covered]
     # a Python path that is a hidden folder itself (PYTHONPATH=$HOME, a script run from /tmp) would
     # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
     # Python path under a covered folder brought back (the judge's own folder in the cache)
@@ -252,6 +253,27 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
                   covered=tuple(sorted(set(covered))))
+
+
+STORE_DIR = ".stark"  # a workspace's search store (search/tree_store.py): every candidate's code and figures
+
+
+def store_folders(paths: "list[str | Path]") -> list[str]:
+    """The search stores (``.stark`` folders) beside ``paths`` and above them, up to ``/``: covered in every
+    sandbox, as the evaluator's cache is. A task in the workspace's folder showed its store to every candidate,
+    which read the other candidates' code and figures in ``.stark/tree.sqlite`` (session 29's review)."""
+    out: list[str] = []
+    for p in paths:
+        d = os.path.realpath(p)
+        d = d if os.path.isdir(d) else os.path.dirname(d)
+        while True:
+            store = os.path.join(d, STORE_DIR)
+            if store not in out and os.path.isdir(store):
+                out.append(store)
+            if os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+    return out
 
 
 def not_whole(paths: "list[str | Path]", hidden: tuple[str, ...], depth: int = 0) -> list[str]:
