@@ -68,7 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="print the full traceback of an unexpected error")
         p.set_defaults(_run=mod.run)
+    parser.commands = sub.choices  # type: ignore[attr-defined]  # for parse(): a command's own errors
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, but an unknown flag after a command is that command's error, naming its own
+    ``--help`` (``stark optimize: error: unrecognized arguments: --bogus (see stark optimize --help)``):
+    argparse leaves them to the top parser, which said ``stark: error: ... (see stark --help)``, a help
+    that lists no command's flags."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = getattr(parser, "commands", {}).get(getattr(args, "command", None))
+        (command or parser).error("unrecognized arguments: " + " ".join(extra))
+    return args
 
 
 class PipeSafe:
@@ -112,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(sys.stdout, PipeSafe) and sys.stdout is sys.__stdout__:
         sys.stdout = PipeSafe(sys.stdout)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return exit_codes.USAGE
