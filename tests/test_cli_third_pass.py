@@ -24,3 +24,54 @@ def test_an_unknown_flag_before_any_command_stays_the_top_level_error(capsys):
         cli.main(["--bogus"])
     assert e.value.code == exit_codes.USAGE
     assert capsys.readouterr().err == "stark: error: unrecognized arguments: --bogus (see stark --help)\n"
+
+
+@pytest.fixture
+def searched(tmp_path, monkeypatch, capsys):
+    """sub/k.py searched with --store st twice, the second time --fresh (tree 1 archived)."""
+    from fakes import FakeEvaluator, FakeTeam, make_fake_task
+    from stark_lsp.commands import optimize_cmd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam())
+    (tmp_path / "sub").mkdir()
+    make_fake_task(tmp_path / "sub")
+    for fresh in ([], ["--fresh"]):
+        assert cli.main(["optimize", "sub/k.py", "--budget", "2", "--concurrency", "1", "--store", "st",
+                         *fresh]) in (0, 3)
+    capsys.readouterr()
+    assert cli.main(["show", "sub/k.py", "--store", "st"]) == exit_codes.OK
+    out = capsys.readouterr().out
+    return tmp_path, out
+
+
+def test_a_task_moved_from_the_shell_keeps_its_tree_for_show_export_and_optimize(searched, capsys):
+    tmp_path, before = searched
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "sub" / "k.py").rename(tmp_path / "moved" / "m.py")  # mv, outside the editor
+    # show said 'no search tree for m.py ... run stark optimize moved/m.py first'
+    assert cli.main(["show", "moved/m.py", "--store", "st"]) == exit_codes.OK
+    cap = capsys.readouterr()
+    assert cap.out.splitlines()[1:] == before.splitlines()[1:]  # the same nodes and figures
+    assert "the search tree of" in cap.err and "sub/k.py (no longer there; the same kernel and harness) is " \
+           "carried over to moved/m.py" in cap.err, cap.err
+    assert cli.main(["show", "moved/m.py", "--archived", "--store", "st"]) == exit_codes.OK  # its archived tree too
+    assert "1" in capsys.readouterr().out
+    assert cli.main(["export", "moved/m.py", "best", "--store", "st"]) in (exit_codes.OK, 1)
+    assert "carried" not in capsys.readouterr().err  # once
+    # optimize goes on in that tree (already spent its budget of 2), not a new one
+    assert cli.main(["optimize", "moved/m.py", "--budget", "2", "--concurrency", "1", "--store", "st"]) in (0, 3)
+    assert "this tree already spent a budget of 2" in capsys.readouterr().err
+
+
+def test_optimize_of_a_moved_task_carries_the_tree_and_two_candidates_are_not_guessed(searched, capsys):
+    tmp_path, _ = searched
+    (tmp_path / "sub" / "k.py").rename(tmp_path / "m.py")
+    assert cli.main(["optimize", "m.py", "--budget", "2", "--concurrency", "1", "--store", "st"]) in (0, 3)
+    err = capsys.readouterr().err
+    assert "is carried over to m.py" in err and "this tree already spent a budget of 2" in err, err
+    # a copy whose original is still there is another task: its own tree
+    (tmp_path / "copy.py").write_text((tmp_path / "m.py").read_text())
+    assert cli.main(["show", "copy.py", "--store", "st"]) == exit_codes.USAGE
+    assert "no search tree for copy.py" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import hints, refusal
+from stark_lsp.commands import hints, moved_tree, refusal
 from stark_lsp.commands.agent_team import team_from_args
 from stark_lsp.commands.arguments import (add_sandbox_argument, add_screen_argument, non_negative_int, positive_float,
                                          positive_int, url)
@@ -198,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         refuse_without_gpu(task, evaluator, args)
         path = store_path(args.store, start=Path(task.path).resolve().parent)
+        if path.exists():
+            moved_tree.carry(path, task, "optimize", args.task)  # the task's files were moved or renamed since its search
         try:
             store = TreeStore.open(path)
         except StoreError as e:

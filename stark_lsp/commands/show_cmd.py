@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stark_lsp import exit_codes
-from stark_lsp.commands import hints, refusal
+from stark_lsp.commands import hints, moved_tree, refusal
 
 NAME = "show"
 HELP = "print the search tree of a task (status, speedups and summary per node)"
@@ -47,6 +47,7 @@ def open_tree(args: argparse.Namespace, command: str) -> tuple[Any, Any]:
     if not path.exists():
         raise refusal.Refusal(f"no search store at {path}: run {hints.stark('optimize', args.task, args=args)} first"
                               + ("" if args.store else " (or give --store)"))
+    moved_tree.carry(path, task, command, args.task)  # the task's files were moved or renamed since its search
     try:
         store = TreeStore.open(path, readonly=True)
     except StoreError as e:

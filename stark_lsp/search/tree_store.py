@@ -335,7 +335,8 @@ class TreeStore:
 
     def move_tree(self, task_id: str, task: TaskSpec) -> str:
         """Give a tree to ``task`` (its files were renamed): same nodes, the new
-        task's id and paths. Refused when ``task`` already has a tree."""
+        task's id and paths. Refused when ``task`` already has a tree. The trees archived under the old
+        id (``<task_id>~N``) follow as ``<new id>~N`` where the task has none archived of its own."""
         new_id = task.task_id()
         if new_id == task_id:
             return new_id
@@ -347,6 +348,14 @@ class TreeStore:
                         "WHERE task_id = ?", (new_id, json.dumps(spec), task_id))
             cur.execute("UPDATE nodes SET task_id = ? WHERE task_id = ?", (new_id, task_id))
             cur.execute("DELETE FROM trees WHERE task_id = ?", (task_id,))
+            if not cur.execute("SELECT 1 FROM trees WHERE task_id LIKE ?", (new_id + "~%",)).fetchone():
+                for (old,) in cur.execute("SELECT task_id FROM trees WHERE task_id LIKE ?",
+                                          (task_id + "~%",)).fetchall():
+                    moved = new_id + old[len(task_id):]
+                    cur.execute("INSERT INTO trees(task_id, spec_json, created) SELECT ?, spec_json, created "
+                                "FROM trees WHERE task_id = ?", (moved, old))
+                    cur.execute("UPDATE nodes SET task_id = ? WHERE task_id = ?", (moved, old))
+                    cur.execute("DELETE FROM trees WHERE task_id = ?", (old,))
         return new_id
 
     def has_tree(self, task_id: str) -> bool:
