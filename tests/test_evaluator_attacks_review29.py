@@ -295,3 +295,13 @@ def test_a_candidate_cannot_read_the_search_store_beside_its_task(monkeypatch):
         r = e.evaluate(load_task(ws / "kernel_task.py"), reader, OPTS)
     assert r.status is Status.OK, r.summary()
     assert "NO STORE" in r.output and "secret-kernel-trick" not in r.output, r.output[-2000:]
+
+
+def test_an_output_list_that_holds_itself_is_the_candidates_runtime_error_in_one_line(ev):
+    """Flattening nested outputs must end: a list that holds itself is the candidate's error, said in one line
+    (never a RecursionError's traceback, nor a "task error")."""
+    src = ("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n"
+           "        out = [a * 2 + b]\n        out.append(out)\n        return out\n")
+    r = run(ev, source=src)
+    assert r.status is Status.RUNTIME_ERROR and "nested more than 32 levels" in r.message, r.summary()
+    assert "task error" not in r.message and "Recursion" not in r.message, r.message

@@ -204,12 +204,18 @@ def load_reference(spec: TaskSpec, device: torch.device) -> Reference:
     return Reference(spec, mod, device, atol=tol.get("atol"), rtol=tol.get("rtol"))
 
 
-def as_outputs(value: Any) -> list[Any]:
+MAX_NESTING = 32  # levels of tuples, lists and dicts an output may be nested in
+
+
+def as_outputs(value: Any, depth: int = 0) -> list[Any]:
     """A model may return a tensor, a number, or tuples, lists and dicts of them, nested (an LSTM's
     ``out, (h, c)``): its outputs flattened in order, a dict's by its keys' order as text. Nested ones
-    used to reach the judge's comparisons whole ("evaluator error: Boolean value of Tensor ...")."""
+    used to reach the judge's comparisons whole ("evaluator error: Boolean value of Tensor ..."). A list
+    that holds itself, or nesting past ``MAX_NESTING``, is a ``HarnessError`` (said in one line)."""
+    if isinstance(value, (tuple, list, dict)) and depth >= MAX_NESTING:
+        raise HarnessError(f"the outputs are nested more than {MAX_NESTING} levels deep (or hold themselves)")
     if isinstance(value, (tuple, list)):
-        return [o for v in value for o in as_outputs(v)]
+        return [o for v in value for o in as_outputs(v, depth + 1)]
     if isinstance(value, dict):
-        return [o for k in sorted(value, key=str) for o in as_outputs(value[k])]
+        return [o for k in sorted(value, key=str) for o in as_outputs(value[k], depth + 1)]
     return [value]

@@ -289,7 +289,11 @@ class CandidateProcess:
         with torch.no_grad():
             out = self.fn(*inputs)
         self.calls += 1
-        return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_outputs(out)]
+        try:
+            outs = as_outputs(out)
+        except HarnessError as e:  # what the call returned (a list that holds itself): the candidate's, not the task's
+            raise ValueError(str(e)) from None
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs]
 
     def _batch(self, msg: dict[str, Any], call: Callable[[list[Any]], list[Any]], calibration: bool = False
                ) -> dict[str, Any]:
