@@ -75,3 +75,20 @@ def test_optimize_of_a_moved_task_carries_the_tree_and_two_candidates_are_not_gu
     (tmp_path / "copy.py").write_text((tmp_path / "m.py").read_text())
     assert cli.main(["show", "copy.py", "--store", "st"]) == exit_codes.USAGE
     assert "no search tree for copy.py" in capsys.readouterr().err
+
+
+def test_the_re_timed_line_calls_no_slower_candidate_best_beside_your_kernel(tmp_path, monkeypatch, capsys):
+    """Every candidate slower than yours: the live line said 'best your kernel ... | re-timed: best #3 ...,
+    0.47× your kernel' (the fastest re-timed candidate called best beside the line's best, your kernel)."""
+    from fakes import FakeEvaluator, FakeTeam, make_fake_task
+    from stark_lsp.commands import optimize_cmd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=0.5))
+    make_fake_task(tmp_path)
+    assert cli.main(["optimize", "k.py", "--budget", "2", "--concurrency", "1"]) == exit_codes.NO_IMPROVEMENT
+    err = capsys.readouterr().err
+    assert "re-timed: best #" not in err, err
+    line = next(x for x in err.splitlines() if "| re-timed: the fastest candidate #" in x)
+    assert "best your kernel" in line and line.endswith("; your kernel stays the best"), line

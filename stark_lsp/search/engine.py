@@ -487,7 +487,14 @@ class Search:
                 done.append((figures, n))
         if done:
             figures, n = max(done, key=lambda fn: (fn[0].speedup, -fn[1].id))
-            self._emit(message=f"re-timed: best #{n.id} {figures.text()}", lasting=True)
+            best = self.store.best(self.task_id)
+            if best is None or best.id == n.id:
+                self._emit(message=f"re-timed: best #{n.id} {figures.text()}", lasting=True)
+            else:  # the fastest re-timed candidate did not win (slower than yours, or within the noise): it
+                # was called 'best #N' beside the line's 'best your kernel'
+                stays = "your kernel stays the best" if best.parent_id is None else f"the best stays #{best.id}"
+                self._emit(message=f"re-timed: the fastest candidate #{n.id} {figures.text()}; {stays}",
+                           lasting=True)
 
     def _retime_one(self, source: str, options: EvalOptions) -> EvalResult | None:
         """One re-timing evaluation (on the re-timing's pool); None when the re-timing was cut first."""
