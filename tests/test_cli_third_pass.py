@@ -92,3 +92,22 @@ def test_the_re_timed_line_calls_no_slower_candidate_best_beside_your_kernel(tmp
     assert "re-timed: best #" not in err, err
     line = next(x for x in err.splitlines() if "| re-timed: the fastest candidate #" in x)
     assert "best your kernel" in line and line.endswith("; your kernel stays the best"), line
+
+
+def test_export_names_the_nodes_figures_as_show_node_does_your_kernel_included(tmp_path, monkeypatch, capsys):
+    """'wrote node #3 (ok, 0.013× eager, 10.16 ms)' gave no '× your kernel' of the node optimize called
+    13.0× your kernel; now the same words as stark show --node."""
+    from fakes import FakeEvaluator, FakeTeam, make_fake_task
+    from stark_lsp.commands import optimize_cmd
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: FakeEvaluator())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=2.0))
+    make_fake_task(tmp_path)
+    assert cli.main(["optimize", "k.py", "--budget", "2", "--concurrency", "1", "--out", "best.py"]) == exit_codes.OK
+    best = capsys.readouterr().out.split("best: node #", 1)[1].split(",", 1)[0]
+    assert cli.main(["show", "k.py", "--node", best]) == exit_codes.OK
+    shown = capsys.readouterr().out.splitlines()[0].split(": ", 1)[1]  # 'ok, 0.5 ms, 2.00× your kernel, ...'
+    assert "× your kernel" in shown
+    assert cli.main(["export", "k.py", "best", "-o", "out.py"]) == exit_codes.OK
+    assert capsys.readouterr().err == f"wrote node #{best} ({shown}) to out.py\n"
