@@ -111,3 +111,21 @@ def test_export_names_the_nodes_figures_as_show_node_does_your_kernel_included(t
     assert "× your kernel" in shown
     assert cli.main(["export", "k.py", "best", "-o", "out.py"]) == exit_codes.OK
     assert capsys.readouterr().err == f"wrote node #{best} ({shown}) to out.py\n"
+
+
+def test_harness_of_a_file_with_two_kernels_says_which_it_aimed_at(tmp_path, monkeypatch, capsys):
+    """It picked the first entry silently ('wrote two.harness.py: write reference() in it, ...')."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "samples" / "mistuned" / "swish_add.py").read_text()
+    second = src[src.index("@triton.jit"):].replace("swish_add_kernel", "scale_kernel").replace(
+        "def swish_add(", "def scale(")
+    (tmp_path / "two.py").write_text(src + "\n\n" + second)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["harness", "two.py"]) == exit_codes.OK
+    assert capsys.readouterr().err == (
+        "wrote two.harness.py for swish_add, the first entry of two.py (its kernels: swish_add_kernel, "
+        "scale_kernel; --kernel NAME aims at another): write reference() in it, then stark eval two.py\n")
+    assert cli.main(["harness", "two.py", "--kernel", "scale_kernel", "-o", "s.harness.py"]) == exit_codes.OK
+    assert capsys.readouterr().err.startswith("wrote s.harness.py: write reference()")  # asked: nothing to add
+    assert "mod.scale(" in (tmp_path / "s.harness.py").read_text()

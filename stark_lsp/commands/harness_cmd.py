@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         language = "triton"
     else:
         raise refusal.Refusal(f"{path.name}: expected a CUDA file (.cu) or a Python file with @triton.jit kernels")
-    require_kernel(path.name, text, language, args.name)
+    names = require_kernel(path.name, text, language, args.name)
     target = refusal.output_file(args.out, example=default_harness_path(path).name) if args.out else default_harness_path(path)
     try:
         harness = render_harness(language, path.name, text, args.name)
@@ -59,11 +59,25 @@ def run(args: argparse.Namespace) -> int:
         fh.write(harness)
     beside = Path(target).resolve() == default_harness_path(path).resolve()  # else eval needs --harness to find it
     then = hints.stark("eval", args.kernel, *(() if beside else ("--harness", str(target))))
-    print(f"wrote {target}: write reference() in it, then {then}", file=sys.stderr)
+    print(f"wrote {target}{aimed_at(path.name, text, language, names, args.name)}: write reference() in it, "
+          f"then {then}", file=sys.stderr)
     return exit_codes.OK
 
 
-def require_kernel(file_name: str, text: str, language: str, name: str | None) -> None:
+def aimed_at(file_name: str, text: str, language: str, names: list[str], name: str | None) -> str:
+    """Which entry a file of several kernels got its harness for, unasked (no --kernel): it picked the
+    first silently, and a user who meant another found out from the template's text."""
+    from stark_lsp.tasks.harness_template import cuda_launcher, triton_entry
+
+    if name is not None or len(names) < 2:
+        return ""
+    entry = (cuda_launcher if language == "cuda" else triton_entry)(text, None)
+    what = "launcher" if language == "cuda" else "entry"
+    first = f"{entry[0]}, the first {what} of {file_name}" if entry else f"the first {what} of {file_name}"
+    return f" for {first} (its kernels: {', '.join(names)}; --kernel NAME aims at another)"
+
+
+def require_kernel(file_name: str, text: str, language: str, name: str | None) -> list[str]:
     """A file with no kernel has nothing to write a harness for; ``--kernel NAME`` must name one of its kernels."""
     from stark_lsp.tasks.kernels import find_kernels
 
@@ -73,3 +87,4 @@ def require_kernel(file_name: str, text: str, language: str, name: str | None) -
         raise refusal.Refusal(f"{file_name}: no {what} kernel in it: nothing to write a harness for")
     if name is not None and name not in names:
         raise refusal.Refusal(f"--kernel {name}: no such kernel in {file_name} (its kernels: {', '.join(names)})")
+    return names
