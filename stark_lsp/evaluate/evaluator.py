@@ -249,6 +249,8 @@ def task_folders(task: TaskSpec) -> list[str]:
             shown.update(_importable_in(real, task))
         else:
             shown.add(folder)
+    # a task (or harness) file that is itself a dot-file: named, so the sandbox never covers it (``dot_entries``)
+    shown.update(str(p) for p in (task.path, task.harness) if p is not None and p.name.startswith("."))
     return sorted(shown)
 
 

@@ -20,7 +20,10 @@ Trusted and small: it never imports torch or candidate code. In order:
    the machine's nodes are root-only; the others (MIG capabilities,
    modeset) keep their modes. Then cover each hidden directory with an
    empty tmpfs;
-4. bind the exposed paths back read-only, and the writable ones read-write;
+4. bind the exposed paths back read-only, and the writable ones read-write; then
+   cover the ``covered`` folders (an empty read-only tmpfs) and ``covered_files``
+   (``/dev/null``, read-only, nodev): the cache, the search stores and the
+   dot-entries beside and above what the sandbox shows (``policy.dot_entries``);
 5. set the layout's hard resource limits (``limits.py``: processes, file
    size, memory, CPU time);
 6. as real root, become ``nobody`` when the layout says so (every path it
@@ -208,14 +211,34 @@ def prepare_mounts(layout: Layout) -> None:
         ro = MS_RDONLY if p not in layout.writable else 0
         mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
         os.close(fd)
-    # folders covered last, wherever they are (the evaluator's cache, also under an exposed folder): empty
-    for p in layout.covered:
-        if os.path.isdir(p):
-            mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=16")
-            mount(None, p, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=16")
+    # folders covered last, wherever they are (the evaluator's cache, also under an exposed folder): empty;
+    # then the dot-files beside and above what the sandbox shows (a project's .env): /dev/null, nodev
+    for p in (*layout.covered, *layout.covered_files):
+        cover(p)
     # the sandbox's own /dev, read-only once made (its device nodes still open for writing): in a
     # user namespace the candidate is its owner, and a node or link it changed would meet the next
     mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags("/dev"))
+
+
+def cover(path: str) -> None:
+    """Cover ``path``: a folder by an empty read-only tmpfs, a file by ``/dev/null`` bound read-only and nodev
+    (opening it is refused), by what it is now. One that is gone, or reached through a link now, since the layout
+    was made is skipped (a race with the user's own edits must not fail the sandbox, nor cover what a link
+    points to); a mount that fails on a path still there fails the sandbox (never a secret left shown)."""
+    try:
+        if not os.path.lexists(path) or os.path.realpath(path) != path:
+            return
+        folder = os.path.isdir(path)
+        if folder:
+            opts = "mode=0755,size=1m,nr_inodes=16"
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+            mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, opts)
+        else:
+            mount("/dev/null", path, None, MS_BIND)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | _kept_flags(path))
+    except (SetupError, OSError):
+        if os.path.lexists(path):
+            raise
 
 
 def in_user_namespace() -> bool:

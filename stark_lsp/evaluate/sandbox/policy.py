@@ -14,6 +14,8 @@ unprivileged user on Ubuntu 24.04):
   tmpfs mounts; the paths the evaluation needs under those (the Python
   installation, this package, the task's folder, the evaluator's cache) are
   bound back read-only, and only the paths named ``writable`` are writable;
+  the dot-entries beside and above what it shows (a project's ``.env``,
+  ``.git``) are covered, but those it needs (``dot_entries``);
 * an environment built from an allow-list (``scrubbed_env``);
 * when started as root: the real uid and gid become ``nobody`` (65534) after
   the mounts are made, so root-only files stay unreadable and no capability
@@ -149,6 +151,7 @@ class Layout:
     syscall_filter: bool = True
     allow_perf: bool = False
     covered: tuple[str, ...] = ()  # covered last, by an empty read-only tmpfs, wherever they are (the cache)
+    covered_files: tuple[str, ...] = ()  # then these files, by /dev/null bound read-only, nodev (``dot_entries``)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -161,12 +164,12 @@ class Layout:
                    cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""),
                    limits={str(k): int(v) for k, v in (d.get("limits") or {}).items()},
                    syscall_filter=bool(d.get("syscall_filter", True)), allow_perf=bool(d.get("allow_perf", False)),
-                   covered=tuple(d.get("covered", ())))
+                   covered=tuple(d.get("covered", ())), covered_files=tuple(d.get("covered_files", ())))
 
     def covers(self, path: str | Path) -> bool:
         """Whether ``path`` is visible inside: not under a covered or hidden directory, or exposed."""
         p = os.path.realpath(path)
-        if any(_under(p, c) for c in self.covered):
+        if any(_under(p, c) for c in self.covered) or p in self.covered_files:
             return False
         if not any(_under(p, h) for h in self.hidden):
             return True
@@ -244,6 +247,18 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
+    # the dot-entries beside and above what the sandbox shows (a project's .env, .git/config), but what it needs
+    runtime = [*python_paths(), *nvidia_runtime_paths(), os.path.abspath(sys.executable),
+               os.path.realpath(sys.executable)]
+    dot_dirs, dot_files = dot_entries([*expose, *writable], needed=[*runtime, *(os.path.realpath(p) for p in expose),
+                                                                     *rw, *covered], runtime=runtime)
+    # only what the sandbox sees, and never inside a writable folder (its own work: a build's .ninja_log)
+    shown = (*bound, *rw)
+    seen = lambda p: ((not any(_under(p, h) for h in hidden) or any(_under(p, s) for s in shown))  # noqa: E731
+                      and not any(_under(p, w) for w in rw))
+    more = [d for d in dot_dirs if d not in covered and seen(d)]
+    covered += [d for d in more if not any(_under(d, c) and d != c for c in [*covered, *more])]
+    dot_files = [f for f in dot_files if seen(f) and not any(_under(f, c) for c in covered)]
     # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
     unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
     drop = drop_privileges and not unreadable
@@ -252,7 +267,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
-                  covered=tuple(sorted(set(covered))))
+                  covered=tuple(sorted(set(covered))), covered_files=tuple(sorted(set(dot_files))))
 
 
 STORE_DIR = ".stark"  # a workspace's search store (search/tree_store.py): every candidate's code and figures
@@ -274,6 +289,55 @@ def store_folders(paths: "list[str | Path]") -> list[str]:
                 break
             d = os.path.dirname(d)
     return out
+
+
+MAX_DOT_ENTRIES = 64  # per folder: the mounts a sandbox makes stay bounded (the secret-looking names come first)
+_SECRET_NAME = re.compile(r"\.(env|git|netrc|npmrc|pypirc|yarnrc|ssh|aws|azure|gcloud|gnupg|docker|kube|config"
+                          r"|credential|secret|token|key|pass|auth|cookie|session|hist)|.*(key|token|secret|pass)", re.I)
+
+
+def dot_entries(paths: "list[str | Path]", needed: "list[str]" = (),
+                runtime: "list[str]" = ()) -> tuple[list[str], list[str]]:
+    """The dot-entries (names starting with '.') of the folders of ``paths`` and of each folder above them, up to but
+    not including ``/``, as (folders, files), by real path: covered in every sandbox, the folders by an empty
+    read-only tmpfs, the files by ``/dev/null``. A task in a project folder outside the hidden ones showed every
+    candidate the project's ``.env`` and ``.git/config`` (tokens), ``.npmrc``, ``.netrc`` (session 29's review).
+
+    Kept: an entry that is, or holds, a path of ``needed`` (the interpreter's ``.venv``, what the sandbox shows or
+    writes, the evaluator's cache), and a link to a path under one of ``runtime`` other than a folder the walk passes
+    (a ``.python`` link to ``/usr/bin/python3``). At most ``MAX_DOT_ENTRIES`` of a folder are taken, the ones whose
+    names look secret first (``.env``, ``.git``, ``.netrc``, ...), then by name; an entry that cannot be read is
+    skipped (one removed before the sandbox starts is skipped there too, ``init.cover``)."""
+    need = [os.path.realpath(p) for p in needed if p]
+    run = [os.path.realpath(p) for p in runtime if p]
+    folders: list[str] = []
+    for p in paths:
+        d = os.path.realpath(p)
+        d = d if os.path.isdir(d) else os.path.dirname(d)
+        while d != "/" and os.path.dirname(d) != d and d not in folders:
+            folders.append(d)
+            d = os.path.dirname(d)
+    dirs: list[str] = []
+    files: list[str] = []
+    for d in folders:
+        try:
+            names = [n for n in os.listdir(d) if n.startswith(".") and n not in (".", "..")]
+        except OSError:
+            continue
+        for name in sorted(names, key=lambda n: (not _SECRET_NAME.match(n), n))[:MAX_DOT_ENTRIES]:
+            real = os.path.realpath(os.path.join(d, name))
+            if any(_under(n, real) for n in need) or any(_under(real, r) and not _under(d, r) for r in run):
+                continue
+            try:
+                is_dir = os.path.isdir(real)
+                if not is_dir and not os.path.exists(real):
+                    continue  # a dangling link, or removed meanwhile
+            except OSError:
+                continue
+            out = dirs if is_dir else files
+            if real not in out and real != "/":
+                out.append(real)
+    return dirs, files
 
 
 def not_whole(paths: "list[str | Path]", hidden: tuple[str, ...], depth: int = 0) -> list[str]:
@@ -450,7 +514,11 @@ def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
     for p in layout.writable:
         args += ["--bind", p, p]
     for p in layout.covered:  # after the binds: a covered folder under an exposed one stays covered
-        args += ["--size", str(1 << 20), "--tmpfs", p, "--remount-ro", p]
+        if os.path.isdir(p) and not os.path.islink(p):  # one removed since the layout was made: nothing to cover
+            args += ["--size", str(1 << 20), "--tmpfs", p, "--remount-ro", p]
+    for p in layout.covered_files:  # (bwrap's binds are nodev: opening one is refused; it would read empty anyway)
+        if os.path.lexists(p) and not os.path.islink(p) and not os.path.isdir(p):
+            args += ["--ro-bind", "/dev/null", p]
     args += ["--remount-ro", "/dev"]  # the candidate is uid 0 of its namespace here: /dev must not be its
     # sandbox_init sees bwrap's mounts already made: an empty layout keeps it from mounting again
     return args + ["--chdir", layout.cwd, "--setenv", "STARK_SANDBOX_PREPARED", "bwrap"]
