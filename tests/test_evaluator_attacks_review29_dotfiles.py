@@ -203,3 +203,27 @@ def test_a_task_file_that_is_itself_a_dotfile_still_runs_its_neighbours_covered(
     assert "NO " + str(proj / ".env") in r.output, r.output[-3000:]
     for secret in SECRETS:
         assert secret not in r.output, r.output[-3000:]
+
+
+@sandboxed
+def test_a_dot_entry_removed_after_the_layout_was_made_is_skipped_not_a_failed_sandbox():
+    """The user's own edits race the sandbox: ``.env`` and ``.git`` gone (and ``.npmrc`` made a link) between the
+    listing and the mounts. The sandbox still starts; what is still there stays covered."""
+    proj = _project(ROOT / "out")
+    (proj / ".env2").write_text("sk-proj-dotenv-secret\n")
+    (proj / ".env2").chmod(0o644)
+    try:
+        lay = make_layout(expose=[str(proj)], gpu=False)
+        assert {str(proj / ".env"), str(proj / ".env2")} <= set(lay.covered_files), lay.covered_files
+        (proj / ".env").unlink()
+        shutil.rmtree(proj / ".git")
+        (proj / ".npmrc").unlink()
+        (proj / ".npmrc").symlink_to(proj / "pkg" / "__init__.py")
+        code = (f"import os\nprint('LS', sorted(os.listdir({str(proj)!r})))\n"
+                f"try:\n    print(open({str(proj / '.env2')!r}).read())\nexcept OSError as e:\n    print('NO', e.strerror)\n")
+        out = subprocess.run(probe().wrap([sys.executable, "-c", code], lay), capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        shutil.rmtree(proj, ignore_errors=True)
+    assert out.returncode == 0 and "LS" in out.stdout, (out.stdout, out.stderr)
+    assert "NO" in out.stdout and "sk-proj-dotenv-secret" not in out.stdout, out.stdout
