@@ -78,10 +78,23 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
     argparse leaves them to the top parser, which said ``stark: error: ... (see stark --help)``, a help
     that lists no command's flags."""
     args, extra = parser.parse_known_args(argv)
+    command = getattr(parser, "commands", {}).get(getattr(args, "command", None))
     if extra:
-        command = getattr(parser, "commands", {}).get(getattr(args, "command", None))
         (command or parser).error("unrecognized arguments: " + " ".join(extra))
+    empty = _empty_value(command, args) if command is not None else None
+    if empty:  # '' is no file, folder, name or number: 'stark show ""' read it as '.' ('task  is a directory'),
+        # and '-o ""', '--out ""', '--harness ""' were taken as not given (export printed to stdout)
+        command.error(f"argument {empty}: an empty value ('')")
     return args
+
+
+def _empty_value(command: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The first argument of ``command`` given as the empty string, by its flag (or metavar); "" if none."""
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        if (value == "" or (isinstance(value, list) and "" in value)) and value != action.default:
+            return "/".join(action.option_strings) or action.metavar or action.dest
+    return ""
 
 
 class PipeSafe:

@@ -129,3 +129,20 @@ def test_harness_of_a_file_with_two_kernels_says_which_it_aimed_at(tmp_path, mon
     assert cli.main(["harness", "two.py", "--kernel", "scale_kernel", "-o", "s.harness.py"]) == exit_codes.OK
     assert capsys.readouterr().err.startswith("wrote s.harness.py: write reference()")  # asked: nothing to add
     assert "mod.scale(" in (tmp_path / "s.harness.py").read_text()
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["show", ""], "task"),  # read as '.': 'stark show: task  is a directory'
+    (["eval", ""], "task"),
+    (["export", "k.py", "best", "-o", ""], "-o/--out"),  # taken as no -o: the source went to stdout
+    (["optimize", "k.py", "--harness", ""], "--harness"),  # taken as no --harness: a whole search ran
+    (["optimize", "k.py", "--out", ""], "--out"),
+    (["bench", "tasks", ""], "PATH"),
+    (["serve", "--log-file", ""], "--log-file"),
+])
+def test_an_empty_argument_is_refused_by_name(argv, flag, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == exit_codes.USAGE
+    assert capsys.readouterr().err == (f"stark {argv[0]}: error: argument {flag}: an empty value ('') "
+                                       f"(see stark {argv[0]} --help)\n")
