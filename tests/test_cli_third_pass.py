@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+
 import pytest
 
 from stark_lsp import cli, exit_codes
@@ -146,3 +149,34 @@ def test_an_empty_argument_is_refused_by_name(argv, flag, capsys):
     assert e.value.code == exit_codes.USAGE
     assert capsys.readouterr().err == (f"stark {argv[0]}: error: argument {flag}: an empty value ('') "
                                        f"(see stark {argv[0]} --help)\n")
+
+
+def test_a_task_deleted_mid_search_names_the_best_so_far_and_how_to_reach_it(tmp_path, monkeypatch, capsys):
+    """'the search stopped before its end: nothing written', of a tree whose node beat your kernel 2×."""
+    from fakes import FakeEvaluator, FakeTeam, make_fake_task
+    from stark_lsp.commands import optimize_cmd
+
+    class DeletesTheTask(FakeEvaluator):
+        def evaluate(self, task, source, options=None):
+            r = super().evaluate(task, source, options)
+            if self.calls == 3:
+                (tmp_path / "sub" / "k.py").unlink()  # rm, mid-search
+            return r
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(optimize_cmd, "evaluator_from_args", lambda args, warm_for=None: DeletesTheTask())
+    monkeypatch.setattr(optimize_cmd, "team_from_args", lambda args: FakeTeam(factor=2.0))
+    (tmp_path / "sub").mkdir()
+    make_fake_task(tmp_path / "sub")
+    kept = (tmp_path / "sub" / "k.py").read_text()
+    assert cli.main(["optimize", "sub/k.py", "--budget", "6", "--concurrency", "1"]) == exit_codes.USAGE
+    cap = capsys.readouterr()
+    line = cap.out.strip().splitlines()[-1]
+    said = re.fullmatch(r"the search stopped before its end: the best so far is node #(\d+), [\d.]+× your kernel "
+                        r"\(one measurement, not yet timed in turn with yours\); nothing written "
+                        r"\((stark export sub/k.py \d+ -o sub/k.best.py) writes it\)", line)
+    assert said, line
+    assert "stark optimize: k.py is gone: the tree keeps its nodes" in cap.err
+    (tmp_path / "sub" / "k.py").write_text(kept)  # put back: the printed command writes it
+    assert cli.main(shlex.split(said.group(2))[1:]) == exit_codes.OK
+    assert (tmp_path / "sub" / "k.best.py").exists()

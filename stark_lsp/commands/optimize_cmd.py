@@ -288,8 +288,12 @@ def _search(args: argparse.Namespace, task: Any, store: Any, path: Path, evaluat
     spent = usage.total(nodes)
     if args.llm != "builtin" and usage.used(spent):  # the tree's agents' tokens, as under ``stark show``
         print(usage.line(spent))
-    if code != exit_codes.OK:  # a broken or vanished task, a failed evaluator: no verdict to act on
-        print("the search stopped before its end: nothing written")
+    if code != exit_codes.OK:  # a broken or vanished task, a failed evaluator: no verdict to act on; the
+        # best so far and the command that writes it (it said 'nothing written' of a 13.1× your kernel node)
+        report_interrupted(args, nodes, best, out, "the search stopped", "before its end")
+        if not Path(task.path).exists():
+            print(f"stark optimize: {task.path.name} is gone: the tree keeps its nodes; put it back, or give its new "
+                  f"name to stark show / export (a moved task's tree follows it)", file=sys.stderr)
         return code
     if cancel.is_set():  # not the search's end: no verdict, nothing written; the best so far and how to go on
         again = hints.stark(*resume_argv(sys.argv[1:]))
