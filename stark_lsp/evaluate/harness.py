@@ -70,7 +70,10 @@ def task_code_failure(what: str, e: BaseException, spec: TaskSpec, fn: Any = Non
 
 
 def load_module(path: Path, name: str, also_as: str | None = None) -> ModuleType:
-    """Import ``path`` as module ``name`` (registered under ``also_as`` too, from the start)."""
+    """Import ``path`` as module ``name`` (registered under ``also_as`` too, from the start). Nothing is
+    written beside the user's files: no ``__pycache__`` for the harness, the kernel or the project modules
+    they import (``sys.dont_write_bytecode`` while it runs; the flag is the process's, so a module another
+    thread imports meanwhile is not cached either, which costs nothing but its next import's compile)."""
     spec = importlib.util.spec_from_file_location(name, str(path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -78,12 +81,15 @@ def load_module(path: Path, name: str, also_as: str | None = None) -> ModuleType
     names = [name] + ([also_as] if also_as else [])
     for n in names:
         sys.modules[n] = mod
+    before, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(mod)
     except BaseException:
         for n in names:
             sys.modules.pop(n, None)
         raise
+    finally:
+        sys.dont_write_bytecode = before
     return mod
 
 
