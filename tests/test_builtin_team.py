@@ -1,5 +1,6 @@
 """The built-in Plan / Code / Debug agents on real kernel sources (no GPU)."""
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -167,8 +168,10 @@ def test_debug_gives_up_on_unknown_compile_errors_and_on_nothing_to_revert():
     assert NOTHING_NEW in str(e.value)  # the same answer every time: the search does not ask again
     assert isinstance(e.value, NothingNew)  # said as data: the node is marked, not matched by its text
     ctx = ctx_for("row_sum.cu", source=root, items=[], summary="timeout: killed after 60 s")
-    with pytest.raises(NothingNew, match="this failure is your kernel's own"):  # free: nothing to revert to
+    with pytest.raises(NothingNew, match="this failure is your kernel's own") as e:  # free: nothing to revert to
         make_builtin_team().debugger.debug(ctx)
+    # the command it names can be pasted from anywhere: the task's own path, quoted for the shell
+    assert f"fix it ({shlex.join(['stark', 'eval', str(ctx.task.path)])} shows the error)" in str(e.value)
 
 
 def test_history_reads_the_search_summary_format():

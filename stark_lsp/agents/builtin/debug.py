@@ -22,6 +22,7 @@ asking again, docs/benchmarks.md, session 10).
 from __future__ import annotations
 
 import re
+import shlex
 
 from stark_lsp.agents.base import AgentContext, DebugResult, NothingNew
 from stark_lsp.agents.builtin.history import config_of, is_diff, log_value, status_part
@@ -105,8 +106,9 @@ class BuiltinDebugger:
         if root is None:  # the failing node is your kernel itself (the window leaves the root out), or no root
             # is in the context: there is nothing to revert to, now or on the next attempt (free: NothingNew)
             raise NothingNew(f"{NOTHING_NEW}: the built-in team repairs a candidate by reverting its changes towards "
-                             f"your kernel, and this failure is your kernel's own: fix it (stark eval shows the "
-                             f"error), or give an LLM team (--llm openai)")
+                             f"your kernel, and this failure is your kernel's own: fix it ("
+                             f"{shlex.join(['stark', 'eval', str(ctx.task.path)])} shows the error), or give an LLM "
+                             f"team (--llm openai)")
         lang = ctx.task.language
         root_cfg = config_of(find_tunables(root, lang))
         node_cfg = config_of(tunables)
