@@ -39,8 +39,8 @@ def _project(root: Path) -> Path:
     (proj / ".env").write_text("OPENAI_API_KEY=sk-proj-dotenv-secret\n")
     (proj / ".git" / "config").write_text('[remote "origin"]\n\turl = https://ghp_token_in_git_config@x/y.git\n')
     (proj / ".npmrc").write_text("//registry.npmjs.org/:_authToken=npm-token-secret\n")
-    (proj / ".netrc-link").symlink_to(proj / "pkg" / "netrc")  # a link to a plain file elsewhere: covered too
-    (proj / "pkg" / "netrc").write_text("machine x password machine-pass-secret\n")
+    (proj / ".netrc-link").symlink_to(proj / "pkg" / ".netrc")  # a link to a dot-file elsewhere: covered too
+    (proj / "pkg" / ".netrc").write_text("machine x password machine-pass-secret\n")
     (proj / "pkg" / "__init__.py").write_text("")
     shutil.copy(ADD_TASK, proj / "kernel_task.py")
     for p in [proj, *proj.rglob("*")]:
@@ -71,8 +71,8 @@ def test_dot_entries_covers_secrets_beside_and_above_and_keeps_what_the_sandbox_
                               needed=[venv, str(proj / ".cache" / "stark"), str(proj / ".build")], runtime=[venv])
     assert str(proj / ".git") in dirs and str(proj / ".venv") not in dirs, dirs
     assert str(proj / ".cache") not in dirs and str(proj / ".build") not in dirs, dirs
-    assert {str(proj / ".env"), str(proj / "src" / ".npmrc"), str(tmp_path / ".netrc"),
-            str(tmp_path / "outside.txt")} <= set(files), files
+    assert {str(proj / ".env"), str(proj / "src" / ".npmrc"), str(tmp_path / ".netrc")} <= set(files), files
+    assert str(tmp_path / "outside.txt") not in files, files  # a link to a plain name: readable by that name anyway
     assert not any(f.endswith(("python", ".gone", "nowhere")) for f in files), files
     assert "/" not in dirs and not any(os.path.dirname(p) == "/" for p in [*dirs, *files])
 
@@ -100,7 +100,7 @@ def test_the_layout_keeps_a_project_venv_holding_the_interpreter_and_covers_the_
         shutil.rmtree(proj, ignore_errors=True)
     assert str(venv) not in lay.covered and lay.covers(venv / "lib" / "site-packages"), lay.covered
     assert str(proj / ".git") in lay.covered and str(proj / ".env") in lay.covered_files, lay
-    assert {str(proj / ".npmrc"), str(proj / "pkg" / "netrc")} <= set(lay.covered_files), lay.covered_files
+    assert {str(proj / ".npmrc"), str(proj / "pkg" / ".netrc")} <= set(lay.covered_files), lay.covered_files
     assert not lay.covers(proj / ".env") and lay.covers(proj / "kernel_task.py")
     assert policy.Layout.from_json(lay.to_json()) == lay
     top = ROOT / "out" / f"dotproj-build-{os.getpid()}"
@@ -227,3 +227,20 @@ def test_a_dot_entry_removed_after_the_layout_was_made_is_skipped_not_a_failed_s
         shutil.rmtree(proj, ignore_errors=True)
     assert out.returncode == 0 and "LS" in out.stdout, (out.stdout, out.stderr)
     assert "NO" in out.stdout and "sk-proj-dotenv-secret" not in out.stdout, out.stdout
+
+
+def test_a_dot_link_to_a_package_of_the_task_leaves_the_package_shown(tmp_path):
+    """Review 29 follow-up: ``proj/.helpers -> helpers`` covered ``proj/helpers`` (the link's target) by an empty
+    tmpfs, and a task that imports ``helpers`` was a task error (``module 'helpers' has no attribute``) for every
+    candidate. The target is readable by its own name, so covering it hid nothing; a link to a dot-name still is."""
+    proj = tmp_path / "proj"
+    (proj / "helpers").mkdir(parents=True)
+    (proj / "helpers" / "__init__.py").write_text("SCALE = 1.0\n")
+    (proj / "k.py").write_text("import helpers\n")
+    (proj / ".helpers").symlink_to("helpers")
+    (proj / "sub").mkdir()
+    (proj / "sub" / ".token").write_text("t")
+    (proj / ".token-link").symlink_to(proj / "sub" / ".token")
+    dirs, files = dot_entries([proj / "k.py"])
+    assert str(proj / "helpers") not in dirs, dirs
+    assert str(proj / "sub" / ".token") in files, files

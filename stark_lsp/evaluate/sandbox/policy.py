@@ -305,7 +305,9 @@ def dot_entries(paths: "list[str | Path]", needed: "list[str]" = (),
 
     Kept: an entry that is, or holds, a path of ``needed`` (the interpreter's ``.venv``, what the sandbox shows or
     writes, the evaluator's cache), and a link to a path under one of ``runtime`` other than a folder the walk passes
-    (a ``.python`` link to ``/usr/bin/python3``). At most ``MAX_DOT_ENTRIES`` of a folder are taken, the ones whose
+    (a ``.python`` link to ``/usr/bin/python3``), and a link to an entry whose own name has no dot (``.helpers`` to
+    ``helpers``: that is readable by its own name anyway, and covering it hid a package the task imports: a task
+    error). At most ``MAX_DOT_ENTRIES`` of a folder are taken, the ones whose
     names look secret first (``.env``, ``.git``, ``.netrc``, ...), then by name; an entry that cannot be read is
     skipped (one removed before the sandbox starts is skipped there too, ``init.cover``)."""
     need = [os.path.realpath(p) for p in needed if p]
@@ -328,6 +330,8 @@ def dot_entries(paths: "list[str | Path]", needed: "list[str]" = (),
             real = os.path.realpath(os.path.join(d, name))
             if any(_under(n, real) for n in need) or any(_under(real, r) and not _under(d, r) for r in run):
                 continue
+            if os.path.islink(os.path.join(d, name)) and not os.path.basename(real).startswith("."):
+                continue  # a link to a plain name: shown by that name anyway (a ``.helpers`` link to a package)
             try:
                 is_dir = os.path.isdir(real)
                 if not is_dir and not os.path.exists(real):
