@@ -161,6 +161,31 @@ def test_the_cpu_digest_takes_the_cheap_path_with_the_same_signs():
 
 
 # the sandbox's view of a task in the user's home folder ---------------------------------------------------------
+_HOME_BASE: list[Path] = []
+
+
+def _home_base() -> Path:
+    """Where the tests' home folder is made: beside the repository's files (``out/``), or, where the repository
+    lies in a folder the sandbox hides (a clone under ``/tmp`` or ``~``: the package's root is then shown to the
+    sandbox whole, and a home inside it with it), in a folder of its own under ``/tmp``, readable by others:
+    a home inside a hidden folder, which the sandbox must not show whole either (``policy.never_whole``)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from stark_lsp.evaluate.sandbox.policy import hidden_dirs
+
+    if not _HOME_BASE:
+        if not any(str(ROOT) == h or str(ROOT).startswith(h.rstrip("/") + "/") for h in hidden_dirs()):
+            _HOME_BASE.append(ROOT / "out")
+        else:
+            base = Path(tempfile.mkdtemp(prefix="stark-review29-home-"))
+            base.chmod(0o755)
+            atexit.register(shutil.rmtree, base, True)
+            _HOME_BASE.append(base)
+    return _HOME_BASE[0]
+
+
 def _home_with_a_task(root: Path) -> Path:
     """A home folder holding a task directly, a sibling module, a package, secrets and a folder of other things."""
     import shutil
@@ -184,7 +209,7 @@ def _home_with_a_task(root: Path) -> Path:
 def test_a_task_directly_in_the_home_folder_shows_only_what_python_imports_from_it(monkeypatch):
     from stark_lsp.evaluate.evaluator import task_folders
 
-    home = _home_with_a_task(ROOT / "out")
+    home = _home_with_a_task(_home_base())
     monkeypatch.setenv("HOME", str(home))
     shown = task_folders(load_task(home / "kernel_task.py"))
     assert str(home) not in shown, shown
@@ -197,7 +222,7 @@ def test_a_candidate_cannot_read_the_home_folder_a_task_sits_in(monkeypatch):
     goes to the user, the tree and, for an LLM team, back into a prompt). ``policy="auto"`` here: as root the
     sandbox drops to ``nobody`` only where every path the evaluation needs is readable by others, and this
     machine's Python lives under ``/root``, which a home elsewhere no longer hides."""
-    home = _home_with_a_task(ROOT / "out")
+    home = _home_with_a_task(_home_base())
     monkeypatch.setenv("HOME", str(home))
     source = (ATTACKS / "read_home.py").read_text().replace("HOME_OF_CALLER", str(home))
     with Evaluator(workers=1, cache_dir=home.parent / "home-cache", sandbox="auto") as e:
@@ -236,7 +261,7 @@ def test_a_task_directly_in_tmp_runs_and_shows_only_the_modules_beside_it(ev):
 def test_a_hidden_folder_is_never_bound_back_whole_only_its_entries_but_dotfiles(monkeypatch):
     from stark_lsp.evaluate.sandbox.policy import make_layout
 
-    home = _home_with_a_task(ROOT / "out")
+    home = _home_with_a_task(_home_base())
     monkeypatch.setenv("HOME", str(home))
     shown = make_layout(expose=[str(home)], gpu=False).expose
     assert str(home) not in shown and not any("/." in p for p in shown), shown
@@ -252,7 +277,7 @@ def test_a_cuda_build_cannot_embed_a_file_of_the_home_folder_its_kernel_sits_in(
     never shown now: the build fails to find it."""
     import shutil
 
-    home = _home_with_a_task(ROOT / "out")
+    home = _home_with_a_task(_home_base())
     (home / ".git").mkdir()  # a dotfiles repository: the build shows the repository's root (and stops there)
     for name in ("bias_gelu.cu", "bias_gelu.harness.py"):
         shutil.copy(ROOT / "samples" / "cuda" / name, home / name)
@@ -279,7 +304,7 @@ def test_a_candidate_cannot_read_the_search_store_beside_its_task(monkeypatch):
 
     from stark_lsp.evaluate.sandbox.policy import make_layout
 
-    home = _home_with_a_task(ROOT / "out")
+    home = _home_with_a_task(_home_base())
     ws = home / "ws"
     (ws / ".stark").mkdir(parents=True)
     (ws / ".stark" / "tree.sqlite").write_text("another candidate's code: secret-kernel-trick\n")

@@ -232,7 +232,7 @@ def task_folders(task: TaskSpec) -> list[str]:
     directly in ``~`` showed every candidate ``~/.netrc``, ``~/.ssh`` and every key file there (and one in
     ``/tmp`` the machine's ``/tmp``, the GPU gate's lock files among them). Only what Python may import
     from it is shown then (``_importable_in``)."""
-    from stark_lsp.evaluate.sandbox.policy import hidden_dirs
+    from stark_lsp.evaluate.sandbox.policy import never_whole
     from stark_lsp.project_build.python_paths import module_place
 
     out = {str(task.path.parent)}
@@ -241,7 +241,7 @@ def task_folders(task: TaskSpec) -> list[str]:
             out.add(str(p.parent))
             if p.suffix == ".py":
                 out.add(module_place(p).root)
-    hidden = hidden_dirs()
+    hidden = never_whole()
     shown: set[str] = set()
     for folder in out:
         real = os.path.realpath(folder)

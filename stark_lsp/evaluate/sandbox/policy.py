@@ -195,6 +195,18 @@ def hidden_dirs() -> tuple[str, ...]:
     return tuple(os.path.realpath(d) for d in dirs)
 
 
+def never_whole() -> tuple[str, ...]:
+    """The folders never shown to a sandbox whole (``not_whole``, ``evaluator.task_folders``): the hidden ones,
+    and the user's home wherever it is. A home inside another hidden folder (``HOME=/tmp/...``, a clone under
+    ``/tmp``) is not hidden on its own, as ``/tmp``'s cover hides it already, but a task directly in it
+    would bind it back whole, its dotfiles and everything else with it."""
+    out = list(hidden_dirs())
+    home = home_dir()
+    if home and os.path.isdir(home) and os.path.realpath(home) not in out:
+        out.append(os.path.realpath(home))
+    return tuple(out)
+
+
 def python_paths() -> list[str]:
     """Where this Python and its packages live: needed read-only inside."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -242,8 +254,9 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     # a Python path that is a hidden folder itself (PYTHONPATH=$HOME, a script run from /tmp) would
     # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
     # Python path under a covered folder brought back (the judge's own folder in the cache)
-    needed = [*(p for p in python_paths() if p not in hidden and not any(_under(p, h) for h in covered)),
-              *not_whole(expose, hidden)]
+    never = never_whole()  # (a task's folder is on the judge's sys.path: a home there is not brought back whole)
+    needed = [*(p for p in python_paths() if p not in never and not any(_under(p, h) for h in covered)),
+              *not_whole(expose, never)]
     wanted = [*needed, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
@@ -350,17 +363,19 @@ def not_whole(paths: "list[str | Path]", hidden: tuple[str, ...], depth: int = 0
     candidate's ``.incbin`` of ``~/.netrc`` put the file into its library (session 29's review). A hidden
     folder is shown as its entries, its dotfiles and dot-folders left out (keys, histories, credentials and
     configuration live there); a folder that holds a hidden one is not bound at all (the rest of it is
-    visible anyway, and binding it would bring the hidden one back whole)."""
+    visible anyway, and binding it would bring the hidden one back whole), unless it lies inside a hidden
+    folder itself (a clone under ``/tmp`` whose tests' home sits in it): then it is shown as its entries too."""
     out: list[str] = []
     for p in paths:
         real = os.path.realpath(p)
-        if real in hidden:
+        holds = any(_under(h, real) for h in hidden)
+        if real in hidden or holds and any(_under(real, h) for h in hidden):
             try:
                 names = sorted(os.listdir(real)) if depth < 8 else []
             except OSError:
                 names = []
             out += not_whole([os.path.join(real, n) for n in names if not n.startswith(".")], hidden, depth + 1)
-        elif not any(_under(h, real) for h in hidden):
+        elif not holds:
             out.append(real)
     return out
 
