@@ -37,7 +37,8 @@ def test_optimize_of_a_kernelbench_task_says_one_figure_for_yours_and_eager(tmp_
     r = stark("optimize", "relu.py", "--budget", "2", "--concurrency", "1", cwd=ws, env={"STARK_SMALL": "1"})
     out = r.stdout + r.stderr
     assert r.returncode in (exit_codes.OK, exit_codes.NO_IMPROVEMENT) and "Traceback" not in out, out
-    assert "re-timed: best #" in r.stderr, r.stderr
+    # the re-timing's line: the best, or the fastest candidate where your kernel stays the best (on the CPU)
+    assert "re-timed: best #" in r.stderr or "re-timed: the fastest candidate #" in r.stderr, r.stderr
     rows = [ln.split() for ln in r.stdout.splitlines() if ln.split()[:1] and ln.split()[0].rstrip("*").isdigit()]
     scored = [row for row in rows if row[4] == "ok" and row[2] != "root"]
     assert scored, r.stdout
