@@ -72,7 +72,7 @@ from stark_lsp.evaluate.out_of_memory import ran_out_of_memory
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import (REFERENCE_IN_TURN, CompileReport, Correctness, EvalResult, Floor,
                                        KernelResources, Runtime, Status, TaskIO, Trial, ValueInfo, build_dataclass)
-from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe, root_refusal
+from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, llm_refusal, make_layout, probe, root_refusal, unchanged
 from stark_lsp.evaluate.sandbox.triton_launchers import valid_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
 from stark_lsp.evaluate.wire.channel import aligned
@@ -215,7 +215,9 @@ class Judge:
         self._hide = hide
         z = self.zygote
         sandboxed = sandbox is not None
-        reuse = z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths)
+        # (a dot-file made in a shown folder since the zygote started is covered by a new one: ``unchanged``)
+        reuse = (z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths)
+                 and unchanged(z.layout))
         if reuse:
             layout = z.layout
         else:

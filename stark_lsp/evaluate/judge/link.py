@@ -326,7 +326,7 @@ class SandboxedZygote:
                 argv += ["--seed-fd", str(builds.seed_fd)]
             argv += ["--built-fd", str(builds.built_fd)]
         if sandbox is not None:
-            argv += ["--sandboxed", "--wipe", *layout.hidden]
+            argv += ["--sandboxed", "--wipe", *(h for h in layout.hidden if h not in layout.sealed)]
             argv = sandbox.wrap(argv, layout)
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(), *(builds.fds() if builds else ())),

@@ -9,13 +9,15 @@ unprivileged user on Ubuntu 24.04):
 * its own PID namespace: no ``/proc`` of any other process (the API key sits
   in the caller's environment, which a candidate can therefore never read);
 * its own IPC and UTS namespaces;
-* a read-only view of the whole filesystem, with ``/tmp``, ``/var/tmp``,
-  ``/run``, ``/dev/shm`` and the user's ``$HOME`` replaced by empty private
-  tmpfs mounts; the paths the evaluation needs under those (the Python
-  installation, this package, the task's folder, the evaluator's cache) are
-  bound back read-only, and only the paths named ``writable`` are writable;
-  the dot-entries beside and above what it shows (a project's ``.env``,
-  ``.git``) are covered, but those it needs (``dot_entries``);
+* a read-only view of the system's software (``/usr``, ``/etc``, ...); every other
+  top-level folder (``/home``, ``/root``, ``/opt``, ``/var``, a ``/work``) is an
+  empty read-only tmpfs, and ``/tmp``, ``/var/tmp``, ``/run``, ``/dev/shm`` and the
+  user's ``$HOME`` empty private writable ones; the paths the evaluation needs
+  under those (the Python installation, this package, the task's folder, the
+  evaluator's cache, the toolchain's folders) are bound back read-only, and
+  only the paths named ``writable`` are writable; the dot-entries beside and
+  above what it shows, and below a task's folder (a project's ``.env``,
+  ``.git``, ``sub/.env``) are covered, but those it needs (``dot_entries``);
 * an environment built from an allow-list (``scrubbed_env``);
 * when started as root: the real uid and gid become ``nobody`` (65534) after
   the mounts are made, so root-only files stay unreadable and no capability
@@ -69,6 +71,9 @@ _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION)",
 
 NOBODY = 65534
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # plus $HOME
+# the top-level folders of the system's own software, shown read-only; every other one (/home, /root, /srv, /mnt,
+# /opt, /var, a /work or /data of the machine's) is hidden too, its needed paths bound back (``elsewhere``)
+SYSTEM_ROOTS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "proc", "dev", "sys", "nix", "snap")
 INIT_MODULE = "stark_lsp.evaluate.sandbox.init"
 
 
@@ -128,9 +133,10 @@ def policy(llm: str | None, unsafe: bool = False) -> str:
 class Layout:
     """What a sandboxed process sees of the filesystem.
 
-    ``hidden``: directories replaced by an empty private tmpfs. ``expose``:
-    paths bound back read-only where a hidden directory covers them (outside
-    hidden directories everything is visible read-only anyway). ``writable``:
+    ``hidden``: directories replaced by an empty private tmpfs (``sealed``: those
+    made read-only once their binds are in). ``expose``: paths bound back
+    read-only where a hidden directory covers them (outside hidden directories,
+    the system's software, everything is visible read-only anyway). ``writable``:
     paths bound read-write (a build directory). ``drop_to``: the uid/gid a root
     caller becomes inside. ``private_devices``: give the sandbox's /dev its
     own copies of the NVIDIA nodes, usable by ``drop_to`` (root callers that
@@ -152,9 +158,13 @@ class Layout:
     allow_perf: bool = False
     covered: tuple[str, ...] = ()  # covered last, by an empty read-only tmpfs, wherever they are (the cache)
     covered_files: tuple[str, ...] = ()  # then these files, by /dev/null bound read-only, nodev (``dot_entries``)
+    sealed: tuple[str, ...] = ()  # hidden folders made read-only once their binds are in (``elsewhere``): never wiped
+    stamps: tuple = field(default=(), compare=False)  # the folders read for dot-entries, when (``unchanged``); local
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        d = asdict(self)
+        d.pop("stamps")  # the judge's own check, never the sandbox's (thousands of folders would not fit an argument)
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text: str) -> "Layout":
@@ -164,7 +174,8 @@ class Layout:
                    cwd=d.get("cwd", "/"), root_reason=d.get("root_reason", ""),
                    limits={str(k): int(v) for k, v in (d.get("limits") or {}).items()},
                    syscall_filter=bool(d.get("syscall_filter", True)), allow_perf=bool(d.get("allow_perf", False)),
-                   covered=tuple(d.get("covered", ())), covered_files=tuple(d.get("covered_files", ())))
+                   covered=tuple(d.get("covered", ())), covered_files=tuple(d.get("covered_files", ())),
+                   sealed=tuple(d.get("sealed", ())))
 
     def covers(self, path: str | Path) -> bool:
         """Whether ``path`` is visible inside: not under a covered or hidden directory, or exposed."""
@@ -187,7 +198,9 @@ def home_dir() -> str | None:
     return os.path.realpath(home)
 
 
-def hidden_dirs() -> tuple[str, ...]:
+def scratch_dirs() -> tuple[str, ...]:
+    """The scratch folders and the user's home: where secrets and other users' files pile up, replaced by an
+    empty tmpfs and never shown whole (``never_whole``)."""
     dirs = [d for d in HIDDEN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     home = home_dir()
     if home and not any(_under(home, d) for d in dirs):
@@ -195,12 +208,59 @@ def hidden_dirs() -> tuple[str, ...]:
     return tuple(os.path.realpath(d) for d in dirs)
 
 
+def elsewhere() -> tuple[list[str], list[str]]:
+    """The top-level folders and files that are not the system's software (``SYSTEM_ROOTS``), as (folders, files):
+    other users' homes, ``/root``, ``/srv``, ``/mnt``, ``/opt``, ``/var``'s folders, a machine's ``/work``, a
+    ``/container_info.json``. Hidden in every sandbox, the folders by an empty tmpfs, the files by ``/dev/null``;
+    what a sandbox needs there (the task's folder, the Python installation, a CUDA toolkit in ``/opt``) is
+    bound back. Before session 30 everything outside the scratch folders and the home was visible: another
+    project's ``.env``, a ``proj/sub/.env``, a secret written after the sandbox started (session 29's review)."""
+    try:
+        names = sorted(os.listdir("/"))
+    except OSError:
+        return [], []
+    if "var" in names and os.path.isdir("/var") and not os.path.islink("/var"):  # its own folders, not its links
+        try:  # (``/var/run`` and ``/var/lock`` lead to ``/run``: a CUDA driver's sockets are found there)
+            names = [n for n in names if n != "var"] + [f"var/{n}" for n in sorted(os.listdir("/var"))]
+        except OSError:
+            pass
+    folders: list[str] = []
+    files: list[str] = []
+    for name in names:
+        p = "/" + name
+        if name in SYSTEM_ROOTS or p in HIDDEN_DIRS or os.path.islink(p):
+            continue  # a top-level link leads into a folder covered or shown by its own name
+        try:
+            if os.path.isdir(p):
+                folders.append(p)
+            elif os.path.isfile(p):
+                files.append(p)
+        except OSError:
+            continue
+    return folders, files
+
+
+def hidden_dirs() -> tuple[str, ...]:
+    """Every folder a sandbox replaces by an empty tmpfs, a folder before those inside it: the scratch folders
+    (writable; ``/var/tmp`` too, inside a hidden ``/var``), the home, and ``elsewhere`` (read-only, ``sealed``)."""
+    scratch = list(scratch_dirs())
+    others = [os.path.realpath(d) for d in elsewhere()[0] if not any(_under(d, h) for h in scratch)]
+    dirs = [d for d in scratch if d in HIDDEN_DIRS or not any(_under(d, o) for o in others)]
+    return tuple(sorted({*dirs, *others}))
+
+
+def sealed_dirs(hidden: tuple[str, ...]) -> tuple[str, ...]:
+    """The folders of ``hidden`` a candidate may not write to (``elsewhere``'s): only the scratch ones are its."""
+    scratch = scratch_dirs()
+    return tuple(h for h in hidden if h not in scratch and not any(_under(h, s) for s in scratch))
+
+
 def never_whole() -> tuple[str, ...]:
-    """The folders never shown to a sandbox whole (``not_whole``, ``evaluator.task_folders``): the hidden ones,
+    """The folders never shown to a sandbox whole (``not_whole``, ``evaluator.task_folders``): the scratch ones,
     and the user's home wherever it is. A home inside another hidden folder (``HOME=/tmp/...``, a clone under
     ``/tmp``) is not hidden on its own, as ``/tmp``'s cover hides it already, but a task directly in it
     would bind it back whole, its dotfiles and everything else with it."""
-    out = list(hidden_dirs())
+    out = list(scratch_dirs())
     home = home_dir()
     if home and os.path.isdir(home) and os.path.realpath(home) not in out:
         out.append(os.path.realpath(home))
@@ -227,6 +287,28 @@ def python_paths() -> list[str]:
         if os.environ.get(var):
             paths.add(os.environ[var])
     return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+
+
+def tool_paths() -> list[str]:
+    """The folders of the programs and libraries a build or a candidate may need, by the environment (``PATH``,
+    ``LD_LIBRARY_PATH``, ``LIBRARY_PATH``, ``CPATH``) and the CUDA toolkit that holds ``nvcc``: bound back where
+    they lie in a hidden folder (a toolkit in ``/opt``), unless nobody but their owner may read them (binding them
+    would keep uid 0), or they are a top-level folder or one that holds a folder never shown whole (``PATH=$HOME``)."""
+    paths: set[str] = set()
+    for var in ("PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"):
+        paths.update(p for p in os.environ.get(var, "").split(os.pathsep) if p.startswith("/"))
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        paths.add(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    never = never_whole()
+    hidden = hidden_dirs()
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if (os.path.isdir(real) and real.count("/") >= 2 and not any(_under(h, real) for h in never)
+                and readable_by_others(real, hidden)):
+            out.append(real)
+    return sorted(set(out))
 
 
 def nvidia_runtime_paths() -> list[str]:
@@ -257,21 +339,31 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     never = never_whole()  # (a task's folder is on the judge's sys.path: a home there is not brought back whole)
     needed = [*(p for p in python_paths() if p not in never and not any(_under(p, h) for h in covered)),
               *not_whole(expose, never)]
-    wanted = [*needed, *nvidia_runtime_paths()]
+    tools = [p for p in tool_paths() if not any(_under(p, h) for h in covered)]
+    wanted = [*needed, *tools, *nvidia_runtime_paths()]
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
     # the dot-entries beside and above what the sandbox shows (a project's .env, .git/config), but what it needs
-    runtime = [*python_paths(), *nvidia_runtime_paths(), os.path.abspath(sys.executable),
+    runtime = [*python_paths(), *tools, *nvidia_runtime_paths(), os.path.abspath(sys.executable),
                os.path.realpath(sys.executable)]
-    dot_dirs, dot_files = dot_entries([*expose, *writable], needed=[*runtime, *(os.path.realpath(p) for p in expose),
-                                                                     *rw, *covered], runtime=runtime)
+    installs = [os.path.realpath(i) for i in (sys.prefix, sys.base_prefix, sys.exec_prefix, *tools)]
+    projects = [p for p in needed if os.path.isdir(p) and not any(_under(p, i) for i in installs)]
+    keep = [*runtime, *(os.path.realpath(p) for p in expose), *rw, *covered]
+    dot_dirs, dot_files = dot_entries([*expose, *writable, *projects], needed=keep, runtime=runtime)
     # only what the sandbox sees, and never inside a writable folder (its own work: a build's .ninja_log)
     shown = (*bound, *rw)
     seen = lambda p: ((not any(_under(p, h) for h in hidden) or any(_under(p, s) for s in shown))  # noqa: E731
                       and not any(_under(p, w) for w in rw))
+    # and below the task's folders shown whole (a project's ``sub/.env``)
+    roots = [b for b in not_whole(expose, never) if os.path.isdir(b) and not any(_under(b, r) for r in rw)]
+    walked: list[str] = []
+    nested = nested_dot_entries(roots, needed=keep, runtime=runtime, skip=[*covered, *rw], read=walked)
+    dot_dirs += [d for d in nested[0] if d not in dot_dirs]
+    dot_files += [f for f in nested[1] if f not in dot_files]
     more = [d for d in dot_dirs if d not in covered and seen(d)]
     covered += [d for d in more if not any(_under(d, c) and d != c for c in [*covered, *more])]
     dot_files = [f for f in dot_files if seen(f) and not any(_under(f, c) for c in covered)]
+    dot_files += [f for f in elsewhere()[1] if f not in dot_files]  # a top-level file (``/container_info.json``)
     # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
     unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
     drop = drop_privileges and not unreadable
@@ -280,7 +372,39 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
-                  covered=tuple(sorted(set(covered))), covered_files=tuple(sorted(set(dot_files))))
+                  covered=tuple(sorted(set(covered))), covered_files=tuple(sorted(set(dot_files))),
+                  sealed=sealed_dirs(hidden),
+                  stamps=folder_stamps([d for d in (*folders_up([*expose, *writable, *projects]), *walked)
+                                        if not any(_under(d, w) for w in rw)]))  # (a build changes its own folder)
+
+
+def folders_up(paths: "list[str | Path]") -> list[str]:
+    """The folders of ``paths`` and each folder above them, up to but not including ``/`` (``dot_entries``)."""
+    folders: list[str] = []
+    for p in paths:
+        d = os.path.realpath(p)
+        d = d if os.path.isdir(d) else os.path.dirname(d)
+        while d != "/" and os.path.dirname(d) != d and d not in folders:
+            folders.append(d)
+            d = os.path.dirname(d)
+    return folders
+
+
+def folder_stamps(folders: "list[str]") -> tuple[tuple[str, int], ...]:
+    """Each folder with the time its list of entries last changed (a file made, renamed or linked in it)."""
+    out = []
+    for d in dict.fromkeys(folders):
+        try:
+            out.append((d, os.stat(d).st_mtime_ns))
+        except OSError:
+            out.append((d, -1))
+    return tuple(out)
+
+
+def unchanged(layout: Layout) -> bool:
+    """Whether no folder whose dot-entries ``layout`` covers has changed its entries since it was made: a dot-file
+    made later (``proj/sub/.env`` written while a zygote runs) would be shown by a sandbox made before."""
+    return folder_stamps([d for d, _ in layout.stamps]) == layout.stamps
 
 
 STORE_DIR = ".stark"  # a workspace's search store (search/tree_store.py): every candidate's code and figures
@@ -325,35 +449,73 @@ def dot_entries(paths: "list[str | Path]", needed: "list[str]" = (),
     skipped (one removed before the sandbox starts is skipped there too, ``init.cover``)."""
     need = [os.path.realpath(p) for p in needed if p]
     run = [os.path.realpath(p) for p in runtime if p]
-    folders: list[str] = []
-    for p in paths:
-        d = os.path.realpath(p)
-        d = d if os.path.isdir(d) else os.path.dirname(d)
-        while d != "/" and os.path.dirname(d) != d and d not in folders:
-            folders.append(d)
-            d = os.path.dirname(d)
     dirs: list[str] = []
     files: list[str] = []
-    for d in folders:
+    for d in folders_up(paths):
         try:
             names = [n for n in os.listdir(d) if n.startswith(".") and n not in (".", "..")]
         except OSError:
             continue
         for name in sorted(names, key=lambda n: (not _SECRET_NAME.match(n), n))[:MAX_DOT_ENTRIES]:
-            real = os.path.realpath(os.path.join(d, name))
-            if any(_under(n, real) for n in need) or any(_under(real, r) and not _under(d, r) for r in run):
-                continue
-            if os.path.islink(os.path.join(d, name)) and not os.path.basename(real).startswith("."):
-                continue  # a link to a plain name: shown by that name anyway (a ``.helpers`` link to a package)
-            try:
-                is_dir = os.path.isdir(real)
-                if not is_dir and not os.path.exists(real):
-                    continue  # a dangling link, or removed meanwhile
-            except OSError:
-                continue
-            out = dirs if is_dir else files
-            if real not in out and real != "/":
-                out.append(real)
+            _take(d, name, need, run, dirs, files)
+    return dirs, files
+
+
+def _take(d: str, name: str, need: list[str], run: list[str], dirs: list[str], files: list[str]) -> None:
+    """Add the dot-entry ``name`` of folder ``d`` to ``dirs`` or ``files`` by its real path, unless it is kept
+    (``dot_entries`` says which)."""
+    real = os.path.realpath(os.path.join(d, name))
+    if any(_under(n, real) for n in need) or any(_under(real, r) and not _under(d, r) for r in run):
+        return
+    if os.path.islink(os.path.join(d, name)) and not os.path.basename(real).startswith("."):
+        return  # a link to a plain name: shown by that name anyway (a ``.helpers`` link to a package)
+    try:
+        is_dir = os.path.isdir(real)
+        if not is_dir and not os.path.exists(real):
+            return  # a dangling link, or removed meanwhile
+    except OSError:
+        return
+    out = dirs if is_dir else files
+    if real not in out and real != "/":
+        out.append(real)
+
+
+MAX_NESTED_FOLDERS = 4000  # folders read below the shown ones, per layout (a few ms each time a sandbox is made)
+MAX_NESTED_ENTRIES = 256  # dot-entries covered below the shown folders, past their own (the mounts stay bounded)
+
+
+def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "list[str]" = (),
+                       skip: "list[str]" = (), read: "list[str] | None" = None) -> tuple[list[str], list[str]]:
+    """The dot-entries below the folders ``roots`` (a project shown whole: ``proj/sub/.env``,
+    ``proj/deploy/.npmrc``), as (folders, files), breadth first: each folder's secret-looking names first, at most
+    ``MAX_NESTED_ENTRIES`` of them from at most ``MAX_NESTED_FOLDERS`` folders, never into a dot-folder (covered
+    whole), a link, or a folder of ``skip``; kept as ``dot_entries`` keeps them. Session 29's review read a
+    ``proj/sub/.env`` through a candidate (only the top level of a shown folder was covered). ``read``: gets the
+    folders read (``Layout.stamps``)."""
+    need = [os.path.realpath(p) for p in needed if p]
+    run = [os.path.realpath(p) for p in runtime if p]
+    queue = [os.path.realpath(r) for r in roots if os.path.isdir(r)]
+    seen: set[str] = set()
+    dirs: list[str] = []
+    files: list[str] = []
+    done: list[str] = [] if read is None else read
+    while queue and len(seen) < MAX_NESTED_FOLDERS and len(dirs) + len(files) < MAX_NESTED_ENTRIES:
+        d = queue.pop(0)
+        if d in seen or any(_under(d, s) for s in skip):
+            continue
+        seen.add(d)
+        done.append(d)
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: (not _SECRET_NAME.match(e.name), e.name))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith("."):
+                if len(dirs) + len(files) < MAX_NESTED_ENTRIES:
+                    _take(d, e.name, need, run, dirs, files)
+            elif e.is_dir(follow_symlinks=False):
+                queue.append(e.path)
     return dirs, files
 
 
@@ -467,8 +629,9 @@ class Sandbox:
             who = "root, running as nobody, no capabilities"
         filt = (f"syscall filter (libseccomp {seccomp.version()})" if self.filtered
                 else f"NO syscall filter: {self.details.get('filter_refused')}")
-        return (f"{self.backend} ({who}; no network, own PID namespace, read-only filesystem, private /tmp and $HOME; "
-                f"{filt}; hard limits on processes, memory, file size and CPU time)")
+        return (f"{self.backend} ({who}; no network, own PID namespace, the system's folders read-only, the others "
+                f"hidden but the task's, private /tmp and $HOME; {filt}; "
+                f"hard limits on processes, memory, file size and CPU time)")
 
     @property
     def filtered(self) -> bool:
@@ -532,6 +695,8 @@ def bwrap_args(bwrap: str, layout: Layout) -> list[str]:
         args += ["--ro-bind", p, p]
     for p in layout.writable:
         args += ["--bind", p, p]
+    for p in layout.sealed:
+        args += ["--remount-ro", p]
     for p in layout.covered:  # after the binds: a covered folder under an exposed one stays covered
         if os.path.isdir(p) and not os.path.islink(p):  # one removed since the layout was made: nothing to cover
             args += ["--size", str(1 << 20), "--tmpfs", p, "--remount-ro", p]

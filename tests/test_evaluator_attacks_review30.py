@@ -1,0 +1,162 @@
+"""Session 30: what session 29's review left readable. Outside ``/tmp`` and ``$HOME`` the whole filesystem was
+visible read-only, its dot-entries covered only beside and above the task: another project's ``.env``, a
+``proj/sub/.env``, a file written after the sandbox started, ``/container_info.json``. Every top-level folder
+that is not the system's software is now an empty read-only tmpfs (``policy.elsewhere``, ``sealed``), the task's
+folders and the Python installation bound back, and the dot-entries below a folder shown whole are covered too
+(``policy.nested_dot_entries``). Runs on the CPU against a real sandboxed evaluator (docs/EVALUATOR.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import Status
+from stark_lsp.evaluate.sandbox import policy
+from stark_lsp.evaluate.sandbox.policy import make_layout, nested_dot_entries, probe
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+ATTACK = ROOT / "tests" / "data" / "attacks" / "read_elsewhere.py"
+OPTS = EvalOptions(trials=3, cpu_reps=5, reps=30, time_budget_s=1.0, load_timeout_s=30)
+SECRETS = ("nested-env-secret", "deep-npm-secret", "other-project-secret", "late-secret")
+
+sandboxed = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: {probe().reason}")
+
+
+def _under_any(p: str, dirs) -> bool:
+    return any(p == d or p.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+# the pure functions -------------------------------------------------------------------------------------------
+def test_every_top_level_folder_but_the_systems_software_is_hidden_and_only_scratch_is_writable():
+    hidden = policy.hidden_dirs()
+    sealed = policy.sealed_dirs(hidden)
+    names = os.listdir("/")
+    if os.path.isdir("/var") and not os.path.islink("/var"):  # /var's own folders; its links (/var/run) stay
+        names = [n for n in names if n != "var"] + [f"var/{n}" for n in os.listdir("/var")]
+    for name in names:
+        p = "/" + name
+        if os.path.islink(p) or not os.path.isdir(p):
+            continue
+        if name in policy.SYSTEM_ROOTS:
+            assert not _under_any(p, hidden), (p, hidden)
+        else:
+            assert _under_any(p, hidden), (p, hidden)
+    for h in policy.HIDDEN_DIRS:  # the scratch folders stay hidden, writable: /var/tmp too inside a hidden /var
+        if os.path.isdir(h) and not os.path.islink(h):
+            assert h in hidden and h not in sealed, (h, hidden, sealed)
+    assert not any(s in policy.scratch_dirs() for s in sealed)
+    assert sorted(hidden) == list(hidden)  # a folder before those inside it: mounted in that order
+    for f in policy.elsewhere()[1]:
+        assert f in make_layout(gpu=False).covered_files
+
+
+def test_nested_dot_entries_finds_them_at_any_depth_secret_names_first_within_its_bounds(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "sub" / "deep" / "er").mkdir(parents=True)
+    (proj / "sub" / ".env").write_text("KEY=1")
+    (proj / "sub" / "deep" / "er" / ".npmrc").write_text("t")
+    (proj / ".git" / "sub").mkdir(parents=True)  # a dot-folder is covered whole, never walked into
+    (proj / ".git" / "sub" / ".inner").write_text("")
+    (proj / "cache" / "x").mkdir(parents=True)
+    (proj / "cache" / "x" / ".env").write_text("")
+    (proj / "linked").symlink_to(tmp_path / "outside")  # never followed
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / ".env").write_text("")
+    (proj / "sub" / ".venv").mkdir()  # needed: kept
+    dirs, files = nested_dot_entries([str(proj)], needed=[str(proj / "sub" / ".venv")], skip=[str(proj / "cache")])
+    assert str(proj / ".git") in dirs and str(proj / "sub" / ".venv") not in dirs, dirs
+    assert {str(proj / "sub" / ".env"), str(proj / "sub" / "deep" / "er" / ".npmrc")} <= set(files), files
+    assert not any(".inner" in f or "/cache/" in f or "outside" in f for f in files), files
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(policy.MAX_NESTED_ENTRIES + 20):
+        (many / f".a{i:03d}").write_text("")
+    (many / ".zz-secret").write_text("")
+    _, files = nested_dot_entries([str(many)])
+    assert len(files) == policy.MAX_NESTED_ENTRIES and str(many / ".zz-secret") in files
+
+
+def test_a_toolkit_on_the_path_in_a_hidden_folder_is_bound_back_but_never_a_top_level_or_home_folder(
+        tmp_path, monkeypatch):
+    tool = tmp_path / "cuda" / "bin"
+    tool.mkdir(parents=True)
+    tool.parent.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tool), "/tmp", "/", os.environ.get("PATH", "")]))
+    paths = policy.tool_paths()
+    assert str(tool) in paths and "/tmp" not in paths and "/" not in paths, paths
+    assert os.path.realpath(os.path.expanduser("~")) not in paths
+
+
+# a real sandboxed evaluator -----------------------------------------------------------------------------------
+def _projects(base: Path) -> tuple[Path, Path]:
+    proj = base / f"nestproj-{os.getpid()}"
+    other = base / f"otherproj-{os.getpid()}"
+    for d in (proj, other):
+        shutil.rmtree(d, ignore_errors=True)
+    (proj / "sub" / "deep").mkdir(parents=True)
+    (proj / "sub" / ".env").write_text("OPENAI_API_KEY=nested-env-secret\n")
+    (proj / "sub" / "deep" / ".npmrc").write_text("//r/:_authToken=deep-npm-secret\n")
+    shutil.copy(ADD_TASK, proj / "kernel_task.py")
+    other.mkdir()
+    (other / "notes.txt").write_text("other-project-secret\n")
+    (other / ".env").write_text("KEY=other-project-secret\n")
+    for p in [proj, other, *proj.rglob("*"), *other.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return proj, other
+
+
+@sandboxed
+def test_a_candidate_reads_no_nested_dotfile_no_other_project_no_late_file_and_writes_nowhere_it_should_not():
+    """The candidate walks its project's dot-files at every depth, another project beside it, the top of ``/``,
+    and tries to leave a file in its project and in every top-level folder; a second evaluation of the same
+    evaluator (the same zygote: its layout was fixed before) looks for a secret written after the first. Nothing
+    secret appears, nothing is left, the honest result still comes out."""
+    base = ROOT.parent
+    if not os.access(base, os.W_OK):
+        pytest.skip(f"cannot write beside the repository ({base})")
+    proj, other = _projects(base)
+    cache = base / f"nestproj-cache-{os.getpid()}"
+    source = ATTACK.read_text().replace("PROJECT_DIR", str(proj)).replace("OTHER_DIR", str(other))
+    try:
+        with Evaluator(workers=1, cache_dir=cache, sandbox="auto") as e:
+            first = e.evaluate(load_task(proj / "kernel_task.py"), source, OPTS)
+            (proj / "sub" / ".late").write_text("late-secret\n")  # made after the sandbox started
+            (other / "late.txt").write_text("late-secret\n")
+            second = e.evaluate(load_task(proj / "kernel_task.py"), source, OPTS)
+        left = (proj / "left-for-the-next-candidate").exists()
+    finally:
+        for d in (proj, other, cache):
+            shutil.rmtree(d, ignore_errors=True)
+    for r in (first, second):
+        assert r.status is Status.OK, r.summary()
+        for secret in SECRETS:
+            assert secret not in r.output, r.output[-3000:]
+        assert "WROTE " + str(proj) not in r.output and not left, r.output[-3000:]
+        assert not any(line.startswith("MOUNT ") and line.endswith(" rw") and not _under_any(
+            line.split()[1], policy.scratch_dirs()) for line in r.output.splitlines()), r.output[-3000:]
+    assert "NO " + str(proj / "sub" / ".env") in first.output, first.output[-3000:]
+
+
+def test_a_layout_knows_when_a_folder_it_covered_has_new_entries_but_not_from_its_own_writes(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "sub").mkdir(parents=True)
+    (proj / "k.py").write_text("")
+    build = tmp_path / "build"
+    build.mkdir()
+    os.utime(proj / "sub", ns=(1, 1))  # long ago: a file made there now changes it, however coarse the clock
+    lay = make_layout(expose=[str(proj)], writable=[str(build)], gpu=False)
+    assert policy.unchanged(lay)
+    (build / "obj.o").write_text("")  # the sandbox's own work
+    assert policy.unchanged(lay)
+    (proj / "sub" / ".env").write_text("late")
+    assert not policy.unchanged(lay)
+    again = make_layout(expose=[str(proj)], writable=[str(build)], gpu=False)
+    assert str(proj / "sub" / ".env") in again.covered_files and policy.unchanged(again)
+    assert policy.Layout.from_json(again.to_json()) == again and "stamps" not in again.to_json()
