@@ -61,6 +61,7 @@ from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
+from stark_lsp.evaluate.judge.calibrations import Calibrations
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
 from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
 from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags, uses_cuda_graph
@@ -149,6 +150,7 @@ class Judge:
         self._refs: dict[tuple[Any, ...], Reference] = {}
         self._sanity: dict[tuple[Any, ...], task_sanity.Sanity] = {}
         self._baselines: dict[tuple[Any, ...], _Baselines] = {}
+        self.calibrations = Calibrations()  # the candidates' calibrations, kept per task (``calibrations.py``)
         self._floors: dict[tuple[Any, ...], Floor | None] = {}
         self.ceilings = Ceilings(self.device) if self.is_gpu else None
         self.zygote: SandboxedZygote | None = None
@@ -537,11 +539,21 @@ class Judge:
                                                        **link.start_s}})
                 state.mark("process start")
                 conv.ask({"op": "task", "task": spec.to_dict()}, opts.load_timeout_s, "loading the task")
-                self.gate.switch(EXCLUSIVE, "candidate calibration")  # batches follow one another, as timed ones
-                ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
+                # the task's kept calibration where the reference is timed once (``calibrations.py``): one wait
+                # for the gate's exclusive hold an evaluation, not two
+                in_turn = reference_in_turn(self.is_gpu)
+                ckey = (spec.task_id(), (spec.harness or spec.path).stat().st_mtime_ns, keep, conv.chain)
+                ov = None if in_turn else self.calibrations.reuse(ckey)
+                if ov is not None and trace.enabled():
+                    trace.write({"calibration": "kept", "reused": self.calibrations.reused, "kept": vars(ov)})
+                if ov is None:
+                    self.gate.switch(EXCLUSIVE, "candidate calibration")  # batches follow one another, as timed ones
+                    ov = calibrate(conv, ref_out0, seeds, self.is_gpu, CALIBRATION_LIMIT_S, max_calls=keep)
+                    if not in_turn:
+                        self.calibrations.add(ckey, ov)
                 state.mark("calibration")
                 reference = base.reference
-                if reference_in_turn(self.is_gpu):  # the CPU: eager in this very process, before the candidate
+                if in_turn:  # the CPU: eager in this very process, before the candidate
                     reference = self._reference_in_turn(conv, spec, opts, ov, seeds, ref_out0, keep, param_seed,
                                                         in_bytes + out_bytes)
                     ref_ms = reference.figure.median_ms
