@@ -160,3 +160,49 @@ def test_a_layout_knows_when_a_folder_it_covered_has_new_entries_but_not_from_it
     again = make_layout(expose=[str(proj)], writable=[str(build)], gpu=False)
     assert str(proj / "sub" / ".env") in again.covered_files and policy.unchanged(again)
     assert policy.Layout.from_json(again.to_json()) == again and "stamps" not in again.to_json()
+
+
+# the review of session 30's layout ----------------------------------------------------------------------------
+def _top_level_folder(tmpfs: bool) -> Path | None:
+    """A fresh top-level folder (``/srv``-like), a tmpfs of the machine's own when ``tmpfs`` and root may mount;
+    None where ``/`` is not writable."""
+    top = Path(f"/stark-review30-{os.getpid()}{'-tmpfs' if tmpfs else ''}")
+    try:
+        top.mkdir()
+    except OSError:
+        return None
+    top.chmod(0o755)
+    if tmpfs:
+        import subprocess
+
+        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs",
+                                                str(top)], capture_output=True).returncode != 0:
+            top.rmdir()
+            return None
+    return top
+
+
+@sandboxed
+@pytest.mark.parametrize("tmpfs", [False, True], ids=["folder", "tmpfs"])
+def test_a_task_directly_in_a_top_level_folder_runs_and_the_machines_mount_there_is_left_as_it_was(tmpfs, tmp_path):
+    """A task at ``/srv/k.py`` binds ``/srv`` back over its hidden tmpfs; sealing the hidden folders then remounted
+    the filesystem under that bind (a plain remount, not a bind remount): on a disk the options were refused and
+    every candidate failed ("mount /srv: Invalid argument"); on a tmpfs of the machine's (a ``/scratch``) it was
+    made read-only, and 1 GiB, for every process on the machine."""
+    top = _top_level_folder(tmpfs)
+    if top is None:
+        pytest.skip("cannot make a top-level folder (or mount a tmpfs there) here")
+    try:
+        shutil.copy(ADD_TASK, top / "k.py")
+        (top / "k.py").chmod(0o644)
+        with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as e:
+            r = e.evaluate(load_task(top / "k.py"), ADD_TASK.read_text().replace("class Model(", "class ModelNew("),
+                           OPTS)
+        (top / "still-writable").write_text("x")  # the machine's own folder (or tmpfs) after the sandbox
+    finally:
+        if tmpfs:
+            import subprocess
+
+            subprocess.run(["umount", str(top)], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)
+    assert r.status is Status.OK, r.summary()

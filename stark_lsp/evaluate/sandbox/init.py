@@ -211,10 +211,12 @@ def prepare_mounts(layout: Layout) -> None:
         ro = MS_RDONLY if p not in layout.writable else 0
         mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
         os.close(fd)
-    for h in layout.sealed:  # the hidden folders that are not scratch space: read-only once their binds are in
+    # the hidden folders that are not scratch space: read-only once their binds are in. A bind remount (the mount's
+    # own flag), never the filesystem's: where a task's folder is such a folder (/srv, a /scratch tmpfs), its bind
+    # sits on top, and a plain remount changed the machine's filesystem (a tmpfs made read-only for every process)
+    for h in layout.sealed:
         if h in layout.hidden:
-            limits = f"size={TMPFS_BYTES[False]},nr_inodes={TMPFS_FILES}"
-            mount(None, h, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, f"mode=0755,{limits}")
+            mount(None, h, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(h))
     # folders covered last, wherever they are (the evaluator's cache, also under an exposed folder): empty;
     # then the dot-files beside and above what the sandbox shows (a project's .env): /dev/null, nodev
     for p in (*layout.covered, *layout.covered_files):
