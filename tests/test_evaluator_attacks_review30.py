@@ -206,3 +206,29 @@ def test_a_task_directly_in_a_top_level_folder_runs_and_the_machines_mount_there
             subprocess.run(["umount", str(top)], capture_output=True)
         shutil.rmtree(top, ignore_errors=True)
     assert r.status is Status.OK, r.summary()
+
+
+def test_a_layout_knows_when_a_top_level_folder_or_one_of_vars_is_made_after_it():
+    """A top-level folder (or file, or a folder of ``/var``'s) made after a zygote started was shown, read-only, to
+    every later candidate of that zygote (``elsewhere`` lists them once, when the layout is made): measured, a
+    ``/late/secret.txt``, ``/var/late/secret.txt`` and ``/late.json`` read by the second evaluation."""
+    lay = make_layout(gpu=False)
+    assert policy.unchanged(lay)
+    for parent in ("/", "/var"):
+        if not os.path.isdir(parent) or os.path.islink(parent):
+            continue
+        before = os.stat(parent).st_mtime_ns
+        late = Path(parent) / f"stark-review30-late-{os.getpid()}"
+        try:
+            late.mkdir()
+        except OSError:
+            pytest.skip(f"cannot make a folder in {parent} here")
+        try:
+            if os.stat(parent).st_mtime_ns == before:
+                pytest.skip(f"{parent}'s modification time did not change (a coarse clock)")
+            assert not policy.unchanged(lay), parent
+            again = make_layout(gpu=False)
+            assert str(late) in again.hidden and policy.unchanged(again), (late, again.hidden)
+        finally:
+            late.rmdir()
+        lay = make_layout(gpu=False)

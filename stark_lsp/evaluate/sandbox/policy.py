@@ -364,6 +364,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     covered += [d for d in more if not any(_under(d, c) and d != c for c in [*covered, *more])]
     dot_files = [f for f in dot_files if seen(f) and not any(_under(f, c) for c in covered)]
     dot_files += [f for f in elsewhere()[1] if f not in dot_files]  # a top-level file (``/container_info.json``)
+    # the folders ``elsewhere`` lists: a top-level folder or file, or one of /var's, made later is hidden by a new layout
+    tops = [t for t in ("/", "/var") if os.path.isdir(t) and not os.path.islink(t)]
     # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
     unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
     drop = drop_privileges and not unreadable
@@ -374,8 +376,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
                   covered=tuple(sorted(set(covered))), covered_files=tuple(sorted(set(dot_files))),
                   sealed=sealed_dirs(hidden),
-                  stamps=folder_stamps([d for d in (*folders_up([*expose, *writable, *projects]), *walked)
-                                        if not any(_under(d, w) for w in rw)]))  # (a build changes its own folder)
+                  stamps=folder_stamps([*tops, *(d for d in (*folders_up([*expose, *writable, *projects]), *walked)
+                                                 if not any(_under(d, w) for w in rw))]))  # (a build: its own folder)
 
 
 def folders_up(paths: "list[str | Path]") -> list[str]:
@@ -505,17 +507,21 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
             continue
         seen.add(d)
         done.append(d)
-        try:
+        try:  # (only the dot-names sorted: a data folder of 200,000 files cost 0.6 s a layout sorted whole)
             with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: (not _SECRET_NAME.match(e.name), e.name))
+                dots: list[str] = []
+                subs: list[str] = []
+                for e in it:
+                    if e.name.startswith("."):
+                        dots.append(e.name)
+                    elif e.is_dir(follow_symlinks=False):
+                        subs.append(e.name)
         except OSError:
             continue
-        for e in entries:
-            if e.name.startswith("."):
-                if len(dirs) + len(files) < MAX_NESTED_ENTRIES:
-                    _take(d, e.name, need, run, dirs, files)
-            elif e.is_dir(follow_symlinks=False):
-                queue.append(e.path)
+        queue += [os.path.join(d, n) for n in sorted(subs, key=lambda n: (not _SECRET_NAME.match(n), n))]
+        for name in sorted(dots, key=lambda n: (not _SECRET_NAME.match(n), n)):
+            if len(dirs) + len(files) < MAX_NESTED_ENTRIES:
+                _take(d, name, need, run, dirs, files)
     return dirs, files
 
 
