@@ -453,6 +453,28 @@ def test_an_evaluation_that_ran_out_of_memory_beside_others_is_done_again_alone(
     assert any("GPU to itself" in f and "out of memory" in f for f in result.flags), result.flags
 
 
+def test_a_candidate_that_only_says_out_of_memory_is_evaluated_alone_a_bounded_number_of_times(lock_env, monkeypatch,
+                                                                                               tmp_path):
+    """Its own error text is the candidate's word: each evaluation done again alone holds every other judge on the
+    GPU off, so a task's candidates get that at most ``MAX_ALONE_FOR_CANDIDATES`` times in a judge; the rest fail
+    as they said, and say why they were not done again."""
+    from stark_lsp.evaluate.evaluator import Evaluator
+    from stark_lsp.evaluate.judge.process import MAX_ALONE_FOR_CANDIDATES
+    from stark_lsp.evaluate.options import EvalOptions
+    from stark_lsp.tasks.spec import load_task
+
+    monkeypatch.setenv("STARK_EVAL_LOCK_NAME", "GPU-says-oom")
+    task = load_task(ROOT / "tests" / "data" / "evaluator" / "add_task.py")
+    source = (ROOT / "tests" / "data" / "attacks" / "says_out_of_memory.py").read_text()
+    n = MAX_ALONE_FOR_CANDIDATES + 2
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache") as ev:
+        results = [ev.evaluate(task, source, EvalOptions(trials=1, cpu_reps=1)) for _ in range(n)]
+    assert all(r.status.failed and "out of memory" in r.message for r in results), [r.summary() for r in results]
+    alone = [r.phases.get("evaluated alone") == 1.0 for r in results]
+    assert alone == [True] * MAX_ALONE_FOR_CANDIDATES + [False] * 2, alone
+    assert all("not evaluated alone again" in r.message for r in results[MAX_ALONE_FOR_CANDIDATES:])
+
+
 def test_a_process_that_could_not_start_is_nobodys_verdict():
     from stark_lsp.evaluate.judge.process import out_of_memory
     from stark_lsp.evaluate.result import EvalResult, Status

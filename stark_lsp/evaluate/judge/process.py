@@ -77,6 +77,28 @@ def out_of_memory(result: Any) -> bool:
     return result.status.value != "ok" and ran_out_of_memory(result.message or "")
 
 
+# evaluations of one task a judge does again alone when the failure's words are a candidate's (its process's
+# error text, which it writes): each holds every other judge on the GPU off for a whole evaluation, so a candidate
+# that only says "out of memory" may not buy that for every attempt of a search (session 29's review). A failure
+# of the judge's own (the reference's, the baselines': a task error) is done again alone whenever it says so.
+MAX_ALONE_FOR_CANDIDATES = 3
+
+
+def may_go_alone(result: Any, task: str, spent: dict[str, int]) -> bool:
+    """Whether an evaluation of ``task`` that ran out of memory is done again alone; counts it in ``spent``."""
+    if result.status.value == "task_error":
+        return True
+    if spent.get(task, 0) >= MAX_ALONE_FOR_CANDIDATES:
+        return False
+    spent[task] = spent.get(task, 0) + 1
+    return True
+
+
+def _task_key(job: dict[str, Any]) -> str:
+    task = job.get("task") or {}
+    return str(task.get("path") or task.get("name") or "") if isinstance(task, dict) else str(task)
+
+
 def _profiled(fn: Any, *args: Any, **kw: Any) -> Any:
     """``fn(*args, **kw)``; with ``STARK_EVAL_PROFILE=DIR`` (for studying the judge's own cost), under
     cProfile, its statistics appended to DIR, one file a job."""
@@ -146,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         send({"ready": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]})
         return 1
 
+    alone_spent: dict[str, int] = {}  # a task's candidates evaluated again alone (``may_go_alone``)
     try:
         while True:
             msg = rx.next()
@@ -170,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
                 # the judge's phases switch it to exclusive or none as they go
                 with judge.gate.hold(SHARED, "evaluation"):
                     result = _profiled(judge.evaluate, job, cancel_fd=args.fd_in)
-                    if judge.gate.active and out_of_memory(result):
+                    oom = judge.gate.active and out_of_memory(result)
+                    if oom and not may_go_alone(result, _task_key(job), alone_spent):
+                        result.message += (f" (beside other evaluations; not evaluated alone again: that is done "
+                                           f"for at most {MAX_ALONE_FOR_CANDIDATES} candidates of a task)")
+                    elif oom:
                         # beside other judges' processes the GPU's memory ran out: not the task's fault, nor
                         # the candidate's. Once more, with the GPU to itself (its gate held exclusive throughout)
                         judge.release_memory()
