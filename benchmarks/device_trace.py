@@ -199,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     print("exclusive holds of the GPU's gate (s):")
     for label, held in sorted(gate_holds(rows).items()):
         print(f"  {label:28s} {_stats(held)}")
+    kept = sum(1 for r in rows if r.get("calibration") == "kept")
+    timed = sum(1 for r in rows if r.get("role") == "candidate")
+    print(f"candidate processes timed: {timed}; given a kept calibration (no exclusive hold of their own): {kept}")
     peaks = judge_peaks(rows)
     if peaks:
         print("judges' GPU memory by phase, each evaluation's peak (GiB):")
