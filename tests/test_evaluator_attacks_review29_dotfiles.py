@@ -113,7 +113,10 @@ def test_the_layout_keeps_a_project_venv_holding_the_interpreter_and_covers_the_
     finally:
         shutil.rmtree(top, ignore_errors=True)
     assert not any(p.startswith(str(build)) for p in (*lay.covered, *lay.covered_files)), lay
-    assert str(top / ".env") in lay.covered_files  # above the writable folder, as above the task
+    # above the writable folder, as above the task: covered, or not shown at all (a folder hidden but for the build,
+    # now that the source checkout on the Python path is no longer shown whole: session 30's review)
+    assert not lay.covers(top / ".env")
+    assert str(top / ".env") in lay.covered_files or any(top.as_posix().startswith(h + "/") for h in lay.hidden)
     # the interpreter running this (a .venv in a folder above the tasks here) stays
     assert lay.covers(sys.executable) and lay.covers(os.path.realpath(sys.executable))
 

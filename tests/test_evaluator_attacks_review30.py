@@ -232,3 +232,51 @@ def test_a_layout_knows_when_a_top_level_folder_or_one_of_vars_is_made_after_it(
         finally:
             late.rmdir()
         lay = make_layout(gpu=False)
+
+
+def test_python_paths_show_this_packages_folder_never_the_source_checkout_that_holds_it(monkeypatch):
+    checkout = str(ROOT)
+    monkeypatch.setattr("sys.path", [checkout, *__import__("sys").path])  # the judge's PYTHONPATH (pool.py)
+    paths = policy.python_paths()
+    assert str(ROOT / "stark_lsp") in paths
+    if os.path.realpath(checkout) not in {os.path.realpath(p) for p in policy.install_paths()}:
+        assert os.path.realpath(checkout) not in paths, paths
+
+
+@sandboxed
+def test_a_candidate_reads_no_store_nor_nested_dotfile_in_the_checkout_or_a_project_on_the_pythonpath(monkeypatch):
+    """An editable install's judge has the source checkout on its PYTHONPATH (``pool.py``), and the user's own
+    PYTHONPATH may name a project: both were shown whole, their nested dot-entries uncovered. Measured: a candidate
+    read a workspace's ``.stark/tree.sqlite`` (other candidates' code) and a ``sub/.env`` under the checkout's
+    ``out/``, and a ``sub/.env`` of a project on the PYTHONPATH."""
+    base = ROOT.parent
+    if not os.access(base, os.W_OK) or not os.access(ROOT, os.W_OK):
+        pytest.skip("cannot write beside or in the repository")
+    proj, other = _projects(base)
+    inside = ROOT / "out" / f"review30-ws-{os.getpid()}"
+    shutil.rmtree(inside, ignore_errors=True)
+    (inside / ".stark").mkdir(parents=True)
+    (inside / ".stark" / "tree.sqlite").write_text("other-candidates-code-secret\n")
+    (inside / "sub").mkdir()
+    (inside / "sub" / ".env").write_text("KEY=checkout-nested-secret\n")
+    (other / "sub").mkdir()
+    (other / "sub" / ".env").write_text("KEY=pythonpath-nested-secret\n")
+    for p in [inside, *inside.rglob("*"), *other.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    targets = [inside / ".stark" / "tree.sqlite", inside / "sub" / ".env", other / "sub" / ".env"]
+    source = ("import torch.nn as nn\n"
+              f"for p in {[str(t) for t in targets]!r}:\n"
+              "    try:\n        print('READ', p, open(p).read())\n"
+              "    except OSError as e:\n        print('NO', p, e.strerror)\n"
+              "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a * 2 + b\n")
+    try:
+        with Evaluator(workers=1, cache_dir=base / f"nestproj-cache-{os.getpid()}", sandbox="auto") as e:
+            r = e.evaluate(load_task(proj / "kernel_task.py"), source, OPTS)
+    finally:
+        for d in (proj, other, inside, base / f"nestproj-cache-{os.getpid()}"):
+            shutil.rmtree(d, ignore_errors=True)
+    assert r.status is Status.OK, r.summary()
+    assert all(f"NO {t}" in r.output for t in targets), r.output[-3000:]
+    for secret in ("other-candidates-code-secret", "checkout-nested-secret", "pythonpath-nested-secret"):
+        assert secret not in r.output, r.output[-3000:]

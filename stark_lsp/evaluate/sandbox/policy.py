@@ -282,11 +282,31 @@ def python_paths() -> list[str]:
     if user_site and os.path.isdir(user_site):
         paths.add(user_site)
     paths.update(p for p in sys.path if p and os.path.isdir(p))
-    paths.add(str(Path(__file__).resolve().parents[2]))  # this package's root
+    package = Path(__file__).resolve().parents[2]
+    paths.add(str(package))  # this package's own folder
     for var in ("CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV"):
         if os.environ.get(var):
             paths.add(os.environ[var])
-    return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+    out = {os.path.realpath(p) for p in paths if p and os.path.exists(p)}
+    # a source checkout of this package (an editable install: the judge's PYTHONPATH names the folder that holds
+    # the package, ``pool.py``) is shown as the package alone, never whole: the review of session 30 read a
+    # workspace's ``.stark/tree.sqlite`` (other candidates' code) and a ``sub/.env`` in the checkout's ``out/``
+    checkout = os.path.realpath(package.parent)
+    if checkout not in {os.path.realpath(p) for p in install_paths()}:
+        out.discard(checkout)
+    return sorted(out)
+
+
+def install_paths() -> list[str]:
+    """Where this Python's installation and its packages live (the prefixes, the standard library, site-packages)."""
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sysconfig.get_paths().values() if p)]
+    try:
+        paths += site.getsitepackages()
+    except AttributeError:  # pragma: no cover - virtualenv's old site.py
+        pass
+    if hasattr(site, "getusersitepackages"):
+        paths.append(site.getusersitepackages())
+    return paths
 
 
 def tool_paths() -> list[str]:
@@ -358,6 +378,11 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     roots = [b for b in not_whole(expose, never) if os.path.isdir(b) and not any(_under(b, r) for r in rw)]
     walked: list[str] = []
     nested = nested_dot_entries(roots, needed=keep, runtime=runtime, skip=[*covered, *rw], read=walked)
+    # and below a Python path shown whole that is no installation (a project on the user's PYTHONPATH), after the
+    # task's own, with bounds of its own
+    others = [p for p in projects if not any(_under(p, r) for r in [*roots, *rw])]
+    more_nested = nested_dot_entries(others, needed=keep, runtime=runtime, skip=[*covered, *rw], read=walked)
+    nested = (nested[0] + more_nested[0], nested[1] + more_nested[1])
     dot_dirs += [d for d in nested[0] if d not in dot_dirs]
     dot_files += [f for f in nested[1] if f not in dot_files]
     more = [d for d in dot_dirs if d not in covered and seen(d)]
