@@ -280,3 +280,52 @@ def test_a_candidate_reads_no_store_nor_nested_dotfile_in_the_checkout_or_a_proj
     assert all(f"NO {t}" in r.output for t in targets), r.output[-3000:]
     for secret in ("other-candidates-code-secret", "checkout-nested-secret", "pythonpath-nested-secret"):
         assert secret not in r.output, r.output[-3000:]
+
+
+_FINDER = '''import os
+import sys
+from importlib.util import spec_from_file_location
+
+MAPPING = {NAME!r: FOLDER!r}
+
+
+class _Finder:  # as setuptools' editable finder (``pip install -e`` of a flat layout) does
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname in MAPPING:
+            return spec_from_file_location(fullname, os.path.join(MAPPING[fullname], "__init__.py"),
+                                           submodule_search_locations=[MAPPING[fullname]])
+        return None
+
+
+def install():
+    sys.meta_path.append(_Finder)
+'''
+
+
+@sandboxed
+def test_a_task_importing_a_helper_installed_editable_from_a_hidden_folder_loads(tmp_path, monkeypatch):
+    """setuptools' editable finder maps a package's name to its source, which is not on ``sys.path``: a task
+    importing such a helper, its source in a hidden folder, failed to load in every candidate ("No module named").
+    The finder is loaded here by a ``sitecustomize`` on the PYTHONPATH, as the ``.pth`` file of a real one does."""
+    name = f"edhelper_r30_{os.getpid()}"
+    lib = tmp_path / "edlib" / name
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("def twice(x):\n    return x * 2\n")
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    finder = f"__editable___{name}_0_1_finder"
+    (site_dir / f"{finder}.py").write_text(_FINDER.replace("NAME!r", repr(name)).replace("FOLDER!r", repr(str(lib))))
+    (site_dir / "sitecustomize.py").write_text(f"import {finder}\n{finder}.install()\n")
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    (task_dir / "k.py").write_text(ADD_TASK.read_text().replace("import torch.nn as nn\n",
+                                                                   f"import torch.nn as nn\nfrom {name} import twice\n")
+                                   .replace("return a * 2 + b", "return twice(a) + b"))
+    for p in [tmp_path, *tmp_path.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.setenv("PYTHONPATH", str(site_dir))
+    with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as e:
+        r = e.evaluate(load_task(task_dir / "k.py"), ADD_TASK.read_text().replace("class Model(", "class ModelNew("),
+                       OPTS)
+    assert r.status is Status.OK, r.summary()

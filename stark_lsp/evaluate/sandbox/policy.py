@@ -282,6 +282,7 @@ def python_paths() -> list[str]:
     if user_site and os.path.isdir(user_site):
         paths.add(user_site)
     paths.update(p for p in sys.path if p and os.path.isdir(p))
+    paths.update(editable_paths())
     package = Path(__file__).resolve().parents[2]
     paths.add(str(package))  # this package's own folder
     for var in ("CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV"):
@@ -295,6 +296,26 @@ def python_paths() -> list[str]:
     if checkout not in {os.path.realpath(p) for p in install_paths()}:
         out.discard(checkout)
     return sorted(out)
+
+
+def editable_paths() -> list[str]:
+    """The folders (or module files) of the packages installed editable through setuptools' finder (``pip install -e``
+    of a flat layout): its ``__editable___*_finder`` module, loaded at start-up by a ``.pth`` file, maps each name to
+    its source, which is not on ``sys.path``. A task importing such a helper from a hidden folder (``/opt``, ``/work``)
+    failed to load in every candidate (session 30's review: "No module named ...")."""
+    out: list[str] = []
+    for name, module in list(sys.modules.items()):
+        if not (name.startswith("__editable__") and name.endswith("_finder")):
+            continue
+        mapping = getattr(module, "MAPPING", None)
+        spaces = getattr(module, "NAMESPACES", None)
+        if isinstance(mapping, dict):
+            out += [v for v in mapping.values() if isinstance(v, str)]
+        if isinstance(spaces, dict):
+            out += [v for vs in spaces.values() if isinstance(vs, list) for v in vs if isinstance(v, str)]
+    # (one others may not read would keep uid 0 for every candidate, not only those of a task that imports it)
+    hidden = hidden_dirs()
+    return [p for p in out if p.startswith("/") and readable_by_others(p, hidden)]
 
 
 def install_paths() -> list[str]:
