@@ -329,3 +329,39 @@ def test_a_task_importing_a_helper_installed_editable_from_a_hidden_folder_loads
         r = e.evaluate(load_task(task_dir / "k.py"), ADD_TASK.read_text().replace("class Model(", "class ModelNew("),
                        OPTS)
     assert r.status is Status.OK, r.summary()
+
+
+@sandboxed
+@pytest.mark.parametrize("parent", ["/", "/var"])
+def test_a_task_directly_in_the_root_or_var_loads_with_its_helper_and_the_other_top_level_files_stay_covered(
+        parent, tmp_path):
+    """``elsewhere`` lists the files at the top of ``/`` and of ``/var`` (``/container_info.json``) to cover: a task
+    directly there (``/k.py``, its helper package beside it) was covered too, and could not open itself
+    ("Permission denied: '/k.py'") in any candidate."""
+    name = f"r30helper{os.getpid()}"
+    task = Path(parent) / f"r30task{os.getpid()}.py"
+    helper = Path(parent) / name
+    other = Path(parent) / f"r30other{os.getpid()}.json"
+    try:
+        helper.mkdir()
+    except OSError:
+        pytest.skip(f"cannot write in {parent} here")
+    try:
+        (helper / "__init__.py").write_text("def twice(x):\n    return x * 2\n")
+        task.write_text(ADD_TASK.read_text().replace("import torch.nn as nn\n",
+                                                     f"import torch.nn as nn\nfrom {name} import twice\n"))
+        other.write_text("top-level-file-secret\n")
+        for p in (helper, helper / "__init__.py", task, other):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        source = ("import torch.nn as nn\n"
+                  f"from {name} import twice\n"
+                  f"try:\n    print('READ', open({str(other)!r}).read())\nexcept OSError as e:\n    print('NO', e)\n"
+                  "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return twice(a) + b\n")
+        with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as e:
+            r = e.evaluate(load_task(task), source, OPTS)
+    finally:
+        shutil.rmtree(helper, ignore_errors=True)
+        for p in (task, other):
+            p.unlink(missing_ok=True)
+    assert r.status is Status.OK, r.summary()
+    assert "top-level-file-secret" not in r.output and "NO " in r.output, r.output[-3000:]

@@ -409,7 +409,10 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     more = [d for d in dot_dirs if d not in covered and seen(d)]
     covered += [d for d in more if not any(_under(d, c) and d != c for c in [*covered, *more])]
     dot_files = [f for f in dot_files if seen(f) and not any(_under(f, c) for c in covered)]
-    dot_files += [f for f in elsewhere()[1] if f not in dot_files]  # a top-level file (``/container_info.json``)
+    # a top-level file (``/container_info.json``), or one of /var's, unless the sandbox shows it: a task directly in
+    # ``/`` or ``/var`` (``/k.py``: ``evaluator.task_folders`` names its files) could not open itself (review 30)
+    named = {os.path.realpath(p) for p in (*expose, *writable)}
+    dot_files += [f for f in elsewhere()[1] if f not in dot_files and f not in named]
     # the folders ``elsewhere`` lists: a top-level folder or file, or one of /var's, made later is hidden by a new layout
     tops = [t for t in ("/", "/var") if os.path.isdir(t) and not os.path.islink(t)]
     # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
