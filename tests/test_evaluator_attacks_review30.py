@@ -365,3 +365,58 @@ def test_a_task_directly_in_the_root_or_var_loads_with_its_helper_and_the_other_
             p.unlink(missing_ok=True)
     assert r.status is Status.OK, r.summary()
     assert "top-level-file-secret" not in r.output and "NO " in r.output, r.output[-3000:]
+
+
+@sandboxed
+def test_a_task_whose_helper_lies_on_a_volume_mounted_inside_its_folder_loads_and_cannot_write_there(tmp_path):
+    """A task's folder is bound back into its hidden top-level folder: not recursively, the mounts below it (a
+    volume inside the project, its helper package there) were left out, visible before session 30 hid ``/work``:
+    every candidate failed to load the task ("No module named ..."). They come with it, read-only."""
+    import subprocess
+
+    base = ROOT.parent
+    if os.geteuid() != 0 or not os.access(base, os.W_OK):
+        pytest.skip("needs root (a mount) and a folder beside the repository")
+    proj = base / f"r30vol-{os.getpid()}"
+    shutil.rmtree(proj, ignore_errors=True)
+    (proj / "vol").mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0755", "tmpfs", str(proj / "vol")],
+                      capture_output=True).returncode != 0:
+        shutil.rmtree(proj, ignore_errors=True)
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (proj / "vol" / "volhelper").mkdir()
+        (proj / "vol" / "volhelper" / "__init__.py").write_text("def twice(x):\n    return x * 2\n")
+        (proj / "k.py").write_text(ADD_TASK.read_text().replace(
+            "import torch.nn as nn\n", "import torch.nn as nn\nimport os, sys\n"
+            "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'vol'))\n"
+            "from volhelper import twice\n"))
+        for p in [proj, *proj.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        target = proj / "vol" / "left-by-a-candidate"
+        source = ("import torch.nn as nn\n"
+                  f"try:\n    open({str(target)!r}, 'w').write('x')\nexcept OSError as e:\n    print('NOWRITE', e)\n"
+                  "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a * 2 + b\n")
+        with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as e:
+            r = e.evaluate(load_task(proj / "k.py"), source, OPTS)
+        left = target.exists()
+    finally:
+        subprocess.run(["umount", str(proj / "vol")], capture_output=True)
+        shutil.rmtree(proj, ignore_errors=True)
+    assert r.status is Status.OK, r.summary()
+    assert not left and "NOWRITE" in r.output, r.output[-3000:]
+
+
+def test_a_python_path_holding_the_home_folder_never_shows_it(tmp_path, monkeypatch):
+    """PYTHONPATH=/work/u with HOME=/work/u/home: the Python path was bound back whole, and with it the home's
+    files (measured: a candidate read ``home/notes.txt``), never shown whole otherwise (``never_whole``)."""
+    import sys
+
+    holder = tmp_path / "pp"
+    (holder / "home").mkdir(parents=True)
+    (holder / "home" / "notes.txt").write_text("home-secret")
+    (holder / "mod.py").write_text("")
+    monkeypatch.setenv("HOME", str(holder / "home"))
+    monkeypatch.setattr(sys, "path", [str(holder), *sys.path])
+    lay = make_layout(gpu=False)
+    assert not lay.covers(holder / "home" / "notes.txt"), lay.expose

@@ -207,7 +207,13 @@ def prepare_mounts(layout: Layout) -> None:
         fd, is_dir = handles[p]
         if under_hidden(p):
             _mountpoint(p, is_dir)
-        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND)  # not recursive: that would bring the cover back
+        # a folder shown read-only: with the mounts below it (a volume inside a task's folder, its helper package
+        # there, shown before session 30 hid /work: the review of session 30), read-only already (``make_readonly``);
+        # but a writable one, or one that is or holds a hidden folder (recursive, the bind would bring that folder's
+        # cover, mounted on it already, with it), alone
+        holds = any(h == p or h.startswith(p.rstrip("/") + "/") for h in layout.hidden)
+        rec = MS_REC if is_dir and p not in layout.writable and not holds else 0
+        mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | rec)
         ro = MS_RDONLY if p not in layout.writable else 0
         mount(None, p, None, MS_REMOUNT | MS_BIND | ro | _kept_flags(p))
         os.close(fd)

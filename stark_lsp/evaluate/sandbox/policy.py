@@ -378,7 +378,11 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     # bring the whole folder back: Python needs its own installation, not the user's home; nor is a
     # Python path under a covered folder brought back (the judge's own folder in the cache)
     never = never_whole()  # (a task's folder is on the judge's sys.path: a home there is not brought back whole)
-    needed = [*(p for p in python_paths() if p not in never and not any(_under(p, h) for h in covered)),
+    # nor a Python path that is no installation and holds such a folder (PYTHONPATH=/work/u, HOME=/work/u/home: the
+    # home's files were shown, review 30), as for the toolchain's folders
+    setup = {os.path.realpath(i) for i in install_paths()}
+    needed = [*(p for p in python_paths() if p not in never and not any(_under(p, h) for h in covered)
+                and (p in setup or not any(_under(n, p) for n in never))),
               *not_whole(expose, never)]
     tools = [p for p in tool_paths() if not any(_under(p, h) for h in covered)]
     wanted = [*needed, *tools, *nvidia_runtime_paths()]
