@@ -420,3 +420,14 @@ def test_a_python_path_holding_the_home_folder_never_shows_it(tmp_path, monkeypa
     monkeypatch.setattr(sys, "path", [str(holder), *sys.path])
     lay = make_layout(gpu=False)
     assert not lay.covers(holder / "home" / "notes.txt"), lay.expose
+
+
+def test_a_search_store_below_a_task_folder_is_covered_past_the_cap(tmp_path):
+    """The cap on nested dot-entries (``MAX_NESTED_ENTRIES``) was spent on a project's many dot-files (node_modules'
+    ``.github`` folders, here 270 ``.a*`` files) before a ``sub/.stark`` store (every candidate's code) was reached."""
+    proj = tmp_path / "proj"
+    (proj / "sub" / ".stark").mkdir(parents=True)
+    for i in range(policy.MAX_NESTED_ENTRIES + 14):
+        (proj / f".a{i:03d}").write_text("")
+    dirs, _ = nested_dot_entries([str(proj)])
+    assert str(proj / "sub" / ".stark") in dirs, dirs[-5:]

@@ -543,7 +543,7 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
                        skip: "list[str]" = (), read: "list[str] | None" = None) -> tuple[list[str], list[str]]:
     """The dot-entries below the folders ``roots`` (a project shown whole: ``proj/sub/.env``,
     ``proj/deploy/.npmrc``), as (folders, files), breadth first: each folder's secret-looking names first, at most
-    ``MAX_NESTED_ENTRIES`` of them from at most ``MAX_NESTED_FOLDERS`` folders, never into a dot-folder (covered
+    ``MAX_NESTED_ENTRIES`` of them (search stores, ``.stark``, past that too) from at most ``MAX_NESTED_FOLDERS`` folders, never into a dot-folder (covered
     whole), a link, or a folder of ``skip``; kept as ``dot_entries`` keeps them. Session 29's review read a
     ``proj/sub/.env`` through a candidate (only the top level of a shown folder was covered). ``read``: gets the
     folders read (``Layout.stamps``)."""
@@ -554,7 +554,7 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
     dirs: list[str] = []
     files: list[str] = []
     done: list[str] = [] if read is None else read
-    while queue and len(seen) < MAX_NESTED_FOLDERS and len(dirs) + len(files) < MAX_NESTED_ENTRIES:
+    while queue and len(seen) < MAX_NESTED_FOLDERS:  # (past the entries' cap, still looking for search stores)
         d = queue.pop(0)
         if d in seen or any(_under(d, s) for s in skip):
             continue
@@ -573,7 +573,8 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
             continue
         queue += [os.path.join(d, n) for n in sorted(subs, key=lambda n: (not _SECRET_NAME.match(n), n))]
         for name in sorted(dots, key=lambda n: (not _SECRET_NAME.match(n), n)):
-            if len(dirs) + len(files) < MAX_NESTED_ENTRIES:
+            # a search store (every candidate's code) past the cap too: a project's 256 ``.github``s came first
+            if len(dirs) + len(files) < MAX_NESTED_ENTRIES or name == STORE_DIR:
                 _take(d, name, need, run, dirs, files)
     return dirs, files
 
