@@ -431,3 +431,20 @@ def test_a_search_store_below_a_task_folder_is_covered_past_the_cap(tmp_path):
         (proj / f".a{i:03d}").write_text("")
     dirs, _ = nested_dot_entries([str(proj)])
     assert str(proj / "sub" / ".stark") in dirs, dirs[-5:]
+
+
+def test_a_tool_on_the_path_is_bound_back_with_its_installation_but_never_a_home_folders(tmp_path, monkeypatch):
+    """gcc of a toolset in ``/opt`` runs ``libexec/.../cc1plus`` beside its ``bin``: the whole prefix is bound back
+    (only ``bin`` was: 'exec .../libexec/...: not found', session 30's review); a ``bin`` in the home folder stays
+    itself (``~/.cargo`` holds a registry token)."""
+    home = tmp_path / "home"
+    tool = tmp_path / "opt" / "toolset" / "usr" / "bin"
+    cargo = home / ".cargo" / "bin"
+    for d in (tool, cargo, tool.parent / "libexec"):
+        d.mkdir(parents=True)
+    for d in [tmp_path, *tmp_path.rglob("*")]:
+        d.chmod(0o755)
+    monkeypatch.setattr(policy, "never_whole", lambda: (str(home),))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tool), str(cargo), os.environ.get("PATH", "")]))
+    paths = policy.tool_paths()
+    assert str(tool.parent) in paths and str(cargo) in paths and str(cargo.parent) not in paths, paths

@@ -334,7 +334,8 @@ def tool_paths() -> list[str]:
     """The folders of the programs and libraries a build or a candidate may need, by the environment (``PATH``,
     ``LD_LIBRARY_PATH``, ``LIBRARY_PATH``, ``CPATH``) and the CUDA toolkit that holds ``nvcc``: bound back where
     they lie in a hidden folder (a toolkit in ``/opt``), unless nobody but their owner may read them (binding them
-    would keep uid 0), or they are a top-level folder or one that holds a folder never shown whole (``PATH=$HOME``)."""
+    would keep uid 0), or they are a top-level folder or one that holds a folder never shown whole (``PATH=$HOME``);
+    a ``bin`` folder outside the home as its installation's prefix (``_prefix``)."""
     paths: set[str] = set()
     for var in ("PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"):
         paths.update(p for p in os.environ.get(var, "").split(os.pathsep) if p.startswith("/"))
@@ -345,11 +346,26 @@ def tool_paths() -> list[str]:
     hidden = hidden_dirs()
     out = []
     for p in paths:
-        real = os.path.realpath(p)
+        real = _prefix(os.path.realpath(p), never)
         if (os.path.isdir(real) and real.count("/") >= 2 and not any(_under(h, real) for h in never)
                 and readable_by_others(real, hidden)):
             out.append(real)
     return sorted(set(out))
+
+
+_PREFIX_PARTS = ("bin", "sbin", "lib", "lib64", "include")
+
+
+def _prefix(folder: str, never: tuple[str, ...]) -> str:
+    """The installation a ``bin`` (``lib``, ``include``) folder is part of, where a tool finds the rest of itself
+    (gcc's ``libexec/cc1plus``, a toolset's ``lib``): ``/opt/rh/gcc-toolset-12/root/usr`` for its ``bin``. Only
+    outside the folders never shown whole (``~/.cargo/bin`` stays itself: ``~/.cargo`` holds a registry token),
+    and never a top-level folder (``/opt/bin`` stays itself)."""
+    parent = os.path.dirname(folder)
+    if (os.path.basename(folder) in _PREFIX_PARTS and parent.count("/") >= 2
+            and not any(_under(parent, h) or _under(h, parent) for h in never)):
+        return parent
+    return folder
 
 
 def nvidia_runtime_paths() -> list[str]:
