@@ -11,11 +11,11 @@ O=${OUT:-/tmp/review}; mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$O/gpu.txt" 2>&1
 python3 -c "from stark_lsp.evaluate.sandbox import policy as p; print(p.probe().describe()); l = p.make_layout(); print(l.hidden, l.sealed, l.expose)" > "$O/layout.txt" 2>&1
 cat "$O/layout.txt"
-( time timeout 200 python3 -m stark_lsp eval samples/kernelbench/relu.py samples/kernelbench/relu_inline_new.py ) \
+( time timeout ${INLINE_SECONDS:-200} python3 -m stark_lsp eval samples/kernelbench/relu.py samples/kernelbench/relu_inline_new.py ) \
   > "$O/inline.txt" 2>&1 &
 timeout ${REVIEW_SECONDS:-230} python3 -m pytest -v -p no:cacheprovider --durations=15 tests/test_evaluator_attacks_review29.py \
   tests/test_evaluator_attacks_review29_dotfiles.py tests/test_evaluator_attacks_review30.py tests/test_evaluator_attacks_round3.py tests/test_evaluator_attacks_review27.py > "$O/review.txt" 2>&1
 wait
-timeout 120 python3 benchmarks/compiled_seed.py --graph --json "$O/launch_bound.json" benchmarks/launch_bound/*.py \
+timeout ${LAUNCH_SECONDS:-120} python3 benchmarks/compiled_seed.py --graph --json "$O/launch_bound.json" benchmarks/launch_bound/*.py \
   > "$O/launch_bound.txt" 2>&1
 tail -25 "$O/review.txt"; tail -15 "$O/inline.txt"; tail -8 "$O/launch_bound.txt"
