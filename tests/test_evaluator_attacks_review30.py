@@ -448,3 +448,33 @@ def test_a_tool_on_the_path_is_bound_back_with_its_installation_but_never_a_home
     monkeypatch.setenv("PATH", os.pathsep.join([str(tool), str(cargo), os.environ.get("PATH", "")]))
     paths = policy.tool_paths()
     assert str(tool.parent) in paths and str(cargo) in paths and str(cargo.parent) not in paths, paths
+
+
+@sandboxed
+def test_a_candidate_of_one_project_cannot_read_another_project_the_same_evaluator_showed_before():
+    """An evaluator that evaluated a task in ``projA`` then one in ``projB``: its judge restarted the zygote with a
+    wider view, ``projA`` still shown, and ``projB``'s candidate read ``projA``'s files (session 30's review). A
+    zygote now shows the folders of the task it was made for alone."""
+    base = ROOT.parent
+    if not os.access(base, os.W_OK):
+        pytest.skip(f"cannot write beside the repository ({base})")
+    a, _ = _projects(base)
+    b = base / f"projb-{os.getpid()}"
+    shutil.rmtree(b, ignore_errors=True)
+    b.mkdir()
+    shutil.copy(ADD_TASK, b / "kernel_task.py")
+    (a / "data.txt").write_text("other-project-secret\n")
+    for p in (b, b / "kernel_task.py", a / "data.txt"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    cache = base / f"projab-cache-{os.getpid()}"
+    source = ATTACK.read_text().replace("PROJECT_DIR", str(b)).replace("OTHER_DIR", str(a))
+    try:
+        with Evaluator(workers=1, cache_dir=cache, sandbox="auto") as e:
+            first = e.evaluate(load_task(a / "kernel_task.py"), ADD_TASK.read_text().replace("class Model(",
+                                                                                       "class ModelNew("), OPTS)
+            second = e.evaluate(load_task(b / "kernel_task.py"), source, OPTS)
+    finally:
+        for d in (a, b, cache, base / f"otherproj-{os.getpid()}"):
+            shutil.rmtree(d, ignore_errors=True)
+    assert first.status is Status.OK and second.status is Status.OK, (first.summary(), second.summary())
+    assert "other-project-secret" not in second.output, second.output[-3000:]

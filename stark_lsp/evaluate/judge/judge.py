@@ -154,6 +154,7 @@ class Judge:
         self._floors: dict[tuple[Any, ...], Floor | None] = {}
         self.ceilings = Ceilings(self.device) if self.is_gpu else None
         self.zygote: SandboxedZygote | None = None
+        self._zygote_shows: list[str] = []  # the folders the zygote was made to show (``_zygote_for``)
         self._sandbox: Sandbox | None = None
         self._sandbox_probed = False
         self._probe_lock = threading.Lock()
@@ -208,7 +209,7 @@ class Judge:
         return major * 10 + minor
 
     def _zygote_for(self, paths: list[str], policy: str, hide: list[str] | None = None) -> SandboxedZygote:
-        """A zygote whose sandbox shows ``paths`` (restarted with a wider view when needed)."""
+        """A zygote whose sandbox shows ``paths`` and no other task's folders (restarted for another task's)."""
         sandbox = None if policy == "off" else self.sandbox()
         refused = llm_refusal(sandbox, self._sandbox_reason) if policy == "required" else None
         if refused:
@@ -218,13 +219,16 @@ class Judge:
         z = self.zygote
         sandboxed = sandbox is not None
         # (a dot-file made in a shown folder since the zygote started is covered by a new one: ``unchanged``)
+        # made for these folders alone: a zygote kept the folders of every task it showed before, and a candidate
+        # of a task in projB read projA's files once the same judge had evaluated a task there (session 30's
+        # review); another project's task now costs a zygote's start instead
+        shows = sorted(set(paths))
         reuse = (z is not None and z.alive() and (z.sandbox is not None) == sandboxed and z.covers(paths)
-                 and unchanged(z.layout))
+                 and unchanged(z.layout) and (not sandboxed or self._zygote_shows == shows))
         if reuse:
             layout = z.layout
         else:
-            keep = list(z.layout.expose) if z is not None and z.sandbox is not None else []
-            layout = make_layout(expose=[*keep, *paths], hide=hide) if sandboxed else Layout(hidden=())
+            layout = make_layout(expose=paths, hide=hide) if sandboxed else Layout(hidden=())
         root = root_refusal(sandbox, layout) if policy == "required" else None
         if root:
             raise SandboxUnavailable(root)
@@ -232,6 +236,7 @@ class Judge:
         if reuse:
             return z
         self._close_zygote()  # (never ``close``: this may run in ``start_zygote_soon``'s thread)
+        self._zygote_shows = shows
         arch = self._arch()
         self.zygote = SandboxedZygote(sandbox, layout, self.device.type, self.env, arch=arch,
                                       builds=build_cache.open_for(arch) if sandbox is not None else None)

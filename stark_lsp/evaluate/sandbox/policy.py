@@ -267,6 +267,12 @@ def never_whole() -> tuple[str, ...]:
     return tuple(out)
 
 
+# ``sys.path`` as this process started (its installation, ``PYTHONPATH``), before any task was loaded: the judge puts
+# each task's folder on it to import the task, and a zygote made later for another task showed every task's folder
+# the judge had loaded before (session 30's review: a candidate of projB read projA's files)
+_SYS_PATH_AT_START = tuple(sys.path)
+
+
 def python_paths() -> list[str]:
     """Where this Python and its packages live: needed read-only inside."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -281,7 +287,7 @@ def python_paths() -> list[str]:
     user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
     if user_site and os.path.isdir(user_site):
         paths.add(user_site)
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    paths.update(p for p in _SYS_PATH_AT_START if p and os.path.isdir(p))
     paths.update(editable_paths())
     package = Path(__file__).resolve().parents[2]
     paths.add(str(package))  # this package's own folder
