@@ -198,8 +198,12 @@ def prepare_mounts(layout: Layout) -> None:
         own_dev(devices, nodes)
     except OSError as e:
         raise SetupError(f"private device nodes: {e.strerror or e}") from None
+    made: set[str] = set()
     for h in layout.hidden:
+        if h in layout.sealed and (os.path.islink(h) or not os.path.isdir(h)):
+            continue  # a top-level folder removed (or made a link) since the layout was made: nothing to hide
         os.makedirs(h, exist_ok=True)  # /dev/shm lives in the new /dev
+        made.add(h)
         mode = "1777" if h in SCRATCH else "0755"
         limits = f"size={TMPFS_BYTES[h == '/tmp']},nr_inodes={TMPFS_FILES}"
         mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},{limits}")
@@ -221,7 +225,7 @@ def prepare_mounts(layout: Layout) -> None:
     # own flag), never the filesystem's: where a task's folder is such a folder (/srv, a /scratch tmpfs), its bind
     # sits on top, and a plain remount changed the machine's filesystem (a tmpfs made read-only for every process)
     for h in layout.sealed:
-        if h in layout.hidden:
+        if h in made:
             mount(None, h, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(h))
     # folders covered last, wherever they are (the evaluator's cache, also under an exposed folder): empty;
     # then the dot-files beside and above what the sandbox shows (a project's .env): /dev/null, nodev
