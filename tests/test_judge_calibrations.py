@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stark_lsp.evaluate.judge.calibrations import FRESH, KEPT, Calibrations, conservative
+from stark_lsp.evaluate.judge.calibrations import FRESH, KEPT, Calibrations, conservative, key
 from stark_lsp.evaluate.judge.timing import Overhead
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +41,19 @@ def test_a_task_is_calibrated_fresh_first_then_reused_then_refreshed_and_tasks_s
     for _ in range(KEPT + 2):
         cal.add("c", _ov(0.5, 0.02))
     assert len(cal._tasks["c"].taken) == KEPT
+
+
+def test_a_profiled_processs_calibration_is_never_given_to_a_plain_one():
+    # whether a process starts the profiler is the candidate's choice (a comment naming a CUDA graph will do), and
+    # ``link.take`` never hands such a process to a role that did not ask for one: three candidates that name one
+    # must not set what a fourth, plain, process subtracts (the device chain's prepare allowance has no cap)
+    cal = Calibrations(fresh=3, refresh=16)
+    profiled, plain = key("t", 1, 64, "device", True), key("t", 1, 64, "device", False)
+    assert profiled != plain
+    for _ in range(3):
+        cal.add(profiled, _ov(0.9, 0.2, prepare=0.9))
+    assert cal.reuse(profiled) is not None
+    assert cal.reuse(plain) is None  # calibrated afresh, in its own process
 
 
 @pytest.fixture

@@ -36,6 +36,15 @@ def conservative(taken: list[Overhead]) -> Overhead:
                     prepare_per_call_ms=min(o.prepare_per_call_ms for o in taken))
 
 
+def key(task_id: str, mtime_ns: int, keep: int, chain: str, profiler: bool) -> tuple[Any, ...]:
+    """What a calibration is kept by: the task (its id, its harness's mtime), the calls one batch may keep alive,
+    the chain its batches use, and whether the process started the profiler. A process started with the
+    profiler (a candidate whose source names CUDA kernels or a CUDA graph: its choice) is never given to a role
+    that did not ask for one (``link.take``: timing must not depend on what a source named); neither is its
+    calibration, nor a plain process's to a profiled one (the device chain's prepare allowance has no cap)."""
+    return (task_id, mtime_ns, keep, chain, bool(profiler))
+
+
 @dataclass
 class _Task:
     taken: list[Overhead] = field(default_factory=list)

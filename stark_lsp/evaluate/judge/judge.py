@@ -61,7 +61,7 @@ from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.judge import build_cache, task_sanity, trace
 from stark_lsp.evaluate.judge import timing as TM
 from stark_lsp.evaluate.judge.batches import Checker, Pending, Seeds, output_bytes, run_batch, transfer_s
-from stark_lsp.evaluate.judge.calibrations import Calibrations
+from stark_lsp.evaluate.judge.calibrations import Calibrations, key as calibration_key
 from stark_lsp.evaluate.judge.conversation import Cancelled, Conversation, EvalState, Verdict
 from stark_lsp.evaluate.judge.gpu_lock import EXCLUSIVE, SHARED, GpuGate
 from stark_lsp.evaluate.judge.launch_rule import launched_kernel_names, missing_launches, source_flags, uses_cuda_graph
@@ -547,7 +547,8 @@ class Judge:
                 # the task's kept calibration where the reference is timed once (``calibrations.py``): one wait
                 # for the gate's exclusive hold an evaluation, not two
                 in_turn = reference_in_turn(self.is_gpu)
-                ckey = (spec.task_id(), (spec.harness or spec.path).stat().st_mtime_ns, keep, conv.chain)
+                ckey = calibration_key(spec.task_id(), (spec.harness or spec.path).stat().st_mtime_ns, keep,
+                                       conv.chain, link.profiler)
                 ov = None if in_turn else self.calibrations.reuse(ckey)
                 if ov is not None and trace.enabled():
                     trace.write({"calibration": "kept", "reused": self.calibrations.reused, "kept": vars(ov)})
