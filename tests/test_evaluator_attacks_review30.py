@@ -480,6 +480,39 @@ def test_a_candidate_of_one_project_cannot_read_another_project_the_same_evaluat
     assert "other-project-secret" not in second.output, second.output[-3000:]
 
 
+class _ShowsAll:
+    """A live sandboxed zygote whose layout covers every path asked about (``judge.start_zygote_soon``'s view)."""
+
+    sandbox = object()
+
+    def alive(self):
+        return True
+
+    def covers(self, paths):
+        return True
+
+
+def test_a_zygote_made_for_another_tasks_folders_is_restarted_ahead_not_in_the_jobs_own_thread(monkeypatch):
+    """``_zygote_for`` restarts a sandboxed zygote made for another task's folders even where it covers this
+    task's (a task in a folder below the last one's); ``start_zygote_soon`` skipped any that covers them, so that
+    restart ran in the job's own thread, no longer beside the task's load (review of 11df5b6)."""
+    from stark_lsp.evaluate.judge import judge as J
+
+    judge = J.Judge(device="cpu")
+    made: list[list[str]] = []
+    monkeypatch.setattr(judge, "_zygote_for", lambda paths, policy, hide=None: made.append(sorted(paths)))
+    judge.zygote, judge._zygote_shows = _ShowsAll(), ["/projA"]
+    try:
+        judge.start_zygote_soon(["/projA/sub"], "auto", [])
+        assert judge._await_start() is None and made == [["/projA/sub"]]
+        judge._zygote_shows = ["/projA/sub"]
+        judge.start_zygote_soon(["/projA/sub"], "auto", [])  # its own task's: kept, nothing started
+        assert judge._starting is None and made == [["/projA/sub"]]
+    finally:
+        judge.zygote = None
+        judge.close()
+
+
 def test_a_top_level_folder_removed_after_the_layout_was_made_does_not_fail_the_sandbox():
     """A top-level folder the layout hides, removed before its sandbox starts (another program's scratch folder at
     ``/``): its tmpfs cannot be made on a read-only ``/`` and every candidate failed ('Read-only file system',

@@ -247,7 +247,11 @@ class Judge:
         builds (seconds of the CPU's, 8 s on a new machine) go on while the judge loads and checks
         the task. ``_await_start`` waits for it; the job's own ``_zygote_for`` then finds it ready."""
         z = self.zygote
-        if self._starting is not None or (z is not None and z.alive() and z.covers(paths)):
+        # as ``_zygote_for`` reuses one: a sandboxed zygote made for another task's folders is restarted there, and
+        # one that shows them all the same (a task in a folder below the last one's, or outside the hidden folders)
+        # left that restart to the job's own thread, its seconds no longer beside the task's load
+        if self._starting is not None or (z is not None and z.alive() and z.covers(paths)
+                                          and (z.sandbox is None or self._zygote_shows == sorted(set(paths)))):
             return
         box: dict[str, BaseException] = {}
 
