@@ -10,8 +10,11 @@ each later one the least of those calibrations instead (``conservative``), and c
 
 What stays true: a calibration is still only ever taken before candidate code exists in its process, so no
 candidate can make one dearer; the least of several subtracts no more than any one of them did (a figure errs
-high, never low), and each timed batch's own cap (the empty batch beside it, ``timed_calls.time_calls``) still
-holds a process to what it costs. Pure: no torch, no GPU.
+high, never low), and the caps from the reference's own process (``time_calls``' ``protocol_cap_ms`` and
+``fixed_cap_ms``: a candidate's timed batches have no empty twin of their own) still bound what is subtracted per
+call and per batch. What drawing a batch's inputs may take (the device chain's prepare allowance) has no such cap:
+it is the kept calibration's alone, so processes that may differ there stay apart (``key``). Pure: no torch, no
+GPU.
 """
 
 from __future__ import annotations
