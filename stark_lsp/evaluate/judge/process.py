@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "pid": os.getpid()})
                 continue
             except SandboxUnavailable as e:
+                judge.gate.alone = False  # (raised in an evaluation done again alone: the next job is no longer)
                 if not sent:
                     send({"unavailable": str(e)})
                 continue
