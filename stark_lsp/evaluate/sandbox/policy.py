@@ -47,6 +47,7 @@ import site
 import subprocess
 import sys
 import sysconfig
+from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -403,7 +404,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     # nor a Python path that is no installation and holds such a folder (PYTHONPATH=/work/u, HOME=/work/u/home: the
     # home's files were shown, review 30), as for the toolchain's folders
     setup = {os.path.realpath(i) for i in install_paths()}
-    needed = [*(p for p in python_paths() if p not in never and not any(_under(p, h) for h in covered)
+    py = python_paths()
+    needed = [*(p for p in py if p not in never and not any(_under(p, h) for h in covered)
                 and (p in setup or not any(_under(n, p) for n in never))),
               *not_whole(expose, never)]
     tools = [p for p in tool_paths() if not any(_under(p, h) for h in covered)]
@@ -411,9 +413,9 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     bound = tuple(sorted({p for p in wanted if any(_under(p, h) for h in hidden) and os.path.exists(p)}))
     rw = tuple(sorted({os.path.realpath(p) for p in writable}))
     # the dot-entries beside and above what the sandbox shows (a project's .env, .git/config), but what it needs
-    runtime = [*python_paths(), *tools, *nvidia_runtime_paths(), os.path.abspath(sys.executable),
+    runtime = [*py, *tools, *nvidia_runtime_paths(), os.path.abspath(sys.executable),
                os.path.realpath(sys.executable)]
-    installs = [os.path.realpath(i) for i in (sys.prefix, sys.base_prefix, sys.exec_prefix, *tools)]
+    installs = [*setup, *tools]
     projects = [p for p in needed if os.path.isdir(p) and not any(_under(p, i) for i in installs)]
     keep = [*runtime, *(os.path.realpath(p) for p in expose), *rw, *covered]
     dot_dirs, dot_files = dot_entries([*expose, *writable, *projects], needed=keep, runtime=runtime)
@@ -439,7 +441,7 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     # ``/`` or ``/var`` (``/k.py``: ``evaluator.task_folders`` names its files) could not open itself (review 30)
     named = {os.path.realpath(p) for p in (*expose, *writable)}
     dot_files += [f for f in elsewhere()[1] if f not in dot_files and f not in named]
-    # the folders ``elsewhere`` lists: a top-level folder or file, or one of /var's, made later is hidden by a new layout
+    # the folders ``elsewhere`` lists: a top-level folder or file, or one of /var's, made later: a new layout hides it
     tops = [t for t in ("/", "/var") if os.path.isdir(t) and not os.path.islink(t)]
     # the writable folders are made the sandbox's own (``cuda_build.for_the_sandbox``): only the way to them counts
     unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
@@ -565,19 +567,19 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
                        skip: "list[str]" = (), read: "list[str] | None" = None) -> tuple[list[str], list[str]]:
     """The dot-entries below the folders ``roots`` (a project shown whole: ``proj/sub/.env``,
     ``proj/deploy/.npmrc``), as (folders, files), breadth first: each folder's secret-looking names first, at most
-    ``MAX_NESTED_ENTRIES`` of them (search stores, ``.stark``, past that too) from at most ``MAX_NESTED_FOLDERS`` folders, never into a dot-folder (covered
-    whole), a link, or a folder of ``skip``; kept as ``dot_entries`` keeps them. Session 29's review read a
-    ``proj/sub/.env`` through a candidate (only the top level of a shown folder was covered). ``read``: gets the
-    folders read (``Layout.stamps``)."""
+    ``MAX_NESTED_ENTRIES`` of them (search stores, ``.stark``, past that too) from at most ``MAX_NESTED_FOLDERS``
+    folders, never into a dot-folder (covered whole), a link, or a folder of ``skip``; kept as ``dot_entries`` keeps
+    them. Session 29's review read a ``proj/sub/.env`` through a candidate (only the top level of a shown folder was
+    covered). ``read``: gets the folders read (``Layout.stamps``)."""
     need = [os.path.realpath(p) for p in needed if p]
     run = [os.path.realpath(p) for p in runtime if p]
-    queue = [os.path.realpath(r) for r in roots if os.path.isdir(r)]
+    queue = deque(os.path.realpath(r) for r in roots if os.path.isdir(r))
     seen: set[str] = set()
     dirs: list[str] = []
     files: list[str] = []
     done: list[str] = [] if read is None else read
     while queue and len(seen) < MAX_NESTED_FOLDERS:  # (past the entries' cap, still looking for search stores)
-        d = queue.pop(0)
+        d = queue.popleft()
         if d in seen or any(_under(d, s) for s in skip):
             continue
         seen.add(d)
@@ -593,7 +595,7 @@ def nested_dot_entries(roots: "list[str]", needed: "list[str]" = (), runtime: "l
                         subs.append(e.name)
         except OSError:
             continue
-        queue += [os.path.join(d, n) for n in sorted(subs, key=lambda n: (not _SECRET_NAME.match(n), n))]
+        queue.extend(os.path.join(d, n) for n in sorted(subs, key=lambda n: (not _SECRET_NAME.match(n), n)))
         for name in sorted(dots, key=lambda n: (not _SECRET_NAME.match(n), n)):
             # a search store (every candidate's code) past the cap too: a project's 256 ``.github``s came first
             if len(dirs) + len(files) < MAX_NESTED_ENTRIES or name == STORE_DIR:
