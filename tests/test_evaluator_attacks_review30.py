@@ -7,6 +7,7 @@ folders and the Python installation bound back, and the dot-entries below a fold
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -31,6 +32,20 @@ sandboxed = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: 
 
 def _under_any(p: str, dirs) -> bool:
     return any(p == d or p.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+@contextlib.contextmanager
+def _folder_made(path: Path):
+    """A folder made at ``path`` (at ``/`` or in ``/var``: the test is skipped where that is not allowed), removed
+    with whatever it holds afterwards."""
+    try:
+        path.mkdir()
+    except OSError as e:
+        pytest.skip(f"cannot make {path} here: {e}")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # the pure functions -------------------------------------------------------------------------------------------
@@ -218,19 +233,12 @@ def test_a_layout_knows_when_a_top_level_folder_or_one_of_vars_is_made_after_it(
         if not os.path.isdir(parent) or os.path.islink(parent):
             continue
         before = os.stat(parent).st_mtime_ns
-        late = Path(parent) / f"stark-review30-late-{os.getpid()}"
-        try:
-            late.mkdir()
-        except OSError:
-            pytest.skip(f"cannot make a folder in {parent} here")
-        try:
+        with _folder_made(Path(parent) / f"stark-review30-late-{os.getpid()}") as late:
             if os.stat(parent).st_mtime_ns == before:
                 pytest.skip(f"{parent}'s modification time did not change (a coarse clock)")
             assert not policy.unchanged(lay), parent
             again = make_layout(gpu=False)
             assert str(late) in again.hidden and policy.unchanged(again), (late, again.hidden)
-        finally:
-            late.rmdir()
         lay = make_layout(gpu=False)
 
 
@@ -342,11 +350,9 @@ def test_a_task_directly_in_the_root_or_var_loads_with_its_helper_and_the_other_
     task = Path(parent) / f"r30task{os.getpid()}.py"
     helper = Path(parent) / name
     other = Path(parent) / f"r30other{os.getpid()}.json"
-    try:
-        helper.mkdir()
-    except OSError:
-        pytest.skip(f"cannot write in {parent} here")
-    try:
+    with _folder_made(helper), contextlib.ExitStack() as files:
+        for p in (task, other):
+            files.callback(p.unlink, missing_ok=True)
         (helper / "__init__.py").write_text("def twice(x):\n    return x * 2\n")
         task.write_text(ADD_TASK.read_text().replace("import torch.nn as nn\n",
                                                      f"import torch.nn as nn\nfrom {name} import twice\n"))
@@ -359,10 +365,6 @@ def test_a_task_directly_in_the_root_or_var_loads_with_its_helper_and_the_other_
                   "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return twice(a) + b\n")
         with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as e:
             r = e.evaluate(load_task(task), source, OPTS)
-    finally:
-        shutil.rmtree(helper, ignore_errors=True)
-        for p in (task, other):
-            p.unlink(missing_ok=True)
     assert r.status is Status.OK, r.summary()
     assert "top-level-file-secret" not in r.output and "NO " in r.output, r.output[-3000:]
 
@@ -521,16 +523,9 @@ def test_a_top_level_folder_removed_after_the_layout_was_made_does_not_fail_the_
     import sys
 
     sb = probe()
-    gone = Path(f"/stark-gone-{os.getpid()}")
-    try:
-        gone.mkdir()
-    except OSError as e:
-        pytest.skip(f"cannot make a top-level folder here: {e}")
-    try:
+    with _folder_made(Path(f"/stark-gone-{os.getpid()}")) as gone:
         lay = make_layout(gpu=False)
         assert str(gone) in lay.hidden and str(gone) in lay.sealed
-    finally:
-        gone.rmdir()
     if not sb.available:
         pytest.skip(f"no sandbox here: {sb.reason}")
     out = subprocess.run(sb.wrap([sys.executable, "-c", "print('ran')"], lay), capture_output=True, text=True,
