@@ -54,6 +54,7 @@ from stark_lsp.evaluate.candidate.errors import call_failure, error_reply, load_
 from stark_lsp.evaluate.candidate.extension_builds import say_builds
 from stark_lsp.evaluate.candidate.guards import LaunchCounter, poison_cached_memory, profiled_kernel_names, same_tensors
 from stark_lsp.evaluate.candidate.load import CandidateLoadError, load_candidate
+from stark_lsp.evaluate.candidate.own_outputs import owned
 from stark_lsp.evaluate.harness import HarnessError, as_outputs, load_reference
 from stark_lsp.evaluate.sandbox.triton_launchers import log_signatures
 from stark_lsp.evaluate.wire import device_chain as DC
@@ -293,7 +294,9 @@ class CandidateProcess:
             outs = as_outputs(out)
         except HarnessError as e:  # what the call returned (a list that holds itself): the candidate's, not the task's
             raise ValueError(str(e)) from None
-        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs]
+        detached = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs]
+        del out, outs
+        return owned(detached)  # a buffer the candidate writes again next call: copied now (``own_outputs.py``)
 
     def _batch(self, msg: dict[str, Any], call: Callable[[list[Any]], list[Any]], calibration: bool = False
                ) -> dict[str, Any]:

@@ -1,0 +1,69 @@
+"""Session 31's hostile review of the judge (issue 20's classes 1-4, 10 and 11), as a candidate author after a
+false figure or an honest candidate's false verdict. Runs on the CPU against a real sandboxed evaluator; the
+candidates are in tests/data/attacks/ (docs/EVALUATOR.md, "Threat model").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.sandbox.policy import probe
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = ROOT / "tests" / "data" / "attacks"
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+OPTS = EvalOptions(trials=3, cpu_reps=5, reps=30, time_budget_s=1.0, load_timeout_s=30)
+
+needs_sandbox = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: {probe().reason}")
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="required") as e:
+        yield e
+
+
+def run(ev, name: str, task: Path = ADD_TASK, opts: EvalOptions = OPTS) -> EvalResult:
+    return ev.evaluate(load_task(task), (ATTACKS / name).read_text(), opts)
+
+
+# class 11: an honest candidate that returns one buffer, written in place every call ------------------------------
+@needs_sandbox
+@pytest.mark.parametrize("name", ["static_output_after_warmup.py", "static_output_buffer.py"])
+def test_an_output_buffer_written_again_every_call_is_no_cheat(ev, name):
+    """A CUDA graph's static output, or ``torch.mul(a, 2, out=self.out)``: each call's output was right when it
+    returned. The process kept every call's output until the batch ended and read chosen calls back after it, so
+    a later call had overwritten them: ``cheat: wrong_while_timed`` ("repaired after the fact") for the buffer
+    taken after three calls, ``incorrect`` for one taken from the first. The process now copies an output
+    something else still holds at its return (``candidate/own_outputs.py``)."""
+    r = run(ev, name)
+    assert r.status is Status.OK and not r.cheats, r.summary()
+
+
+def test_owned_copies_only_what_something_else_still_holds():
+    import torch
+
+    from stark_lsp.evaluate.candidate.own_outputs import owned
+
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    buf, storage = torch.empty(8, 8), torch.empty(8, 8).untyped_storage()
+
+    def kept(fn) -> list[bool]:  # as the process does: the call's own references dropped first
+        out = fn()
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        detached = [o.detach() for o in outs]
+        del out, outs
+        return [x is y for x, y in zip(owned(detached), detached)]
+
+    assert kept(lambda: a * 2 + b) == [True]
+    assert kept(lambda: torch.split(a * 2 + b, 4)) == [True, True]  # views of one new storage: nothing else holds it
+    assert kept(lambda: torch.mul(a, 2, out=buf)) == [False]
+    assert kept(lambda: torch.mul(a, 2, out=buf).view(64)) == [False]
+    assert kept(lambda: torch.empty(0).set_(storage, 0, (8, 8)).copy_(a)) == [False]  # a storage object it keeps
+    assert kept(lambda: a) == [False]
