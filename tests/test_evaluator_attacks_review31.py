@@ -67,3 +67,34 @@ def test_owned_copies_only_what_something_else_still_holds():
     assert kept(lambda: torch.mul(a, 2, out=buf).view(64)) == [False]
     assert kept(lambda: torch.empty(0).set_(storage, 0, (8, 8)).copy_(a)) == [False]  # a storage object it keeps
     assert kept(lambda: a) == [False]
+
+
+# class 11: a complex output, compared with no tolerance at all ---------------------------------------------------
+COMPLEX_TASK = ATTACKS / "complex_task.py"
+
+
+def test_a_complex_output_gets_its_parts_floats_tolerance():
+    import torch
+
+    from stark_lsp.evaluate.judge.compare import compare_outputs, tolerance_for
+
+    assert tolerance_for(torch.complex64, None, None) == tolerance_for(torch.float32, None, None)
+    assert tolerance_for(torch.complex128, None, None) == tolerance_for(torch.float64, None, None)
+    r = torch.randn(64, dtype=torch.complex64)
+    assert compare_outputs([r], [r * (1 + 1e-6)]).passed
+    assert not compare_outputs([r], [r * (1 + 1e-2)]).passed
+
+
+@needs_sandbox
+def test_an_honest_complex_kernel_with_its_own_rounding_is_ok(ev):
+    """Before session 31's review a complex dtype had no tolerance (not in the table: 0), so a complex kernel
+    whose float32 rounding differed from the reference's by 2e-7 was ``incorrect`` (every other float dtype
+    allows KernelBench's tolerance)."""
+    r = run(ev, "complex_reordered.py", task=COMPLEX_TASK)
+    assert r.status is Status.OK, r.summary()
+
+
+@needs_sandbox
+def test_a_complex_kernel_that_lowers_its_precision_while_timed_is_still_a_cheat(ev):
+    r = run(ev, "complex_half_when_timed.py", task=COMPLEX_TASK)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()

@@ -1,7 +1,7 @@
 """Compare candidate outputs with reference outputs (worker side, needs torch).
 
 Tolerances follow KernelBench: fp32 1e-4, fp16/bf16 1e-2, fp64 1e-7 (absolute
-and relative), integers and booleans exact; the harness or the caller may
+and relative; a complex dtype its parts' float's), integers and booleans exact; the harness or the caller may
 override them. Shapes and dtypes must match exactly. NaN, +inf and -inf must
 sit exactly where the reference has them (both ways); elsewhere the values
 must agree within the tolerance. Runs in the judge, never beside candidate code.
@@ -20,6 +20,11 @@ DEFAULT_TOLERANCE = {
     "float32": 1e-4,
     "float16": 1e-2,
     "bfloat16": 1e-2,
+    # a complex output is compared as its real and imaginary parts: their float's tolerance (before session 31's
+    # review none, so an honest complex kernel whose rounding differed from the reference's was incorrect)
+    "complex32": 1e-2,
+    "complex64": 1e-4,
+    "complex128": 1e-7,
 }
 
 
