@@ -98,3 +98,33 @@ def test_an_honest_complex_kernel_with_its_own_rounding_is_ok(ev):
 def test_a_complex_kernel_that_lowers_its_precision_while_timed_is_still_a_cheat(ev):
     r = run(ev, "complex_half_when_timed.py", task=COMPLEX_TASK)
     assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
+
+
+# class 4: one output that does not depend on the inputs, beside one that does --------------------------------------
+def test_the_tasks_check_calls_a_task_with_one_constant_output_degenerate():
+    import torch
+
+    from stark_lsp.evaluate.judge import task_sanity
+
+    def inputs_of(seed: int) -> list:
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(16, 16, generator=g), torch.randn(16, 16, generator=g)]
+
+    def one_constant(xs: list) -> list:
+        return [xs[0] * 2 + xs[1], torch.softmax((xs[0] @ xs[1]).sum(1, keepdim=True), dim=1)]
+
+    got = task_sanity.check(one_constant, inputs_of, [1, 2, 3, 4], None, None)
+    assert "output 2 is the same for every input" in got.degenerate, got
+    sound = task_sanity.check(lambda xs: [xs[0] * 2, xs[0] + xs[1]], inputs_of, [1, 2, 3, 4], None, None)
+    assert sound.degenerate == "", sound
+    with_a_number = task_sanity.check(lambda xs: [xs[0] * 2, 3], inputs_of, [1, 2, 3, 4], None, None)
+    assert with_a_number.degenerate == "", with_a_number  # a number returned as it is costs no work to skip
+
+
+@needs_sandbox
+def test_a_constant_returned_for_the_constant_output_is_marked(ev):
+    """Before session 31's review only a task whose every output was constant was degenerate: a candidate that
+    returned ones for a softmax over a dimension of size 1, beside a sound output, skipped that output's matrix
+    product with nothing said (``ok``, no mark)."""
+    r = run(ev, "constant_for_one_output.py", task=ATTACKS / "one_output_degenerate_task.py")
+    assert r.status is Status.OK and "output 2 is the same for every input" in r.degenerate, r.summary()

@@ -7,7 +7,10 @@ returns a constant without reading its inputs passes every check. METR and
 robust-kbench drop such tasks; here the judge finds them before the first
 candidate runs and says so once: the result carries the reason
 (``EvalResult.degenerate``), and every surface marks its speedups
-(``speedups.py``). An input that the outputs do not depend on is noted as a
+(``speedups.py``). So is a task with an output of that kind beside others that
+do depend on the inputs (a softmax over a dimension of size 1 returned beside a
+sound output: before session 31's review nothing said so, and a candidate
+returning ones for it skipped its work unmarked). An input that the outputs do not depend on is noted as a
 flag for review: a candidate may ignore it. Where an output does depend on an
 input, a candidate's must too: every call is compared with the reference on
 its own fresh inputs (``batches.py``), so one that ignores it fails.
@@ -24,6 +27,7 @@ import torch
 
 from stark_lsp.evaluate.judge.compare import tolerance_for
 from stark_lsp.evaluate.wire import digest as D
+from stark_lsp.output_names import output_name
 
 SEEDS = 4  # inputs the reference is run on
 
@@ -91,6 +95,13 @@ def check(outputs_of: Callable[[list[Any]], list[Any]], inputs_of: Callable[[int
         result.degenerate = (f"the reference's output is the same for every input within the tolerance (on "
                              f"{len(seeds)} random inputs): any constant passes, so a speedup on it means nothing")
         return result
+    fixed = [i for i, (v, o) in enumerate(zip(varies, first)) if not v and isinstance(o, torch.Tensor)]
+    if fixed:  # one output constant beside others that vary: its work can be skipped as a whole task's could
+        names = ", ".join(output_name(i) for i in fixed)
+        one = len(fixed) == 1
+        result.degenerate = (f"{names} {'is' if one else 'are'} the same for every input within the tolerance (on "
+                             f"{len(seeds)} random inputs): any constant passes for {'it' if one else 'them'}, so a "
+                             f"speedup may come from skipping {'its' if one else 'their'} work")
     # each input on its own: the first seed's inputs with that one drawn from the second seed
     for i in floats:
         other = inputs_of(seeds[1])[i]
