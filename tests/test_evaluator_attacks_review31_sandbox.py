@@ -1,0 +1,59 @@
+"""Session 31's hostile review of the sandbox and the judge's side of the channel (issue 20's classes 5-9): a
+candidate after the judge itself, the next candidate, or the user's machine. Runs on the CPU against a real
+sandboxed evaluator; the candidates are in tests/data/attacks/ (docs/EVALUATOR.md, "Threat model")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.sandbox.policy import probe
+from stark_lsp.evaluate.wire.channel import ChannelError, decode, nesting_depth
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = ROOT / "tests" / "data" / "attacks"
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+GOOD = (ROOT / "tests" / "data" / "evaluator" / "good_torch.py").read_text()
+# a cap on the whole evaluation: a judge stuck in its own code is stopped (a timeout) instead of the test hanging
+OPTS = EvalOptions(trials=3, cpu_reps=5, reps=30, time_budget_s=1.0, load_timeout_s=30, cap_s=90.0)
+
+needs_sandbox = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: {probe().reason}")
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="auto") as e:
+        yield e
+
+
+def run(ev, name: str, opts: EvalOptions = OPTS) -> EvalResult:
+    return ev.evaluate(load_task(ADD_TASK), (ATTACKS / name).read_text() if name else GOOD, opts)
+
+
+# class 9: what the candidate sends on its channel ----------------------------------------------------------------
+def test_nesting_depth_sees_strings_as_the_parser_does_escapes_and_unclosed_strings_included():
+    assert nesting_depth(b'{"a": "[[[\\"[[", "b": [[1]]}') == 3  # brackets in a string, an escaped quote in it
+    assert nesting_depth(b'["\\\\", [[]]]') == 3  # an escaped backslash ends before the closing quote
+    assert nesting_depth(b'{"a": "\\u005b[[["}') == 1
+    assert nesting_depth(b"[" * 40 + b"]" * 40) == 13  # counted up to the limit + 1
+    unclosed = b'{"calls": "' + b'\\"' * 20_000  # the attack's shape, smaller: a string that never closes
+    assert nesting_depth(unclosed) == 1
+    with pytest.raises(ChannelError):
+        decode(unclosed)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name, words", [
+    ("unclosed_escaped_string.py", "not a valid message"),  # the judge scanned it for hours
+])
+def test_a_malformed_reply_fails_that_candidate_as_a_broken_protocol_and_the_judge_goes_on(ev, name, words):
+    r = run(ev, name)
+    assert r.status is Status.CHEAT and ("broke the protocol" in r.message or "invalid outputs" in r.message), \
+        r.summary()
+    assert words in r.message and "Traceback" not in r.message, r.message
+    assert run(ev, "").status is Status.OK  # the same judge, the next honest candidate
