@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from stark_lsp.evaluate.evaluator import Evaluator
+from stark_lsp.evaluate.judge import replies as R
 from stark_lsp.evaluate.options import EvalOptions
 from stark_lsp.evaluate.result import EvalResult, Status
 from stark_lsp.evaluate.sandbox.policy import probe
-from stark_lsp.evaluate.wire.channel import ChannelError, decode, nesting_depth
+from stark_lsp.evaluate.wire.channel import ChannelError, check_output_headers, decode, nesting_depth
 from stark_lsp.tasks.spec import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +48,18 @@ def test_nesting_depth_sees_strings_as_the_parser_does_escapes_and_unclosed_stri
         decode(unclosed)
 
 
+def test_a_reply_check_that_meets_an_unforeseen_type_is_the_candidates_broken_protocol():
+    tensor = {"kind": "tensor", "shape": [2], "nbytes": 8, "stored": True, "offset": 0}
+    for dtype in (["float32"], {"a": 1}, None, 3):
+        with pytest.raises(ChannelError):
+            check_output_headers([{**tensor, "dtype": dtype}], 1 << 20)
+    assert check_output_headers([{**tensor, "dtype": "float32"}], 1 << 20)[0]["nbytes"] == 8
+
+
 @needs_sandbox
 @pytest.mark.parametrize("name, words", [
     ("unclosed_escaped_string.py", "not a valid message"),  # the judge scanned it for hours
+    ("unhashable_dtype.py", "is not allowed"),  # the judge's TypeError was the verdict, "evaluator error"
 ])
 def test_a_malformed_reply_fails_that_candidate_as_a_broken_protocol_and_the_judge_goes_on(ev, name, words):
     r = run(ev, name)
@@ -57,3 +67,8 @@ def test_a_malformed_reply_fails_that_candidate_as_a_broken_protocol_and_the_jud
         r.summary()
     assert words in r.message and "Traceback" not in r.message, r.message
     assert run(ev, "").status is Status.OK  # the same judge, the next honest candidate
+
+
+def test_replies_stay_typed():  # the checks of replies.py, which the same class reaches through ``ask``
+    with pytest.raises(ChannelError):
+        R.batch({"calls": [{"meta": [[["float32"], [2]]], "digest": [[0, 0, 0, 0]], "hash": [""]}]}, 1)

@@ -33,6 +33,16 @@ _PIN_FROM = 4 << 20  # output bytes from which pinning the judge's mapping pays 
 T = TypeVar("T")
 
 
+# what a check of a reply (``replies.py``, ``check_output_headers``) may raise on a malformed one: its own
+# ``ChannelError``, or a type it did not foresee reaching an operation (a list as a dict key raised TypeError out of
+# the judge, "evaluator error" and its traceback, until the review of session 31): the candidate broke the protocol
+MALFORMED = (ChannelError, TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError)
+
+
+def malformed(e: BaseException) -> str:
+    return str(e) if isinstance(e, ChannelError) else f"a malformed reply: {type(e).__name__}"
+
+
 class Cancelled(Exception):
     """The caller stopped the evaluation (``cancel()``, Ctrl-C, a wall-time limit)."""
 
@@ -153,9 +163,9 @@ class Conversation:
             return reply
         try:
             return parse(reply)
-        except ChannelError as e:
+        except MALFORMED as e:
             self.kill()
-            raise self.state.cheat("channel", f"{phase}: the candidate process broke the protocol ({e})",
+            raise self.state.cheat("channel", f"{phase}: the candidate process broke the protocol ({malformed(e)})",
                                    self.output()) from None
 
     def raise_on_error(self, reply: dict[str, Any]) -> None:
@@ -178,9 +188,9 @@ class Conversation:
         """The outputs a reply describes, copied out of the shared buffer (headers checked first)."""
         try:
             checked = check_output_headers(headers, self.link.capacity)
-        except ChannelError as e:
+        except MALFORMED as e:
             self.kill()
-            raise self.state.cheat("channel", f"the candidate process sent invalid outputs ({e})",
+            raise self.state.cheat("channel", f"the candidate process sent invalid outputs ({malformed(e)})",
                                    self.output()) from None
         outs: list[Any] = []
         gpu = self.device.type == "cuda"

@@ -238,7 +238,7 @@ def check_output_headers(headers: Any, capacity: int, limit: int = 64) -> list[d
         if kind != "tensor":
             raise ChannelError(f"{output_name(i)}: unknown kind {kind!r:.40}")
         dtype, shape = h.get("dtype"), h.get("shape")
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:  # (a list would raise in the lookup: unhashable)
             raise ChannelError(f"{output_name(i)}: dtype {dtype!r:.40} is not allowed")
         if not isinstance(shape, list) or len(shape) > 16 or not all(isinstance(d, int) and not isinstance(d, bool)
                                                                      and 0 <= d < (1 << 40) for d in shape):
