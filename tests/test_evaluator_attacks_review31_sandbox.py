@@ -72,3 +72,23 @@ def test_a_malformed_reply_fails_that_candidate_as_a_broken_protocol_and_the_jud
 def test_replies_stay_typed():  # the checks of replies.py, which the same class reaches through ``ask``
     with pytest.raises(ChannelError):
         R.batch({"calls": [{"meta": [[["float32"], [2]]], "digest": [[0, 0, 0, 0]], "hash": [""]}]}, 1)
+
+
+# class 5: what a candidate leaves for the next one ---------------------------------------------------------------
+def test_the_zygote_lists_every_sysv_ipc_object_by_id_from_proc():
+    from stark_lsp.evaluate.sandbox.zygote import sysv_ipc_ids
+
+    tables = {"shm": "       key      shmid perms       size\n     20817          0     0    67108864\n",
+              "sem": "       key      semid perms      nsems\n", "msg": "       key      msqid perms\n  1 7 600\n"}
+    assert sysv_ipc_ids(tables.__getitem__) == {"shm": [0], "sem": [], "msg": [7]}
+
+
+@needs_sandbox
+def test_a_sysv_segment_given_away_does_not_reach_the_next_candidate(ev):
+    """Its creator gave it another owner and mode 0: ``ipcrm --all`` could not read it and left it, memory and
+    marker, to every later candidate, which took it back and read it (FOUND b'LEFT-BY-AN-EARLIER-CANDIDATE')."""
+    first = run(ev, "sysv_segment_given_away.py")
+    assert first.status is Status.OK and "GIVEN AWAY True" in first.output, (first.summary(), first.output)
+    second = run(ev, "sysv_segment_taken_back.py")
+    assert second.status is Status.OK, second.summary()
+    assert "NO SEGMENT LEFT" in second.output and "FOUND" not in second.output, second.output

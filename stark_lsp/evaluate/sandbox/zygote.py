@@ -36,7 +36,6 @@ import shutil
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -171,6 +170,45 @@ def wipe(root: str, depth: int = 0, dev: int | None = None) -> bool:
             if mine and ex.errno not in (errno.ENOENT, errno.EROFS):
                 ok = False  # the candidate's own, and it stays
     return ok
+
+
+SYSV_IPC = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # /proc/sysvipc/<kind>: its removal call
+IPC_RMID = 0
+
+
+def sysv_ipc_ids(read=None) -> dict[str, list[int]]:
+    """The System V IPC objects of this IPC namespace, by kind: their ids, from ``/proc/sysvipc`` (which lists
+    every object, whatever its owner and mode)."""
+    out: dict[str, list[int]] = {}
+    for kind in SYSV_IPC:
+        try:
+            text = read(kind) if read is not None else Path(f"/proc/sysvipc/{kind}").read_text()
+        except OSError:
+            continue
+        ids = []
+        for line in text.splitlines()[1:]:  # a header, then key, id, ...
+            parts = line.split()
+            if len(parts) > 1 and parts[1].isdigit():
+                ids.append(int(parts[1]))
+        out[kind] = ids
+    return out
+
+
+def remove_sysv_ipc() -> bool:
+    """Remove every System V IPC object a candidate made (the sandbox's own IPC namespace, shared by every
+    candidate process of this zygote); False when one is still there. Each is removed by its id, as its creator
+    (the same uid): ``ipcrm --all``, used before, removes only what it can read, and a segment whose creator gave
+    it away (IPC_SET: another owner, mode 0) stayed, with its memory, for every later candidate, which could take
+    it back (the creator may set its mode again) and read what the first left (the review of session 31)."""
+    for kind, ids in sysv_ipc_ids().items():
+        call = getattr(_libc, SYSV_IPC[kind])
+        for i in ids:
+            if kind == "sem":
+                call(ctypes.c_int(i), ctypes.c_int(0), ctypes.c_int(IPC_RMID))
+            else:
+                call(ctypes.c_int(i), ctypes.c_int(IPC_RMID), None)
+    # a removed segment still attached is listed until its last process is gone: every one was killed before this
+    return not any(sysv_ipc_ids().values())
 
 
 class Zygote:
@@ -382,8 +420,9 @@ class Zygote:
             if not all([wipe(d) for d in self.wipe_dirs]):
                 raise WipeFailed("what the last candidate left in its scratch folders could not all be removed")
             self._restore_roots()
-            if shutil.which("ipcrm"):
-                subprocess.run(["ipcrm", "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            if not remove_sysv_ipc():
+                raise WipeFailed("a System V shared memory segment, semaphore set or message queue the last candidate "
+                                 "made could not be removed")
         for d in self.private_dirs:
             shutil.rmtree(d, ignore_errors=True)
         self.private_dirs.clear()
