@@ -92,3 +92,36 @@ def test_a_sysv_segment_given_away_does_not_reach_the_next_candidate(ev):
     second = run(ev, "sysv_segment_taken_back.py")
     assert second.status is Status.OK, second.summary()
     assert "NO SEGMENT LEFT" in second.output and "FOUND" not in second.output, second.output
+
+
+# class 7: what a build prints ------------------------------------------------------------------------------------
+def test_a_builds_output_is_kept_as_its_head_and_tail_whatever_it_prints():
+    """A build (nvcc in the sandbox, its output read by the CLI or the editor) printing 340 MB took the caller to
+    1 GiB read whole, before any parsing; now its head and tail are kept, and the rest is counted."""
+    import sys
+
+    from stark_lsp.evaluate.bounded_run import run_bounded
+
+    spam = ("import sys\nsys.stdout.write('FIRST\\n'); sys.stdout.flush()\n"
+            "for _ in range(40_000): sys.stderr.write('w' * 255 + '\\n')\nsys.stderr.write('LAST\\n')\nsys.exit(3)\n")
+    code, out = run_bounded([sys.executable, "-c", spam], cwd=".", env={}, timeout_s=120, head=64 << 10,
+                            tail=16 << 10)
+    assert code == 3
+    assert out.startswith("FIRST\n") and out.endswith("LAST\n"), (out[:40], out[-40:])
+    assert len(out) <= (64 << 10) + (16 << 10) + 100 and "bytes of the build's output left out" in out
+    dropped = int(out.split("... (")[1].split(" bytes")[0])
+    assert dropped + (64 << 10) + (16 << 10) == len("FIRST\n") + 40_000 * 256 + len("LAST\n")
+    code, out = run_bounded([sys.executable, "-c", "print('short')"], cwd=".", env={}, timeout_s=120)
+    assert (code, out) == (0, "short\n")
+    code, _ = run_bounded([sys.executable, "-c", "import time; print('x', flush=True); time.sleep(600)"], cwd=".",
+                          env={}, timeout_s=1)
+    assert code is None  # killed with its session once its time passed
+
+
+def test_the_cuda_build_reads_its_commands_output_bounded(tmp_path, monkeypatch):
+    import stark_lsp.evaluate.cuda_build as CB
+
+    seen = []
+    monkeypatch.setattr(CB, "run_bounded", lambda argv, **kw: seen.append(argv) or (0, "ok"))
+    b = CB.CudaBuilder(tmp_path / "cache")
+    assert b._run(["nvcc", "--version"], tmp_path, None, [tmp_path], 10) == (True, "ok") and seen

@@ -60,6 +60,7 @@ from stark_lsp.project_build.depfile import parse_depfile
 from stark_lsp.project_build.ninja_file import NinjaBuild
 from stark_lsp.project_build.scrub import is_source_file, scrub_compiler_log
 from stark_lsp.project_build.settings import BuildSettings, BuildSettingsError, resolve, single_file
+from stark_lsp.evaluate.bounded_run import run_bounded
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
 from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
@@ -336,12 +337,11 @@ class CudaBuilder:
                                      f"is not compiled as root; make the path readable by others (chmod o+rX), run "
                                      f"as another user, or pass --unsafe-no-sandbox")
             run = self.sandbox.wrap(cmd, layout)
-        try:
-            proc = subprocess.run(run, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
-                                  env=_compiler_env(), start_new_session=True, errors="replace")
-            return proc.returncode == 0, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired:
+        # its output bounded (``bounded_run``): a candidate's source decides much of what a build prints
+        code, out = run_bounded(run, cwd=cwd, env=_compiler_env(), timeout_s=timeout_s)
+        if code is None:
             return False, f"nvcc timed out after {timeout_s:.0f} s"
+        return code == 0, out
 
     def _compile(self, prekey: str, source: str, flags: list[str], nvcc: str, settings: BuildSettings,
                  timeout_s: float) -> CudaArtifact:
