@@ -128,3 +128,60 @@ def test_a_constant_returned_for_the_constant_output_is_marked(ev):
     product with nothing said (``ok``, no mark)."""
     r = run(ev, "constant_for_one_output.py", task=ATTACKS / "one_output_degenerate_task.py")
     assert r.status is Status.OK and "output 2 is the same for every input" in r.degenerate, r.summary()
+
+
+# class 11: a number output, held to 1e-6 of itself, and a one-element digest judged by the digest alone ---------
+SCALAR_TASK = ATTACKS / "scalar_task.py"
+
+
+def test_a_float_number_gets_float32s_tolerance_and_an_integer_stays_exact():
+    from stark_lsp.evaluate.judge.compare import compare_outputs, same_scalar
+
+    assert same_scalar(1023.4893188476562, 1023.480712890625)  # (a * b).sum() and torch.dot over 2**20 floats
+    assert not same_scalar(1023.48, 1023.9)
+    assert not same_scalar(7, 8) and same_scalar(7, 7.0)
+    got = compare_outputs([1023.4893188476562], [1023.480712890625])
+    assert got.passed and got.max_abs_error > 0  # its error kept: the trials' yardstick (``as_rounding``)
+
+
+def _checker(trials_max_abs: dict[int, float]):
+    from stark_lsp.evaluate.judge.batches import Checker
+
+    c = Checker.__new__(Checker)  # the rule alone: no process behind it
+    c.trials_max_abs = trials_max_abs
+    return c
+
+
+def test_a_one_element_digest_off_by_the_trials_rounding_is_rounding_not_a_cheat():
+    ref, bound = [[0.01, 0.0, 0.0, 0.0]], [0.0002]
+    c = _checker({0: 0.004})
+    assert c._digest_as_rounding([[0.015, 0.0, 0.0, 0.0]], ref, bound, [1])  # 0.005: within 16x the trials' 0.004
+    assert not c._digest_as_rounding([[0.5, 0.0, 0.0, 0.0]], ref, bound, [1])  # lowered precision: far outside
+    assert not c._digest_as_rounding([[0.015, 0.0, 0.0, 0.0]], ref, bound, [8192])  # a sum of many: the bound's own
+    assert not _checker({})._digest_as_rounding([[0.015, 0.0, 0.0, 0.0]], ref, bound, [1])  # exact trials: no room
+    assert not c._digest_as_rounding([[0.015, 1.0, 0.0, 0.0]], ref, bound, [1])  # a NaN where there was none
+
+
+@needs_sandbox
+def test_an_honest_dot_product_returned_as_a_number_is_never_a_cheat(ev):
+    """``torch.dot(a, b).item()`` against ``(a * b).sum().item()`` over 2**20 floats: a float was held to 1e-6 of
+    itself, so the honest candidate was ``incorrect`` in its trials, or ``cheat: wrong_while_timed`` on a call
+    whose value sat near zero once its trials passed. A number now gets float32's tolerance, and a timed call off
+    by its trials' rounding is ``incorrect`` there, not a cheat (the two tests above fail without either)."""
+    for _ in range(2):  # (a trial whose value sits near zero is still ``incorrect``: the task's tolerance)
+        r = run(ev, "scalar_dot.py", task=SCALAR_TASK)
+        assert not r.cheats and r.status in (Status.OK, Status.INCORRECT), r.summary()
+
+
+@needs_sandbox
+def test_a_number_computed_in_bfloat16_while_timed_is_still_a_cheat(ev):
+    r = run(ev, "scalar_half_when_timed.py", task=SCALAR_TASK)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
+
+
+def test_a_number_read_back_off_by_the_trials_rounding_is_rounding():
+    from stark_lsp.evaluate.judge.compare import as_rounding, compare_outputs
+
+    got = compare_outputs([4.7609710693359375], [4.759368896484375])  # a timed call's, read back (measured)
+    assert not got.passed and got.outside == 1 and got.size == 1
+    assert as_rounding(got, 0.0002) and not as_rounding(got, 0.00005)

@@ -45,7 +45,8 @@ import torch
 
 from stark_lsp.evaluate.harness import Reference, clone_inputs
 from stark_lsp.evaluate.judge import replies as R
-from stark_lsp.evaluate.judge.compare import Comparison, as_rounding, compare_outputs, tolerance_for
+from stark_lsp.evaluate.judge.compare import (Comparison, as_rounding, compare_outputs, rounding_factor, scalar_tolerance,
+                                              tolerance_for)
 from stark_lsp.evaluate.judge.conversation import Conversation, Verdict
 from stark_lsp.evaluate.judge.timing import Batch
 from stark_lsp.evaluate.result import Status, Trial
@@ -217,6 +218,7 @@ class Checker:
         on the H200 two synchronizations a call made the checks of a timing cost more than the timing."""
         deferred = D.Deferred()
         wheres = []
+        sizes: list[list[int]] = []  # each call's outputs' element counts (a number: one)
         for i, (call, seed, sign) in enumerate(zip(ran.calls, ran.input_seeds, ran.signs)):
             where = f"{label} {i + number_from}" if trial else f"{label}, call {i + 1}"
             ref_out = self.reference(ran.inputs(self.ref, i, self.conv.device), sync=False)
@@ -226,9 +228,10 @@ class Checker:
             if i in fetch:  # element by element first: its message is the precise one
                 outs = fetched[i] if fetched is not None and i in fetched else self.fetch(i, where)
                 self._compare_fetched(call, seed, sign, ref_out, outs, trial, where, trials)
-            deferred.add(ref_out, sign, [tolerance_for(getattr(o, "dtype", None), self.atol, self.rtol)
-                                         for o in ref_out])
+            deferred.add(ref_out, sign, [tolerance_for(o.dtype, self.atol, self.rtol) if isinstance(o, torch.Tensor)
+                                         else scalar_tolerance(o, self.atol, self.rtol) for o in ref_out])
             wheres.append(where)
+            sizes.append([o.numel() if isinstance(o, torch.Tensor) else 1 for o in ref_out])
             del ref_out
         for i, ((digs, bounds), where) in enumerate(zip(deferred.resolve(), wheres)):
             call, seed, sign = ran.calls[i], ran.input_seeds[i], ran.signs[i]
@@ -239,8 +242,34 @@ class Checker:
             if why and "NaN/inf counts" in why:  # fp16 overflow, log(0) on a seed no trial drew: a wrong answer
                 raise Verdict(self.conv.state.result(Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {why}",
                                                      output=self.conv.output()))
+            if why and not trial and self._digest_as_rounding(call.digest, digs, bounds, sizes[i]):
+                if self.rounding is None:  # said once every other check passed (``Pending.flush``), as a read-back's
+                    self.rounding = Verdict(self.conv.state.result(
+                        Status.INCORRECT, f"on the inputs of {where} (seed {seed}): {why}; rounding of the size the "
+                                          f"trials showed, outside this task's tolerance on these inputs",
+                        output=self.conv.output()))
+                continue
             if why:
                 raise self._wrong(trial, where, why, seed, trials)
+
+    def _digest_as_rounding(self, cand: Any, ref: list[list[float]], bounds: list[float], sizes: list[int]) -> bool:
+        """A timed call's digest off only in outputs of one element (a number, a loss's 0-dim tensor), each by at
+        most ``compare.rounding_factor`` x that output's largest error in the trials that passed: a one-element output's
+        digest is the element itself (its sign aside), so this is ``compare.as_rounding``'s rule for it, applied
+        to a call not read back. Before session 31's review an honest float32 dot product returned as
+        ``.item()`` was ``cheat: wrong_while_timed`` on a call whose value sat near zero, where the tolerance is
+        smaller than the sum's rounding; its trials had shown errors of that size."""
+        if not isinstance(cand, list) or len(cand) != len(ref) or len(sizes) != len(ref):
+            return False
+        for i, (c, r, b, n) in enumerate(zip(cand, ref, bounds, sizes)):
+            if not isinstance(c, list) or len(c) != 4 or c[1:] != r[1:] or not isinstance(c[0], (int, float)):
+                return False
+            off = abs(c[0] - r[0])
+            if off <= b:
+                continue
+            if n != 1 or not off <= rounding_factor(n) * self.trials_max_abs.get(i, 0.0):
+                return False
+        return True
 
     def _compare_fetched(self, call: R.CallReply, seed: int, sign: int, ref_out: list[Any], outs: list[Any],
                          trial: bool, where: str, trials: list[Trial] | None) -> None:

@@ -9,6 +9,7 @@ must agree within the tolerance. Runs in the judge, never beside candidate code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +61,11 @@ def compare_outputs(ref: Any, cand: Any, atol: float | None = None, rtol: float 
         if not isinstance(r, torch.Tensor):
             if isinstance(c, torch.Tensor):
                 c = c.item() if c.numel() == 1 else c
-            if not _same_scalar(r, c):
-                return Comparison(False, None, None, i, f"{output_name(i)}: expected {r!r}, got {c!r}", atol, rtol)
+            err = abs(r - c) if _real(r) and _real(c) and math.isfinite(r) and math.isfinite(c) else None
+            if not same_scalar(r, c, atol, rtol):  # a number's error, as an element's (``as_rounding``'s yardstick)
+                return Comparison(False, err, None, i, f"{output_name(i)}: expected {r!r}, got {c!r}", atol, rtol,
+                                  outside=1, size=1)
+            worst_abs = max(worst_abs, err or 0.0)
             continue
         if not isinstance(c, torch.Tensor):
             return Comparison(False, None, None, i, f"{output_name(i)}: expected a tensor, got {type(c).__name__}", atol, rtol)
@@ -155,7 +159,16 @@ def _chunk_figures(r: Any, c: Any, a: float, rt: float, tol: Any, any_device: bo
     return torch.stack([p.to(torch.float64) for p in parts])
 
 
-def _same_scalar(r: Any, c: Any) -> bool:
+def scalar_tolerance(value: Any, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """A number output's (atol, rtol): float32's for a float (the judge cannot tell which arithmetic made it, and a
+    float32 sum's ``.item()`` is the common case), none for an integer (``same_scalar`` keeps its 1e-6 of it)."""
+    return tolerance_for("float32" if isinstance(value, float) else None, atol, rtol)
+
+
+def same_scalar(r: Any, c: Any, atol: float | None = None, rtol: float | None = None) -> bool:
+    """Two numbers output: a float within float32's tolerance (or the task's), an integer within 1e-6 of itself.
+    Before session 31's review every float was held to 1e-6 of itself, and an honest ``torch.dot(a, b).item()``
+    against a reference's ``(a * b).sum().item()`` (float32 rounding of 1e-5) was incorrect."""
     import math
 
     if isinstance(r, bool) or isinstance(c, bool) or not isinstance(r, (int, float)) or not isinstance(c, (int, float)):
@@ -164,7 +177,14 @@ def _same_scalar(r: Any, c: Any) -> bool:
         return math.isnan(r) and math.isnan(c)
     if math.isinf(r) or math.isinf(c):
         return r == c
-    return r == c or abs(r - c) <= 1e-6 * max(1.0, abs(r))
+    if r == c or abs(r - c) <= 1e-6 * max(1.0, abs(r)):
+        return True
+    a, rt = scalar_tolerance(r if isinstance(r, float) else c, atol, rtol)
+    return abs(r - c) <= a + rt * abs(r)
+
+
+def _real(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _dt(dtype: Any) -> str:
@@ -173,6 +193,14 @@ def _dt(dtype: Any) -> str:
 
 ROUNDING_FACTOR = 4.0  # a timed call's largest error within this many times the trials' largest
 ROUNDING_SHARE = 0.01  # and at most this share of its elements outside the tolerance
+# an output of one element (a number, a loss's 0-dim tensor): the trials show its rounding only once each (3-5
+# samples), not over thousands of elements, and an honest float32 sum of 2**20 products strayed 3x the largest of
+# 3 trials (session 31's review); lowered precision strays hundreds of times (bfloat16: 300x)
+ONE_ELEMENT_ROUNDING_FACTOR = 16.0
+
+
+def rounding_factor(size: int) -> float:
+    return ONE_ELEMENT_ROUNDING_FACTOR if size == 1 else ROUNDING_FACTOR
 
 
 def as_rounding(cmp: Comparison, trials_max_abs: float) -> bool:
@@ -185,4 +213,5 @@ def as_rounding(cmp: Comparison, trials_max_abs: float) -> bool:
     to compare with (any difference while timed is then a cheat)."""
     if cmp.passed or cmp.special or cmp.max_abs_error is None or trials_max_abs <= 0.0 or cmp.size <= 0:
         return False
-    return cmp.max_abs_error <= ROUNDING_FACTOR * trials_max_abs and cmp.outside <= max(1.0, ROUNDING_SHARE * cmp.size)
+    return (cmp.max_abs_error <= rounding_factor(cmp.size) * trials_max_abs
+            and cmp.outside <= max(1.0, ROUNDING_SHARE * cmp.size))

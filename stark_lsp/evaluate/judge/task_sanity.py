@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import torch
 
-from stark_lsp.evaluate.judge.compare import tolerance_for
+from stark_lsp.evaluate.judge.compare import same_scalar, tolerance_for
 from stark_lsp.evaluate.wire import digest as D
 from stark_lsp.output_names import output_name
 
@@ -71,7 +71,7 @@ def _close(a: Any, b: Any, atol: float | None, rtol: float | None) -> bool:
         if a.is_complex():
             wide = torch.complex128 if wide == torch.float64 else torch.complex64
         return bool(torch.allclose(a.to(wide), b.to(wide), atol=at, rtol=rt, equal_nan=True))
-    return a == b
+    return same_scalar(a, b, atol, rtol)  # numbers as the comparison takes them
 
 
 def check(outputs_of: Callable[[list[Any]], list[Any]], inputs_of: Callable[[int], list[Any]], seeds: list[int],

@@ -97,8 +97,9 @@ def bound(values: list[Any], atol: float, rtol: float) -> list[float]:
     out: list[float | None] = []
     parts: list[tuple[int, torch.Tensor]] = []
     for v in values:
-        if not isinstance(v, torch.Tensor):
-            out.append(1e-6 * max(1.0, abs(float(v))) if isinstance(v, (int, float)) and math.isfinite(float(v)) else 0.0)
+        if not isinstance(v, torch.Tensor):  # a number: 1e-6 of it, or its tolerance (``compare.scalar_tolerance``)
+            finite = isinstance(v, (int, float)) and math.isfinite(float(v))
+            out.append(max(1e-6 * max(1.0, abs(float(v))), atol + rtol * abs(float(v))) if finite else 0.0)
             continue
         parts.append((len(out), torch.stack(_bound_parts(v, _flat(v), atol, rtol))))
         out.append(None)
