@@ -125,3 +125,15 @@ def test_the_cuda_build_reads_its_commands_output_bounded(tmp_path, monkeypatch)
     monkeypatch.setattr(CB, "run_bounded", lambda argv, **kw: seen.append(argv) or (0, "ok"))
     b = CB.CudaBuilder(tmp_path / "cache")
     assert b._run(["nvcc", "--version"], tmp_path, None, [tmp_path], 10) == (True, "ok") and seen
+
+
+# class 7: memory past any one process's limit --------------------------------------------------------------------
+@needs_sandbox
+def test_a_sandboxs_processes_are_the_oom_killers_first(ev):
+    """Each process has its limit, the sandbox none: its processes, memfds and segments could run the machine out of
+    memory, and the OOM killer took the largest process, the judge or the user's editor. Every process of a sandbox
+    starts at oom_score_adj 1000 (a candidate without CAP_SYS_RESOURCE's root may set its own back to the user's)."""
+    source = ("import torch.nn as nn\nprint('OOM_SCORE_ADJ', open('/proc/self/oom_score_adj').read().strip())\n"
+              "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a * 2 + b\n")
+    r = ev.evaluate(load_task(ADD_TASK), source, OPTS)
+    assert r.status is Status.OK and "OOM_SCORE_ADJ 1000" in r.output, (r.summary(), r.output)

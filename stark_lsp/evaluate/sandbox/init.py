@@ -25,7 +25,8 @@ Trusted and small: it never imports torch or candidate code. In order:
    (``/dev/null``, read-only, nodev): the cache, the search stores and the
    dot-entries beside and above what the sandbox shows (``policy.dot_entries``);
 5. set the layout's hard resource limits (``limits.py``: processes, file
-   size, memory, CPU time);
+   size, memory, CPU time), and make its processes the OOM killer's first
+   (``first_to_go``);
 6. as real root, become ``nobody`` when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
    good (bounding set, securebits), so nothing can undo the mounts;
@@ -257,6 +258,24 @@ def cover(path: str) -> None:
             raise
 
 
+OOM_SCORE_ADJ = 1000
+
+
+def first_to_go() -> None:
+    """The kernel's OOM killer takes this sandbox's processes before any other (``oom_score_adj`` 1000, inherited
+    by all it starts). Its limits bound each process, not the sandbox: processes at 3/4 of RAM each, ``memfd``s
+    and System V segments that no address-space limit counts, could run the machine out of memory, and the OOM
+    killer, which counts a process's own memory, then took whichever process was largest: the judge, the user's
+    editor (the review of session 31). Set while still root where the sandbox starts as root, which also stops a
+    candidate from lowering it again (``oom_score_adj_min``); in a user namespace it can only go back to the
+    user's own value. A /proc that refuses it changes nothing else."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(OOM_SCORE_ADJ))
+    except OSError:
+        pass
+
+
 def in_user_namespace() -> bool:
     try:
         with open("/proc/self/uid_map") as f:
@@ -314,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.pop("STARK_SANDBOX_PREPARED", None) is None:
             prepare_mounts(layout)
         limits.apply(layout.limits)  # hard limits, before the drop (the process count is checked at exec)
+        first_to_go()
         limit_capabilities()
         drop_privileges(layout)
         drop_capabilities()
