@@ -35,7 +35,7 @@ def run(ev, name: str, task: Path = ADD_TASK, opts: EvalOptions = OPTS) -> EvalR
 
 # class 11: an honest candidate that returns one buffer, written in place every call ------------------------------
 @needs_sandbox
-@pytest.mark.parametrize("name", ["static_output_after_warmup.py", "static_output_buffer.py"])
+@pytest.mark.parametrize("name", ["static_output_after_warmup.py", "static_output_buffer.py", "double_buffer.py"])
 def test_an_output_buffer_written_again_every_call_is_no_cheat(ev, name):
     """A CUDA graph's static output, or ``torch.mul(a, 2, out=self.out)``: each call's output was right when it
     returned. The process kept every call's output until the batch ended and read chosen calls back after it, so
@@ -185,3 +185,13 @@ def test_a_number_read_back_off_by_the_trials_rounding_is_rounding():
     got = compare_outputs([4.7609710693359375], [4.759368896484375])  # a timed call's, read back (measured)
     assert not got.passed and got.outside == 1 and got.size == 1
     assert as_rounding(got, 0.0002) and not as_rounding(got, 0.00005)
+
+
+# class 3: telling trials from timed calls by what the process can see (these hold) ---------------------------------
+@needs_sandbox
+@pytest.mark.parametrize("name", ["batch_size_sniffer.py", "gap_sniffer.py"])
+def test_work_skipped_where_the_batch_size_or_the_gaps_say_timed_is_a_cheat(ev, name):
+    """The batch's size (its ``calls``, read from the caller's frame) and the gaps between calls do tell the trials
+    from the timing; but every call's digest is checked and the calls read back are drawn after the batch ran."""
+    r = run(ev, name)
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
