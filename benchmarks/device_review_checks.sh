@@ -1,6 +1,6 @@
 #!/bin/bash
 # On a GPU machine (the device tool's, from the repository's root), one command of under 10 minutes:
-# the judge's review tests (rounds 3, 27, 29 and 30, every case that runs a candidate) on a real GPU instead of
+# the judge's review tests (rounds 3, 27, 29, 30 and 31, every case that runs a candidate) on a real GPU instead of
 # the Triton interpreter, a real load_inline evaluation given the cold start's time, and the CUDA-graph
 # move on launch-bound models. Everything lands in $OUT (or /tmp/review).
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -14,7 +14,8 @@ cat "$O/layout.txt"
 ( time timeout ${INLINE_SECONDS:-200} python3 -m stark_lsp eval samples/kernelbench/relu.py samples/kernelbench/relu_inline_new.py ) \
   > "$O/inline.txt" 2>&1 &
 timeout ${REVIEW_SECONDS:-230} python3 -m pytest -v -p no:cacheprovider --durations=15 tests/test_evaluator_attacks_review29.py \
-  tests/test_evaluator_attacks_review29_dotfiles.py tests/test_evaluator_attacks_review30.py tests/test_evaluator_attacks_round3.py tests/test_evaluator_attacks_review27.py > "$O/review.txt" 2>&1
+  tests/test_evaluator_attacks_review29_dotfiles.py tests/test_evaluator_attacks_review30.py tests/test_evaluator_attacks_round3.py tests/test_evaluator_attacks_review27.py \
+  tests/test_evaluator_attacks_review31.py tests/test_evaluator_attacks_review31_sandbox.py > "$O/review.txt" 2>&1
 wait
 timeout ${LAUNCH_SECONDS:-120} python3 benchmarks/compiled_seed.py --graph --json "$O/launch_bound.json" benchmarks/launch_bound/*.py \
   > "$O/launch_bound.txt" 2>&1
