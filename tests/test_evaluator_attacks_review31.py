@@ -195,3 +195,12 @@ def test_work_skipped_where_the_batch_size_or_the_gaps_say_timed_is_a_cheat(ev, 
     from the timing; but every call's digest is checked and the calls read back are drawn after the batch ran."""
     r = run(ev, name)
     assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
+
+
+@needs_sandbox
+def test_a_bound_inflated_by_one_big_element_still_meets_the_read_backs(ev):
+    """One element of a million makes the digest's bound of its output about 50: every other element of a call
+    that is not read back may be off by 100x its own tolerance and pass the digest (the warm-up's did). The timed
+    batches' read-backs, drawn after each ran, catch it."""
+    r = run(ev, "bound_inflation.py", task=ATTACKS / "one_big_element_task.py")
+    assert r.status is Status.CHEAT and r.cheats[0].kind == "wrong_while_timed", r.summary()
