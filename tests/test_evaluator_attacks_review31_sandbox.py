@@ -137,3 +137,65 @@ def test_a_sandboxs_processes_are_the_oom_killers_first(ev):
               "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a * 2 + b\n")
     r = ev.evaluate(load_task(ADD_TASK), source, OPTS)
     assert r.status is Status.OK and "OOM_SCORE_ADJ 1000" in r.output, (r.summary(), r.output)
+
+
+# class 5: two judges at once (``stark bench --jobs``) --------------------------------------------------------------
+def _busiest_uid() -> int:
+    """The most processes and threads any one uid but root has on the machine now."""
+    import collections
+    import os
+
+    counts: collections.Counter = collections.Counter()
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            st = os.stat(f"/proc/{pid}")
+            counts[st.st_uid] += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    counts.pop(0, None)
+    return max(counts.values(), default=0)
+
+
+THREADS = ("import threading, time\nts = [threading.Thread(target=time.sleep, args=(1,)) for _ in range(100)]\n"
+           "[t.start() for t in ts]\n[t.join() for t in ts]\nprint('THREADS ok', flush=True)\n" + GOOD)
+
+
+@needs_sandbox
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="a user's sandboxes all run as the user (a user namespace)")
+def test_a_candidate_holding_the_process_limit_leaves_another_judges_candidate_its_threads(tmp_path):
+    """Every root caller's sandbox ran as ``nobody``, and the process limit counts a uid's processes machine-wide:
+    a candidate holding its 509 made another judge's honest candidate "can't start new thread" (compile_error)."""
+    import os
+    import shutil
+    import threading
+    import time
+
+    folder = ROOT / "out" / f"hold-{os.getpid()}"  # readable by the sandbox, unlike pytest's private tmp folders
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)
+    task = folder / "add_task.py"
+    shutil.copy(ADD_TASK, task)
+    os.chmod(task, 0o644)
+    release = folder / "release"
+    source = (ATTACKS / "hold_the_process_count.py").read_text().replace("RELEASE_PATH", str(release))
+    try:
+        with Evaluator(workers=1, cache_dir=tmp_path / "a", sandbox="auto") as a, \
+                Evaluator(workers=1, cache_dir=tmp_path / "b", sandbox="auto") as b:
+            assert b.evaluate(load_task(ADD_TASK), GOOD, OPTS).status is Status.OK  # the other judge, ready
+            got: dict = {}
+            t = threading.Thread(target=lambda: got.update(r=a.evaluate(load_task(task), source, OPTS)))
+            t.start()
+            end = time.monotonic() + 90
+            while _busiest_uid() < 400 and t.is_alive() and time.monotonic() < end:
+                time.sleep(0.2)
+            before = _busiest_uid()
+            r = b.evaluate(load_task(ADD_TASK), THREADS, OPTS)
+            during = _busiest_uid()
+            release.write_text("go")
+            t.join(120)
+        assert before >= 400 and during >= 400, (before, during)  # held all through the other's evaluation
+        assert got["r"].status is Status.OK and "HOLD" in got["r"].output, got["r"].output[-300:]
+        assert r.status is Status.OK and "THREADS ok" in r.output, (r.summary(), r.output[-300:])
+    finally:
+        release.touch()
+        shutil.rmtree(folder, ignore_errors=True)

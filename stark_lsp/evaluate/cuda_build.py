@@ -101,8 +101,8 @@ def build_root() -> Path:
 
 
 def for_the_sandbox(path: Path, uid: int | None) -> None:
-    """Make ``path`` writable by the sandbox's uid and nobody else: ``nobody`` when a root caller's
-    sandbox drops to it (``uid``: the layout's ``drop_to``), this user otherwise (a user namespace
+    """Make ``path`` writable by the sandbox's uid and nobody else: the sandbox's own (``policy.sandbox_uid``) when
+    a root caller's sandbox drops to it (``uid``: the layout's ``drop_to``), this user otherwise (a user namespace
     maps its uid 0 to this user; a sandbox that keeps uid 0 is root's)."""
     if os.geteuid() == 0:
         owner = uid if uid is not None else 0
@@ -330,7 +330,7 @@ class CudaBuilder:
                 raise SandboxRefused("the sandbox here has no syscall filter: source written by an LLM is not "
                                      "compiled without one; install libseccomp2, or pass --unsafe-no-sandbox")
             for w in writable:
-                for_the_sandbox(w, layout.drop_to)  # the sandboxed compiler runs as nobody when we are root
+                for_the_sandbox(w, layout.drop_to)  # the sandboxed compiler runs as the sandbox's own uid when we are root
             root = self.sandbox.root_kept(layout)
             if root and self.required:
                 raise SandboxRefused(f"the sandbox would keep uid 0 for nvcc here ({root}): source written by an LLM "

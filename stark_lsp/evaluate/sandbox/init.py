@@ -16,7 +16,7 @@ Trusted and small: it never imports torch or candidate code. In order:
    read-only mount refuses), so nothing can be created in the machine's /dev.
    With ``private_devices`` (a root caller) the NVIDIA nodes are new nodes
    instead (``mknod``, the same device numbers): those CUDA opens usable by
-   anyone inside, so the GPU works after the drop to ``nobody`` even where
+   anyone inside, so the GPU works after the drop to the sandbox's uid even where
    the machine's nodes are root-only; the others (MIG capabilities,
    modeset) keep their modes. Then cover each hidden directory with an
    empty tmpfs;
@@ -27,7 +27,7 @@ Trusted and small: it never imports torch or candidate code. In order:
 5. set the layout's hard resource limits (``limits.py``: processes, file
    size, memory, CPU time), and make its processes the OOM killer's first
    (``first_to_go``);
-6. as real root, become ``nobody`` when the layout says so (every path it
+6. as real root, become the sandbox's own uid (``policy.sandbox_uid``) when the layout says so (every path it
    needs is readable by others); in every case drop all capabilities, for
    good (bounding set, securebits), so nothing can undo the mounts;
 7. set ``no_new_privs``, load the system-call filter (``seccomp.py``) and

@@ -19,9 +19,10 @@ unprivileged user on Ubuntu 24.04):
   above what it shows, and below a task's folder (a project's ``.env``,
   ``.git``, ``sub/.env``) are covered, but those it needs (``dot_entries``);
 * an environment built from an allow-list (``scrubbed_env``);
-* when started as root: the real uid and gid become ``nobody`` (65534) after
-  the mounts are made, so root-only files stay unreadable and no capability
-  is left. The sandbox's own ``/dev`` gets private copies of the NVIDIA
+* when started as root: the real uid and gid become one of the sandbox's own
+  (``sandbox_uid``: not ``nobody``, whose process count every sandbox would
+  share) after the mounts are made, so root-only files stay unreadable and no
+  capability is left. The sandbox's own ``/dev`` gets private copies of the NVIDIA
   nodes CUDA needs (``mknod``, same device numbers, usable by anyone
   inside), so the GPU stays reachable without uid 0 even where the
   machine's nodes are root-only; the machine's ``/dev`` is untouched.
@@ -71,6 +72,17 @@ _ALLOW_PREFIX = ("LC_", "STARK_EVAL_")
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 
 NOBODY = 65534
+# a root caller's sandboxes drop to a uid of their own, SANDBOX_UIDS + the pid of the process that makes them
+# (``sandbox_uid``), never to ``nobody``: the process limit counts every process of a uid on the machine, and with
+# every sandbox as ``nobody`` a candidate holding its 509 processes left another judge's honest candidate
+# "can't start new thread" (a compile error; the review of session 31). pids stay below 2**22 (pid_max's ceiling).
+SANDBOX_UIDS = 0x7F000000
+
+
+def sandbox_uid() -> int:
+    """The uid (and gid) this process's sandboxes run as when it is root: its own, unused by any user or by
+    another process's sandboxes, which are another judge's, or a build's of another caller."""
+    return SANDBOX_UIDS + os.getpid()
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # plus $HOME
 # the top-level folders of the system's own software, shown read-only; every other one (/home, /root, /srv, /mnt,
 # /opt, /var, a /work or /data of the machine's) is hidden too, its needed paths bound back (``elsewhere``)
@@ -447,8 +459,8 @@ def make_layout(expose: list[str | Path] = (), writable: list[str | Path] = (), 
     unreadable = unreadable_paths(needed, hidden) + [p for p in rw if not readable_by_others(p, hidden, own=True)]
     drop = drop_privileges and not unreadable
     why = "" if drop else (f"{unreadable[0]} is not readable by other users" if unreadable else "asked to keep it")
-    uid = NOBODY if drop and os.geteuid() == 0 else os.getuid()
-    return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=NOBODY if drop else None,
+    uid = sandbox_uid() if drop and os.geteuid() == 0 else os.getuid()
+    return Layout(hidden=hidden, expose=_outermost(bound), writable=rw, drop_to=sandbox_uid() if drop else None,
                   private_devices=drop and gpu and os.geteuid() == 0, cwd=str(cwd),
                   root_reason=why, limits=sandbox_limits("candidate" if gpu else "build", uid), allow_perf=allow_perf,
                   covered=tuple(sorted(set(covered))), covered_files=tuple(sorted(set(dot_files))),
@@ -645,8 +657,8 @@ def gpu_usable_by_others() -> bool:
     return True
 
 
-def readable_by_others(path: str, hidden: tuple[str, ...] = (), uid: int = NOBODY, own: bool = False) -> bool:
-    """Whether ``uid`` (``nobody``: a user with no relation to the owner, unless it owns the path, as
+def readable_by_others(path: str, hidden: tuple[str, ...] = (), uid: int | None = None, own: bool = False) -> bool:
+    """Whether ``uid`` (``sandbox_uid()``: a user with no relation to the owner, unless it owns the path, as
     a build folder made for the sandbox does) can reach ``path`` (read it, enter its folders).
 
     Folders that a hidden directory covers do not count: inside, they are
@@ -654,6 +666,8 @@ def readable_by_others(path: str, hidden: tuple[str, ...] = (), uid: int = NOBOD
     writable folder): only the folders leading to it count.
     """
     import stat
+
+    uid = sandbox_uid() if uid is None else uid
 
     def may(st: os.stat_result, read: bool, enter: bool) -> bool:
         r, x = (stat.S_IRUSR, stat.S_IXUSR) if st.st_uid == uid else (stat.S_IROTH, stat.S_IXOTH)
@@ -710,7 +724,7 @@ class Sandbox:
             who = ("root: keeps uid 0 without capabilities (the NVIDIA device nodes are root-only and this machine "
                    f"refused private copies: {self.details['private_devices_refused']})")
         else:
-            who = "root, running as nobody, no capabilities"
+            who = "root, running as a uid of its own (not a user's, not nobody's), no capabilities"
         filt = (f"syscall filter (libseccomp {seccomp.version()})" if self.filtered
                 else f"NO syscall filter: {self.details.get('filter_refused')}")
         return (f"{self.backend} ({who}; no network, own PID namespace, the system's folders read-only, the others "
