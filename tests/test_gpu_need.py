@@ -24,3 +24,15 @@ def test_everything_else_runs_without_one():
     assert gpu_need(task("kernelbench", "class ModelNew(Model):\n    pass\n")) is None
     assert gpu_need(task("kernelbench", unreadable=True)) is None  # reading it fails elsewhere, with its own message
     assert not builds_cuda_inline("def my_load_inline_helper(): pass\n")  # a whole name, not a part of one
+
+
+def test_a_comment_or_a_string_that_names_load_inline_is_no_build():
+    """Session 31's review: a Python candidate whose docstring said it needs no load_inline was "not run: no GPU"
+    on the CPU, and on a GPU its load got compile_timeout_s (300 s) more, on a word."""
+    assert not builds_cuda_inline('"""A pure PyTorch rewrite: no load_inline needed."""\nimport torch\n')
+    assert not builds_cuda_inline("import torch  # from torch.utils.cpp_extension import load_inline\n")
+    assert not builds_cuda_inline("NOTE = 'cpp_extension.load is not used'\n")
+    assert builds_cuda_inline("from torch.utils import cpp_extension\nm = cpp_extension.load(name='m', sources=[])\n")
+    assert builds_cuda_inline("def f(:\n    load_inline  # broken source: read whole\n")
+    assert builds_cuda_inline('s = """unterminated\nload_inline\n')
+    assert builds_cuda_inline("x = 1\x0c\nfrom torch.utils.cpp_extension import load_inline\n")  # a form feed
