@@ -336,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         first_to_go()
         limit_capabilities()
         drop_privileges(layout)
+        if os.getuid() == layout.drop_to and not any(os.environ.get(v) for v in ("LOGNAME", "USER")):
+            os.environ["USER"] = os.environ["LOGNAME"] = "stark-sandbox"  # its uid has no passwd entry (getpass)
         drop_capabilities()
         no_new_privs()
         if layout.syscall_filter:
