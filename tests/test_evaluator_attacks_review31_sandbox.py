@@ -199,3 +199,63 @@ def test_a_candidate_holding_the_process_limit_leaves_another_judges_candidate_i
     finally:
         release.touch()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# a project's objects folder outlives the process whose sandbox wrote it ---------------------------------------
+def test_for_the_sandbox_gives_what_a_folder_holds_to_the_uid_and_never_follows_a_link(tmp_path):
+    """Each process's sandboxes have a uid of their own (``policy.sandbox_uid``); a folder another process's sandbox
+    wrote (a project's objects) is given whole to this one's, its links as links."""
+    import os
+
+    from stark_lsp.evaluate.cuda_build import for_the_sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root caller's sandboxes change uid")
+    folder = tmp_path / "objects"
+    (folder / "sub").mkdir(parents=True)
+    target = tmp_path / "the-users-file"
+    target.write_text("x")
+    for p in (folder / "a.o", folder / "a.o.d", folder / "sub" / "b.o"):
+        p.write_text("")
+    (folder / "link").symlink_to(target)
+    for p in (folder, folder / "sub", folder / "a.o", folder / "a.o.d", folder / "sub" / "b.o"):
+        os.chown(p, 0x7F000001, 0x7F000001)  # an earlier process's sandbox
+    for_the_sandbox(folder, 0x7F000002)
+    for p in (folder, folder / "sub", folder / "a.o", folder / "a.o.d", folder / "sub" / "b.o", folder / "link"):
+        assert os.lstat(p).st_uid == 0x7F000002, p
+    assert os.stat(target).st_uid == 0, "the link was followed"
+
+
+@pytest.mark.nvcc
+@needs_sandbox
+@pytest.mark.timeout(600)
+def test_a_project_kernel_builds_where_another_processs_sandbox_wrote_its_objects(tmp_path):
+    """The objects of a project's other units are shared between processes (``cuda_build._objects_dir``): written by
+    one process's sandbox, they were that uid's, and the next process's build of the same project failed ("nvcc
+    fatal: Could not open output file ...o.d"; CI, after session 31's own uid per process)."""
+    import os
+
+    from stark_lsp.evaluate.cuda_build import build_root
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root caller's sandboxes change uid")
+    task = load_task(ROOT / "samples" / "project" / "src" / "l2norm.cu")
+    opts = EvalOptions(trials=2, cpu_reps=1, reps=10, time_budget_s=0.5, run_timeout_s=240)
+    with Evaluator(workers=1, cache_dir=tmp_path / "first", sandbox="auto") as e:
+        first = e.evaluate(task, task.root_source(), opts)
+    assert first.compile is not None and first.compile.ok, first.summary()
+    ours = [d for d in (build_root() / "objects").iterdir()
+            if (d / "build.ninja").exists() and str(task.path.parent) in (d / "build.ninja").read_text()]
+    assert ours
+    for d in ours:  # as another process's sandbox left it, its objects to be made again
+        for folder, dirs, files in os.walk(d):
+            for name in (*dirs, *files):
+                p = os.path.join(folder, name)
+                if name.endswith(".o"):
+                    os.unlink(p)
+                elif name != ".lock":
+                    os.chown(p, 0x7F000001, 0x7F000001, follow_symlinks=False)
+        os.chown(d, 0x7F000001, 0x7F000001)
+    with Evaluator(workers=1, cache_dir=tmp_path / "second", sandbox="auto") as e:
+        second = e.evaluate(task, task.root_source(), opts)
+    assert second.compile is not None and second.compile.ok, second.compile.log if second.compile else second.summary()

@@ -103,10 +103,20 @@ def build_root() -> Path:
 def for_the_sandbox(path: Path, uid: int | None) -> None:
     """Make ``path`` writable by the sandbox's uid and nobody else: the sandbox's own (``policy.sandbox_uid``) when
     a root caller's sandbox drops to it (``uid``: the layout's ``drop_to``), this user otherwise (a user namespace
-    maps its uid 0 to this user; a sandbox that keeps uid 0 is root's)."""
+    maps its uid 0 to this user; a sandbox that keeps uid 0 is root's).
+
+    What the folder already holds is given to that uid too: a project's objects folder outlives the process that
+    made it, and each process's sandboxes have a uid of their own, so ninja's log and the objects an earlier
+    process's sandbox wrote were another uid's, and nvcc could not write its depfile beside them ("Could not open
+    output file ...o.d"). Links are given as links, never followed."""
     if os.geteuid() == 0:
         owner = uid if uid is not None else 0
         os.chown(path, owner, owner)
+        for folder, dirs, files in os.walk(path):
+            for name in (*dirs, *files):
+                entry = os.path.join(folder, name)
+                if os.lstat(entry).st_uid != owner:
+                    os.chown(entry, owner, owner, follow_symlinks=False)
     os.chmod(path, 0o700)
 
 

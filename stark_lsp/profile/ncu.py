@@ -424,13 +424,10 @@ class NcuProfiler:
         expose = [tool, str(task.path.parent), str(work)] + ([str(task.harness.parent)] if task.harness else [])
         layout = sb.effective(make_layout(expose=expose, writable=[work], cwd=work, hide=[str(self.cache_dir)],
                                           drop_privileges=self.sandbox == "required", allow_perf=True))
-        for_the_sandbox(work, layout.drop_to)
-        for p in work.iterdir():  # its job and candidate files, readable by the sandbox's uid only
-            if os.geteuid() == 0 and layout.drop_to is not None:
-                os.chown(p, layout.drop_to, layout.drop_to)
+        for_the_sandbox(work, layout.drop_to)  # with its job and candidate files: the sandbox's uid's only
         # the user's own code and the built-in team's: as uid 0 without capabilities, which the
         # driver's restriction of GPU counters to administrators needs on some machines; code an
-        # LLM wrote: as nobody, always (where the counters are restricted ncu then fails, and the
+        # LLM wrote: as the sandbox's own uid, always (where the counters are restricted ncu then fails, and the
         # search goes on without its figures)
         return sb.wrap(cmd, layout)
 
