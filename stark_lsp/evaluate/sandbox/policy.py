@@ -83,6 +83,8 @@ def sandbox_uid() -> int:
     """The uid (and gid) this process's sandboxes run as when it is root: its own, unused by any user or by
     another process's sandboxes, which are another judge's, or a build's of another caller."""
     return SANDBOX_UIDS + os.getpid()
+
+
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # plus $HOME
 # the top-level folders of the system's own software, shown read-only; every other one (/home, /root, /srv, /mnt,
 # /opt, /var, a /work or /data of the machine's) is hidden too, its needed paths bound back (``elsewhere``)
