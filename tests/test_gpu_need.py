@@ -15,7 +15,8 @@ def task(kind, source="", unreadable=False):
 
 def test_cuda_and_a_kernelbench_file_that_builds_cuda_need_a_gpu():
     assert gpu_need(task("cuda")) == CUDA
-    assert gpu_need(task("kernelbench", "from torch.utils.cpp_extension import load_inline\n")) == LOAD_INLINE
+    assert gpu_need(task("kernelbench", "from torch.utils.cpp_extension import load_inline\nm = load_inline(name='m')\n"
+                                        )) == LOAD_INLINE
     assert gpu_need(task("kernelbench", "mod = torch.utils.cpp_extension.load(name='m', sources=[])\n")) == LOAD_INLINE
 
 
@@ -35,4 +36,18 @@ def test_a_comment_or_a_string_that_names_load_inline_is_no_build():
     assert builds_cuda_inline("from torch.utils import cpp_extension\nm = cpp_extension.load(name='m', sources=[])\n")
     assert builds_cuda_inline("def f(:\n    load_inline  # broken source: read whole\n")
     assert builds_cuda_inline('s = """unterminated\nload_inline\n')
-    assert builds_cuda_inline("x = 1\x0c\nfrom torch.utils.cpp_extension import load_inline\n")  # a form feed
+    assert builds_cuda_inline("x = 1\x0c\nfrom torch.utils.cpp_extension import load_inline\nload_inline()\n")  # a form feed
+
+
+def test_an_import_never_used_is_no_build_and_every_name_a_build_gets_is_seen():
+    """Session 32: an unused ``import load_inline`` bought a Python candidate 300 s more for its load."""
+    imp = "from torch.utils.cpp_extension import load_inline"
+    assert not builds_cuda_inline(f"{imp}\nimport torch\n")
+    assert not builds_cuda_inline("import torch.utils.cpp_extension as ce\nx = 1\n")
+    assert not builds_cuda_inline("import json\ncfg = json.load(open('c'))\n")  # another module's ``load``
+    assert builds_cuda_inline(f"{imp} as li\nm = li(name='m', cpp_sources='', cuda_sources='')\n")
+    assert builds_cuda_inline(f"{imp}\nimport functools\nbuild = functools.partial(load_inline, name='m')\n")
+    assert builds_cuda_inline("import torch.utils.cpp_extension as ce\nm = ce.load(name='m', sources=[])\n")
+    assert builds_cuda_inline("from torch.utils.cpp_extension import load as build\nm = build(name='m')\n")
+    assert builds_cuda_inline("import torch\nm = torch.utils.cpp_extension.load_inline(name='m')\n")
+    assert builds_cuda_inline("import torch\nm = torch.utils.cpp_extension.load(name='m', sources=[])\n")

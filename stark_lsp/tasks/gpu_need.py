@@ -4,19 +4,50 @@ says it in its own words. Pure text: no torch."""
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
 CUDA, LOAD_INLINE = "cuda", "load_inline"
-_BUILDS_CUDA = re.compile(r"\b(load_inline|cpp_extension\.load)\b")
+_BUILDS_CUDA = re.compile(r"\b(load_inline|cpp_extension)\b")  # named at all: then the syntax tree decides
 
 
 def builds_cuda_inline(source: str) -> bool:
-    """The Python source builds CUDA itself (``torch.utils.cpp_extension.load_inline`` or ``load``), named in its
-    code: a comment or a string that names it does not count (before session 31's review a Python candidate whose
-    docstring said "no load_inline" was not run on the CPU, and got 300 s more for its load on a GPU). A source
-    Python cannot tokenize is read whole, as before."""
-    return _BUILDS_CUDA.search(source) is not None and _BUILDS_CUDA.search(_code_only(source)) is not None
+    """The Python source builds CUDA itself: its code uses ``torch.utils.cpp_extension.load_inline`` or ``load``
+    beyond importing it (calls it, or passes it on), by any name an import gave it. A comment or a string that
+    names it does not count, nor an import never used (before session 31's review a Python candidate whose
+    docstring said "no load_inline" was not run on the CPU, and got 300 s more for its load on a GPU; an unused
+    import did so until session 32). A source Python cannot parse is read as tokens, and one it cannot tokenize
+    whole, as before."""
+    if _BUILDS_CUDA.search(source) is None or _BUILDS_CUDA.search(_code_only(source)) is None:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return _uses_a_build(tree)
+
+
+_BUILD_FUNCTIONS = ("load_inline", "load")
+
+
+def _uses_a_build(tree: ast.AST) -> bool:
+    names = {"load_inline"}  # a bare ``load_inline`` (a star import): its own name
+    modules = {"cpp_extension"}  # what ``cpp_extension``, or the module holding it, is called here
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "cpp_extension":
+            names |= {a.asname or a.name for a in node.names if a.name in _BUILD_FUNCTIONS}
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules |= {a.asname for a in node.names if a.name.split(".")[-1] == "cpp_extension" and a.asname}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _BUILD_FUNCTIONS:
+            owner = node.value
+            owner_name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)
+            if node.attr == "load_inline" or owner_name in modules:
+                return True
+    return False
 
 
 def _code_only(source: str) -> str:
