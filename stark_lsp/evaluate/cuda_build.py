@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ from stark_lsp.project_build.settings import BuildSettings, BuildSettingsError, 
 from stark_lsp.evaluate.bounded_run import run_bounded
 from stark_lsp.evaluate.diagnostics import parse_compiler_output, parse_ptxas_resources
 from stark_lsp.evaluate.result import CompileReport, Diagnostic, KernelResources
+from stark_lsp.evaluate.sandbox.cgroup import grouped
 from stark_lsp.evaluate.sandbox.policy import Sandbox, SandboxRefused, make_layout
 
 SOURCE_NAME = "kernel.cu"
@@ -347,8 +349,10 @@ class CudaBuilder:
                                      f"is not compiled as root; make the path readable by others (chmod o+rX), run "
                                      f"as another user, or pass --unsafe-no-sandbox")
             run = self.sandbox.wrap(cmd, layout)
-        # its output bounded (``bounded_run``): a candidate's source decides much of what a build prints
-        code, out = run_bounded(run, cwd=cwd, env=_compiler_env(), timeout_s=timeout_s)
+        # its output bounded (``bounded_run``): a candidate's source decides much of what a build prints; its
+        # memory, with every other sandbox's of this process, by a cgroup where one can be made (``cgroup.py``)
+        with grouped("build", run) if self.sandbox is not None else nullcontext(run) as run:
+            code, out = run_bounded(run, cwd=cwd, env=_compiler_env(), timeout_s=timeout_s)
         if code is None:
             return False, f"nvcc timed out after {timeout_s:.0f} s"
         return code == 0, out

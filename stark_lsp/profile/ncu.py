@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -386,7 +387,10 @@ class NcuProfiler:
                 run = self._sandboxed(cmd, task, work)
             except _NoSandbox as e:
                 return ProfileReport.unavailable(str(e), seconds=time.perf_counter() - t0)
-            rc, stdout, stderr = self._run(run, work, cancel)
+            from stark_lsp.evaluate.sandbox.cgroup import grouped
+
+            with grouped("profile", run) if run is not cmd else nullcontext(run) as run:
+                rc, stdout, stderr = self._run(run, work, cancel)
             self.last_stdout, self.last_stderr = stdout, stderr
             shown = shlex.join(cmd)
             if rc is None:

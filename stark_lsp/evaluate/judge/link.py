@@ -31,6 +31,7 @@ from stark_lsp.safe_text import clean_text
 from stark_lsp.evaluate.judge.build_cache import Exchange
 from stark_lsp.evaluate.wire.channel import Channel, ChannelError, Deadline, PeerClosed, create_buffer, map_buffer
 from stark_lsp.evaluate.wire.pinned import pin, unpin
+from stark_lsp.evaluate.sandbox import cgroup
 from stark_lsp.evaluate.sandbox.policy import Layout, Sandbox, scrubbed_env
 
 READY_TIMEOUT_S = 240.0
@@ -325,9 +326,14 @@ class SandboxedZygote:
             if builds.seed_fd is not None:
                 argv += ["--seed-fd", str(builds.seed_fd)]
             argv += ["--built-fd", str(builds.built_fd)]
+        self._group = None  # its cgroup: the memory of all sandboxes of this process, bounded together
+        self._ooms_seen = 0  # the group's processes killed for memory that a verdict has named already
         if sandbox is not None:
             argv += ["--sandboxed", "--wipe", *(h for h in layout.hidden if h not in layout.sealed)]
             argv = sandbox.wrap(argv, layout)
+            self._group = cgroup.group("candidate")
+            if self._group is not None:
+                argv = self._group.argv(argv)
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(), *(builds.fds() if builds else ())),
                                          env=scrubbed_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -343,6 +349,7 @@ class SandboxedZygote:
         except SandboxError:
             if builds is not None:
                 builds.discard()
+            self._drop_group()
             raise
         if hello.get("ready") is not True:
             if builds is not None:
@@ -465,6 +472,10 @@ class SandboxedZygote:
         except (OSError, SandboxError, ValueError):
             return ""
         if "signal" in msg:
+            ooms = self._group.oom_kills() if self._group is not None else 0
+            if msg["signal"] == "SIGKILL" and ooms > self._ooms_seen:
+                self._ooms_seen = ooms
+                return f" (SIGKILL: out of memory, the sandboxes' cap of {cgroup.cap_text()} was reached)"
             return f" ({msg['signal']})"
         if "exit" in msg:
             return f" (exit code {msg['exit']})"
@@ -500,6 +511,13 @@ class SandboxedZygote:
                 pass
             self.proc.wait(timeout=10)
         self.ctrl.close()
+        self._drop_group()
+
+    def _drop_group(self) -> None:
+        """Its cgroup emptied (what is left of the sandbox is killed) and removed."""
+        if self._group is not None:
+            self._group.close()
+            self._group = None
 
 
 __all__ = ["CandidateLink", "SandboxedZygote", "SandboxError", "Deadline", "PeerClosed", "ChannelError"]

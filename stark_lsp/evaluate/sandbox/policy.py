@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from stark_lsp.evaluate.sandbox import seccomp
+from stark_lsp.evaluate.sandbox import cgroup, seccomp
 from stark_lsp.evaluate.sandbox.limits import sandbox_limits
 
 # Variables a CUDA / Triton / PyTorch process needs. Everything else is dropped.
@@ -66,7 +66,7 @@ _ALLOW_EXACT = {
     "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "TORCHINDUCTOR_CACHE_DIR",
     "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_PTXAS_PATH",
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-    "STARK_SMALL", "STARK_SANDBOX", "VIRTUAL_ENV", "LC_ALL", "LC_CTYPE",
+    "STARK_SMALL", "STARK_SANDBOX", "STARK_SANDBOX_MEMORY", "VIRTUAL_ENV", "LC_ALL", "LC_CTYPE",
 }
 _ALLOW_PREFIX = ("LC_", "STARK_EVAL_")
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
@@ -731,7 +731,7 @@ class Sandbox:
                 else f"NO syscall filter: {self.details.get('filter_refused')}")
         return (f"{self.backend} ({who}; no network, own PID namespace, the system's folders read-only, the others "
                 f"hidden but the task's, private /tmp and $HOME; {filt}; "
-                f"hard limits on processes, memory, file size and CPU time)")
+                f"hard limits on processes, memory, file size and CPU time; {cgroup.describe()})")
 
     @property
     def filtered(self) -> bool:
