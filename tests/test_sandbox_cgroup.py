@@ -60,7 +60,7 @@ def test_a_group_holds_what_runs_in_it_and_close_kills_what_is_left():
     assert proc.wait(timeout=5) == -9 and not g.path.exists()
 
 
-def test_memory_past_the_sandboxes_cap_is_killed_there_and_named_in_one_process_or_many(tmp_path, monkeypatch):
+def test_memory_past_the_sandboxes_cap_is_killed_there_named_and_not_escaped(tmp_path, monkeypatch):
     from stark_lsp.evaluate.evaluator import Evaluator
     from stark_lsp.evaluate.options import EvalOptions
     from stark_lsp.evaluate.result import Status
@@ -83,5 +83,8 @@ def test_memory_past_the_sandboxes_cap_is_killed_there_and_named_in_one_process_
         assert survived * (128 << 20) < cap and killed > 0, r.output[-800:]  # all 16 held at once: 2 GiB
         r = ev.evaluate(task, (ROOT / "tests" / "data" / "attacks" / "memory_in_one_call.py").read_text(), opts)
         assert r.status is Status.CRASHED and "out of memory, the sandboxes' cap of 1.0 GiB" in r.message, r.summary()
+        r = ev.evaluate(task, (ROOT / "tests" / "data" / "attacks" / "cgroup_escape.py").read_text(), opts)
+        assert "TRIES" in r.output and "refused" in r.output, r.output[-800:]
+        assert "WROTE" not in r.output and "MADE" not in r.output, r.output[-800:]  # /sys is read-only in there
         after = ev.evaluate(task, good, opts)
         assert after.status is Status.OK, after.summary()  # the judge went on; the next candidate is honest and ok
