@@ -207,8 +207,9 @@ def _make_parent() -> Path | str:
     parent = where.base / f"{PREFIX}{os.getpid()}"
     limit, with_swap = where.files()
     cap = memory_cap()
+    _remove(parent, wait_s=1.0)  # a group left by a process that had this pid before (its sandboxes are orphans)
     try:
-        parent.mkdir(exist_ok=True)
+        parent.mkdir()
         if where.version == 1 and (parent / "memory.use_hierarchy").exists():
             (parent / "memory.use_hierarchy").write_text("1")  # its groups' memory counts in it (old kernels)
         if where.version == 2:
