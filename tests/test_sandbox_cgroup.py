@@ -4,6 +4,7 @@ evaluator."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -58,6 +59,17 @@ def test_a_group_holds_what_runs_in_it_and_close_kills_what_is_left():
     assert g.pids() == [proc.pid]
     g.close()
     assert proc.wait(timeout=5) == -9 and not g.path.exists()
+
+
+def test_a_forked_child_that_exits_leaves_its_parent_process_group_alone():
+    _cgroup_or_skip()
+    parent = cgroup.group("candidate").path.parent
+    pid = os.fork()
+    if pid == 0:
+        cgroup.release()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert parent.exists()
 
 
 def test_memory_past_the_sandboxes_cap_is_killed_there_named_and_not_escaped(tmp_path, monkeypatch):

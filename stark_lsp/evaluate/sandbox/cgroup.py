@@ -262,6 +262,8 @@ def describe() -> str:
 def release() -> None:
     """Remove this process's parent group (at exit; what is left in it is killed)."""
     with _Parent.lock:
+        if _Parent.pid != os.getpid():  # a forked child's exit: the group is its parent's, not its own
+            return
         made, _Parent.made, _Parent.pid = _Parent.made, None, 0
     if made is not None:
         _remove(made)
