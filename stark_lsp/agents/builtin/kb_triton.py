@@ -112,6 +112,7 @@ class ModelNew(Model):
 
 def _softmax(op: Op) -> str:
     x = op.args[0]
+    log = op.name == "log_softmax"
     return f'''
 @triton.jit
 def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.constexpr):
@@ -140,6 +141,55 @@ def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.con
         tl.store(yr + cols, out.to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
+@triton.jit
+def _stark_softmax_stats_kernel(x_ptr, stats_ptr, N, chunks, CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # few long rows, split: one program per (row, chunk of the row): the chunk's max and sum of exp(x - max)
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    start = chunk.to(tl.int64) * CHUNK_SIZE
+    end = tl.minimum(start + CHUNK_SIZE, N)
+    xr = x_ptr + row * N
+    m = tl.full((BLOCK_SIZE,), float("-inf"), tl.float32)
+    s = tl.zeros((BLOCK_SIZE,), tl.float32)
+    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < end, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, v)
+        empty = m_new == float("-inf")
+        s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(v - m_new))
+        m = m_new
+    mx = tl.max(m, axis=0)
+    p = stats_ptr + (row * chunks + chunk) * 2
+    tl.store(p, mx)
+    tl.store(p + 1, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - mx)), axis=0))
+
+
+@triton.jit
+def _stark_softmax_write_kernel(x_ptr, y_ptr, stats_ptr, N, chunks, CHUNK_SIZE: tl.constexpr,
+                                BLOCK_SIZE: tl.constexpr, PARTS: tl.constexpr, LOG: tl.constexpr):
+    # one program per (row, chunk): the row's max and sum from its chunks', then this chunk normalized
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    idx = tl.arange(0, PARTS)
+    sr = stats_ptr + row * chunks * 2
+    cm = tl.load(sr + idx * 2, mask=idx < chunks, other=float("-inf"))
+    cs = tl.load(sr + idx * 2 + 1, mask=idx < chunks, other=0.0)
+    mx = tl.max(cm, axis=0)
+    total = tl.sum(tl.where(cm == float("-inf"), 0.0, cs * tl.exp(cm - mx)), axis=0)
+    start = chunk.to(tl.int64) * CHUNK_SIZE
+    end = tl.minimum(start + CHUNK_SIZE, N)
+    xr = x_ptr + row * N
+    yr = y_ptr + row * N
+    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < end, other=float("-inf")).to(tl.float32)
+        if LOG:
+            out = (v - mx) - tl.log(total)
+        else:
+            out = tl.exp(v - mx) / total
+        tl.store(yr + cols, out.to(y_ptr.dtype.element_ty), mask=cols < end)
+
+
 class ModelNew(Model):
 {_doc(op)}
     def forward(self, {_signature(op)}):
@@ -148,10 +198,24 @@ class ModelNew(Model):
         last = d == {x}.ndim - 1
         x = ({x} if last else {x}.transpose(d, -1)).contiguous()
         N = x.shape[-1]
+        rows = x.numel() // max(N, 1)
         y = torch.empty_like(x)
         BLOCK_SIZE = 1024
-        _stark_softmax_kernel[(x.numel() // max(N, 1),)](x, y, N, BLOCK_SIZE=BLOCK_SIZE, LOG={op.name == "log_softmax"},
-                                                         num_warps=4)
+        # few long rows (fewer than the GPU has SMs): each row split into chunks, one program each, so that every
+        # SM has work; its max and sum combined from the chunks' (online softmax), then each chunk written
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+        chunks = min(triton.cdiv(N, BLOCK_SIZE), triton.cdiv(4 * sms, max(rows, 1)), 1024)
+        if chunks <= 1:
+            _stark_softmax_kernel[(rows,)](x, y, N, BLOCK_SIZE=BLOCK_SIZE, LOG={log}, num_warps=4)
+        else:
+            CHUNK_SIZE = triton.cdiv(triton.cdiv(N, chunks), BLOCK_SIZE) * BLOCK_SIZE
+            chunks = triton.cdiv(N, CHUNK_SIZE)
+            stats = torch.empty((rows, chunks, 2), device=x.device, dtype=torch.float32)
+            _stark_softmax_stats_kernel[(rows, chunks)](x, stats, N, chunks, CHUNK_SIZE=CHUNK_SIZE,
+                                                        BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+            _stark_softmax_write_kernel[(rows, chunks)](x, y, stats, N, chunks, CHUNK_SIZE=CHUNK_SIZE,
+                                                        BLOCK_SIZE=BLOCK_SIZE, PARTS=triton.next_power_of_2(chunks),
+                                                        LOG={log}, num_warps=4)
         return y if last else y.transpose(d, -1)
 '''
 
