@@ -35,7 +35,8 @@ def run(ev, name: str, task: Path = ADD_TASK, opts: EvalOptions = OPTS) -> EvalR
 
 # class 11: an honest candidate that returns one buffer, written in place every call ------------------------------
 @needs_sandbox
-@pytest.mark.parametrize("name", ["static_output_after_warmup.py", "static_output_buffer.py", "double_buffer.py"])
+@pytest.mark.parametrize("name", ["static_output_after_warmup.py", "static_output_buffer.py", "double_buffer.py",
+                                  "static_output_raw_memory.py"])
 def test_an_output_buffer_written_again_every_call_is_no_cheat(ev, name):
     """A CUDA graph's static output, or ``torch.mul(a, 2, out=self.out)``: each call's output was right when it
     returned. The process kept every call's output until the batch ended and read chosen calls back after it, so
@@ -67,6 +68,11 @@ def test_owned_copies_only_what_something_else_still_holds():
     assert kept(lambda: torch.mul(a, 2, out=buf).view(64)) == [False]
     assert kept(lambda: torch.empty(0).set_(storage, 0, (8, 8)).copy_(a)) == [False]  # a storage object it keeps
     assert kept(lambda: a) == [False]
+    import numpy as np
+
+    raw = np.zeros((8, 8), dtype=np.float32)
+    assert kept(lambda: torch.from_numpy(raw)) == [False]  # memory kept through a NumPy array (session 32)
+    assert kept(lambda: torch.frombuffer(bytearray(256), dtype=torch.float32)) == [False]
 
 
 # class 11: a complex output, compared with no tolerance at all ---------------------------------------------------
