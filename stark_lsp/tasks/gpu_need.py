@@ -17,36 +17,62 @@ def builds_cuda_inline(source: str) -> bool:
     beyond importing it (calls it, or passes it on), by any name an import gave it. A comment or a string that
     names it does not count, nor an import never used (before session 31's review a Python candidate whose
     docstring said "no load_inline" was not run on the CPU, and got 300 s more for its load on a GPU; an unused
-    import did so until session 32). A source Python cannot parse is read as tokens, and one it cannot tokenize
-    whole, as before."""
-    if _BUILDS_CUDA.search(source) is None or _BUILDS_CUDA.search(_code_only(source)) is None:
+    import did so until session 32). The module ``cpp_extension`` itself used as a value (another name bound to
+    it, ``getattr`` on it, ``importlib.import_module`` of it) counts too: where the code goes then is not read,
+    and an honest build reached that way lost its build time (session 32's review). A source Python cannot
+    parse is read as tokens, and one it cannot tokenize whole, as before."""
+    if _BUILDS_CUDA.search(source) is None:
         return False
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
+        return _BUILDS_CUDA.search(_code_only(source)) is not None
     return _uses_a_build(tree)
 
 
 _BUILD_FUNCTIONS = ("load_inline", "load")
+_IMPORTERS = ("import_module", "__import__")
 
 
 def _uses_a_build(tree: ast.AST) -> bool:
     names = {"load_inline"}  # a bare ``load_inline`` (a star import): its own name
     modules = {"cpp_extension"}  # what ``cpp_extension``, or the module holding it, is called here
+    parents: dict[ast.AST, ast.AST] = {}
     for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "cpp_extension":
             names |= {a.asname or a.name for a in node.names if a.name in _BUILD_FUNCTIONS}
+            if any(a.name == "*" for a in node.names):
+                names |= set(_BUILD_FUNCTIONS)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules |= {a.asname for a in node.names if a.name.split(".")[-1] == "cpp_extension" and a.asname}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
             return True
-        if isinstance(node, ast.Attribute) and node.attr in _BUILD_FUNCTIONS:
-            owner = node.value
-            owner_name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)
-            if node.attr == "load_inline" or owner_name in modules:
+        if isinstance(node, ast.Attribute) and node.attr == "load_inline":
+            return True
+        if _is_the_module(node, modules):
+            up = parents.get(node)
+            if not (isinstance(up, ast.Attribute) and up.value is node):
+                return True  # the module itself as a value: bound to another name, passed on, getattr'd
+            if up.attr in _BUILD_FUNCTIONS:
                 return True
+    return False
+
+
+def _is_the_module(node: ast.AST, modules: set[str]) -> bool:
+    """``node`` is ``cpp_extension`` as code reaches it: a name an import gave it, ``<...>.cpp_extension``, or
+    ``importlib.import_module("torch.utils.cpp_extension")`` (``__import__`` alike)."""
+    if isinstance(node, ast.Name):
+        return isinstance(node.ctx, ast.Load) and node.id in modules
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.ctx, ast.Load) and node.attr == "cpp_extension"
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        fn = node.func
+        called = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+        arg = node.args[0].value
+        return called in _IMPORTERS and isinstance(arg, str) and arg.split(".")[-1] == "cpp_extension"
     return False
 
 

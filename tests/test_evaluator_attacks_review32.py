@@ -1,0 +1,65 @@
+"""Session 32's hostile review of three changes to the judge: the sandboxes' memory cgroup (sandbox/cgroup.py), the
+rule that gives a KernelBench build its time (tasks/gpu_need.py), and the copy of outputs held elsewhere
+(candidate/own_outputs.py). Runs on the CPU; the candidates are in tests/data/attacks/r32_*.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stark_lsp.evaluate.options import EvalOptions
+from stark_lsp.evaluate.result import EvalResult, Status
+from stark_lsp.evaluate.sandbox.policy import probe
+from stark_lsp.tasks.gpu_need import builds_cuda_inline
+from stark_lsp.tasks.spec import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = ROOT / "tests" / "data" / "attacks"
+ADD_TASK = ROOT / "tests" / "data" / "evaluator" / "add_task.py"
+OPTS = EvalOptions(trials=3, cpu_reps=5, reps=30, time_budget_s=1.0, load_timeout_s=30)
+
+needs_sandbox = pytest.mark.skipif(not probe().available, reason=f"no sandbox here: {probe().reason}")
+
+
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    from stark_lsp.evaluate.evaluator import Evaluator
+
+    with Evaluator(workers=1, cache_dir=tmp_path_factory.mktemp("cache"), sandbox="required") as e:
+        yield e
+
+
+def run(ev, name: str) -> EvalResult:
+    return ev.evaluate(load_task(ADD_TASK), (ATTACKS / name).read_text(), OPTS)
+
+
+# gpu_need: every way code reaches cpp_extension's build is a build ------------------------------------------------
+def test_a_build_reached_through_the_module_as_a_value_is_a_build():
+    """An honest build through ``cpp_extension`` bound to another name, ``getattr`` on it, a star import's ``load``,
+    ``importlib.import_module`` of it, the module passed to a function: each lost the build's 300 s (and on the CPU
+    was run instead of "not run: no GPU"), as only calls through an import's own name were read."""
+    builds = [
+        "import torch.utils.cpp_extension\next = torch.utils.cpp_extension\nm = ext.load(name='m', sources=['k.cu'])\n",
+        "from torch.utils.cpp_extension import *\nm = load(name='m', sources=['k.cu'])\n",
+        "import torch.utils.cpp_extension as ce\nm = getattr(ce, 'load')(name='m', sources=['k.cu'])\n",
+        "import importlib\nm = importlib.import_module('torch.utils.cpp_extension').load(name='m', sources=['k.cu'])\n",
+        "import torch.utils.cpp_extension\ndef build(e):\n    return e.load(name='m', sources=['k.cu'])\n"
+        "m = build(torch.utils.cpp_extension)\n",
+    ]
+    for src in builds:
+        assert builds_cuda_inline(src), src
+    # still no build: a word, an unused import, another module's ``load``, an attribute that builds nothing
+    assert not builds_cuda_inline('"""no load_inline, no cpp_extension.load"""\nimport torch\n')
+    assert not builds_cuda_inline("from torch.utils.cpp_extension import load_inline\nimport torch\n")
+    assert not builds_cuda_inline("import json, torch.utils.cpp_extension\ncfg = json.load(open('c'))\n")
+    assert not builds_cuda_inline("from torch.utils import cpp_extension\nprint(cpp_extension.CUDA_HOME)\n")
+    assert builds_cuda_inline("def f(:\n    load_inline  # broken source: read as tokens\n")
+    assert not builds_cuda_inline("x = = 1  # load_inline named in a comment of a broken source\n")
+
+
+@needs_sandbox
+def test_an_honest_build_through_a_module_alias_is_not_run_on_the_cpu(ev):
+    r = run(ev, "r32_build_through_a_module_alias.py")
+    assert r.status is Status.NOT_RUN and "load_inline" in r.message, r.summary()
