@@ -63,3 +63,29 @@ def test_a_build_reached_through_the_module_as_a_value_is_a_build():
 def test_an_honest_build_through_a_module_alias_is_not_run_on_the_cpu(ev):
     r = run(ev, "r32_build_through_a_module_alias.py")
     assert r.status is Status.NOT_RUN and "load_inline" in r.message, r.summary()
+
+
+# own_outputs: nothing an output is makes the copy raise ------------------------------------------------------------
+def test_owned_never_raises_and_copies_an_output_whose_storage_it_cannot_see():
+    import torch
+
+    from stark_lsp.evaluate.candidate.own_outputs import owned
+
+    def fresh():
+        return torch.randn(4, 4)
+
+    odd = [fresh().to_sparse(), fresh().to_sparse_csr(), fresh().to_mkldnn(),
+           torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(3, 4)], layout=torch.jagged)]
+    for o in odd:
+        got = owned([o.detach(), 1.5])
+        assert got[1] == 1.5 and got[0] is not o and type(got[0]) is type(o)
+    plain = fresh()
+    assert owned([plain])[0] is plain  # a new output nothing else holds: as it is
+    assert owned([torch.empty(0), torch.empty(2, device="meta")])[0].numel() == 0
+
+
+@needs_sandbox
+def test_a_sparse_output_is_the_candidates_failure_said_by_the_judges_checks(ev):
+    r = run(ev, "r32_sparse_output.py")
+    assert r.status in (Status.RUNTIME_ERROR, Status.INCORRECT), r.summary()
+    assert "Cannot access storage" not in r.message, r.summary()

@@ -34,18 +34,41 @@ _BASE_REFS = _refs(torch.empty(1))[1]  # a storage object only this function ref
 
 
 def owned(outputs: list[Any]) -> list[Any]:
-    """``outputs`` (detached, the call's own references dropped) with each tensor still held elsewhere copied."""
-    tensors = [(i, o) for i, o in enumerate(outputs) if isinstance(o, torch.Tensor) and o.numel() and not o.is_meta]
-    if not tensors:
+    """``outputs`` (detached, the call's own references dropped) with each tensor still held elsewhere copied.
+    A tensor whose storage cannot be looked at (sparse, MKL-DNN, a wrapper subclass, a jagged nested tensor) is
+    copied too, as far as it can be: nothing here raises (session 32's review: a cryptic "Cannot access storage of
+    SparseTensorImpl" was the verdict's message, for the candidate's output or the task's reference's alike)."""
+    refs: dict[int, tuple[int, int, int, bool] | None] = {}
+    for i, o in enumerate(outputs):
+        if isinstance(o, torch.Tensor):
+            try:
+                if not o.numel() or o.is_meta:
+                    continue
+                refs[i] = _refs(o)
+            except Exception:  # noqa: BLE001 - no storage to look at: whoever holds it, a copy is the output's own
+                refs[i] = None
+    if not refs:
         return outputs
-    refs = {i: _refs(o) for i, o in tensors}
     sharing: dict[int, int] = {}
-    for owners, _, ptr, _ in refs.values():
-        sharing[ptr] = sharing.get(ptr, 0) + 1
+    for r in refs.values():
+        if r is not None:
+            sharing[r[2]] = sharing.get(r[2], 0) + 1
     out = list(outputs)
-    for i, o in tensors:
-        owners, py_refs, ptr, allocated = refs[i]
+    for i, r in refs.items():
+        if r is None:
+            out[i] = _copy(outputs[i])
+            continue
+        owners, py_refs, ptr, allocated = r
         # each of this call's outputs on the storage owns it once, and its storage object once more
         if owners > sharing[ptr] + 1 or py_refs > _BASE_REFS or not allocated:
-            out[i] = o.clone()
+            out[i] = outputs[i].clone()
     return out
+
+
+def _copy(t: torch.Tensor) -> Any:
+    """``t.clone()``, or ``t`` where it cannot be copied (what the judge makes of it is said later, by its own
+    checks)."""
+    try:
+        return t.clone()
+    except Exception:  # noqa: BLE001 - the output as it is
+        return t
