@@ -89,3 +89,15 @@ def test_a_sparse_output_is_the_candidates_failure_said_by_the_judges_checks(ev)
     r = run(ev, "r32_sparse_output.py")
     assert r.status in (Status.RUNTIME_ERROR, Status.INCORRECT), r.summary()
     assert "Cannot access storage" not in r.message, r.summary()
+
+
+# cgroup: what its users call, and the cap a user writes -------------------------------------------------------------
+def test_the_cgroup_says_why_not_and_reads_the_cap_as_users_write_it():
+    from stark_lsp.evaluate.sandbox import cgroup
+
+    why = cgroup.why_not()  # tests/test_sandbox_cgroup.py's skip message called it, and it did not exist
+    assert why is None or isinstance(why, str)
+    assert cgroup.parse_size("512MiB") == 512 << 20 and cgroup.parse_size("1.5G") == 3 << 29
+    for bad in ("inf", "1e400G", "nan", "-0.5G", "G"):  # a ValueError (the cap falls back), never an OverflowError
+        with pytest.raises(ValueError):
+            cgroup.parse_size(bad)

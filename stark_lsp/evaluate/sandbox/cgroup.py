@@ -56,13 +56,16 @@ class Hierarchy:
 
 
 def parse_size(text: str) -> int:
-    """``"512M"`` → bytes; a plain number is bytes. ValueError on anything else."""
-    t = text.strip().upper().removesuffix("B")
+    """``"512M"``, ``"512MiB"``, ``"1.5G"`` → bytes; a plain number is bytes. ValueError on anything else."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
-    n = int(t[:-1] if scale > 1 else t)
-    if n <= 0:
+    try:
+        n = int(float(t[:-1] if scale > 1 else t) * scale)
+    except OverflowError:  # "inf", "1e400G"
+        raise ValueError(text) from None
+    if n <= 0 or not t[:1].isdigit() and t[:1] != ".":
         raise ValueError(text)
-    return n * scale
+    return n
 
 
 def memory_cap() -> int:
@@ -250,6 +253,12 @@ def _ensure_parent() -> Path | None:
             if _Parent.made is not None:
                 atexit.register(release)
         return _Parent.made
+
+
+def why_not() -> str | None:
+    """Why no group can be made here (None where one can), said once in the sandbox's description."""
+    _ensure_parent()
+    return _Parent.why
 
 
 def describe() -> str:
