@@ -115,43 +115,11 @@ def _softmax(op: Op) -> str:
     log = op.name == "log_softmax"
     return f'''
 @triton.jit
-def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.constexpr):
-    # one program per row: an online max and sum, then the normalized write
-    row = tl.program_id(0).to(tl.int64)
-    xr = x_ptr + row * N
-    yr = y_ptr + row * N
+def _stark_softmax_stats(xr, start, end, span, BLOCK_SIZE: tl.constexpr):
+    # max and sum of exp(x - max) of xr[start:end], online: one pass, a running max per lane
     m = tl.full((BLOCK_SIZE,), float("-inf"), tl.float32)
     s = tl.zeros((BLOCK_SIZE,), tl.float32)
-    for c0 in range(0, N, BLOCK_SIZE):
-        cols = c0 + tl.arange(0, BLOCK_SIZE)
-        v = tl.load(xr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, v)
-        empty = m_new == float("-inf")
-        s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(v - m_new))
-        m = m_new
-    mx = tl.max(m, axis=0)
-    total = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - mx)), axis=0)
-    for c0 in range(0, N, BLOCK_SIZE):
-        cols = c0 + tl.arange(0, BLOCK_SIZE)
-        v = tl.load(xr + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        if LOG:
-            out = (v - mx) - tl.log(total)
-        else:
-            out = tl.exp(v - mx) / total
-        tl.store(yr + cols, out.to(y_ptr.dtype.element_ty), mask=cols < N)
-
-
-@triton.jit
-def _stark_softmax_stats_kernel(x_ptr, stats_ptr, N, chunks, CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
-    # few long rows, split: one program per (row, chunk of the row): the chunk's max and sum of exp(x - max)
-    row = tl.program_id(0).to(tl.int64)
-    chunk = tl.program_id(1)
-    start = chunk.to(tl.int64) * CHUNK_SIZE
-    end = tl.minimum(start + CHUNK_SIZE, N)
-    xr = x_ptr + row * N
-    m = tl.full((BLOCK_SIZE,), float("-inf"), tl.float32)
-    s = tl.zeros((BLOCK_SIZE,), tl.float32)
-    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
+    for c0 in range(0, span, BLOCK_SIZE):
         cols = start + c0 + tl.arange(0, BLOCK_SIZE)
         v = tl.load(xr + cols, mask=cols < end, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, v)
@@ -159,9 +127,41 @@ def _stark_softmax_stats_kernel(x_ptr, stats_ptr, N, chunks, CHUNK_SIZE: tl.cons
         s = tl.where(empty, 0.0, s * tl.exp(m - m_new) + tl.exp(v - m_new))
         m = m_new
     mx = tl.max(m, axis=0)
+    return mx, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - mx)), axis=0)
+
+
+@triton.jit
+def _stark_softmax_write(xr, yr, start, end, span, mx, total, BLOCK_SIZE: tl.constexpr, LOG: tl.constexpr):
+    # xr[start:end] normalized by the row's max and sum, into yr
+    for c0 in range(0, span, BLOCK_SIZE):
+        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
+        v = tl.load(xr + cols, mask=cols < end, other=float("-inf")).to(tl.float32)
+        if LOG:
+            out = (v - mx) - tl.log(total)
+        else:
+            out = tl.exp(v - mx) / total
+        tl.store(yr + cols, out.to(yr.dtype.element_ty), mask=cols < end)
+
+
+@triton.jit
+def _stark_softmax_kernel(x_ptr, y_ptr, N, BLOCK_SIZE: tl.constexpr, LOG: tl.constexpr):
+    # one program per row: its max and sum, then the normalized write
+    row = tl.program_id(0).to(tl.int64)
+    mx, total = _stark_softmax_stats(x_ptr + row * N, 0, N, N, BLOCK_SIZE)
+    _stark_softmax_write(x_ptr + row * N, y_ptr + row * N, 0, N, N, mx, total, BLOCK_SIZE, LOG)
+
+
+@triton.jit
+def _stark_softmax_stats_kernel(x_ptr, stats_ptr, N, chunks, CHUNK_SIZE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    # few long rows, split: one program per (row, chunk of the row): the chunk's max and sum
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    start = chunk.to(tl.int64) * CHUNK_SIZE
+    mx, total = _stark_softmax_stats(x_ptr + row * N, start, tl.minimum(start + CHUNK_SIZE, N), CHUNK_SIZE,
+                                     BLOCK_SIZE)
     p = stats_ptr + (row * chunks + chunk) * 2
     tl.store(p, mx)
-    tl.store(p + 1, tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - mx)), axis=0))
+    tl.store(p + 1, total)
 
 
 @triton.jit
@@ -177,17 +177,8 @@ def _stark_softmax_write_kernel(x_ptr, y_ptr, stats_ptr, N, chunks, CHUNK_SIZE: 
     mx = tl.max(cm, axis=0)
     total = tl.sum(tl.where(cm == float("-inf"), 0.0, cs * tl.exp(cm - mx)), axis=0)
     start = chunk.to(tl.int64) * CHUNK_SIZE
-    end = tl.minimum(start + CHUNK_SIZE, N)
-    xr = x_ptr + row * N
-    yr = y_ptr + row * N
-    for c0 in range(0, CHUNK_SIZE, BLOCK_SIZE):
-        cols = start + c0 + tl.arange(0, BLOCK_SIZE)
-        v = tl.load(xr + cols, mask=cols < end, other=float("-inf")).to(tl.float32)
-        if LOG:
-            out = (v - mx) - tl.log(total)
-        else:
-            out = tl.exp(v - mx) / total
-        tl.store(yr + cols, out.to(y_ptr.dtype.element_ty), mask=cols < end)
+    _stark_softmax_write(x_ptr + row * N, y_ptr + row * N, start, tl.minimum(start + CHUNK_SIZE, N), CHUNK_SIZE,
+                         mx, total, BLOCK_SIZE, LOG)
 
 
 class ModelNew(Model):
