@@ -101,3 +101,38 @@ def test_the_cgroup_says_why_not_and_reads_the_cap_as_users_write_it():
     for bad in ("inf", "1e400G", "nan", "-0.5G", "G"):  # a ValueError (the cap falls back), never an OverflowError
         with pytest.raises(ValueError):
             cgroup.parse_size(bad)
+
+
+def _limit(group: Path) -> int:
+    for name in ("memory.max", "memory.limit_in_bytes"):
+        text = (group / name).read_text().strip() if (group / name).exists() else ""
+        if text:
+            return int(text) if text.isdigit() else 1 << 62
+    return 1 << 62
+
+
+def test_the_sandboxes_of_every_judge_process_share_one_cap():
+    """Class 7 across judges: each judge is a process of its own (``Evaluator(workers=N)``, the server's searches at
+    once, the CLI's bench), and each had a parent group capped at 3/4 of RAM: N candidates, one a judge, could hold
+    N x 3/4 of RAM together, and the machine's OOM killer, not the cap, stopped them (where it took a sandbox process
+    of an honest candidate beside them). The groups of two processes now lie in one group capped at 3/4 of RAM."""
+    import os
+    import subprocess
+    import sys
+
+    from stark_lsp.evaluate.sandbox import cgroup
+    from stark_lsp.evaluate.sandbox.limits import ram_bytes
+
+    mine = cgroup.group("probe")
+    if mine is None:
+        pytest.skip(f"no cgroup here: {cgroup.why_not()}")
+    mine.close()
+    env = {k: v for k, v in os.environ.items() if k != cgroup.ENV_CAP}
+    other = subprocess.run([sys.executable, "-c", "from stark_lsp.evaluate.sandbox import cgroup\n"
+                            "print(cgroup.group('probe').path)"], capture_output=True, text=True, env=env, cwd=ROOT,
+                           timeout=60)
+    theirs = Path(other.stdout.strip())
+    assert theirs.is_absolute() and theirs != mine.path, other.stderr[-800:]
+    common = Path(os.path.commonpath([mine.path, theirs]))
+    cap = max(cgroup.memory_cap(), ram_bytes() * 3 // 4)
+    assert _limit(common) <= cap, (common, _limit(common))  # both processes' sandboxes under one bound

@@ -5,7 +5,13 @@ segment), and the process limit bounds how many there are; their product is no
 bound at all. Where this process may make cgroups (root, with the memory
 controller there: cgroup v2, or v1's ``memory`` hierarchy), every sandbox it
 starts runs in a group of its own below one parent group per process,
-``stark-<pid>``, whose memory (with swap) is capped at ``memory_cap()``. A
+``stark-<pid>``, whose memory (with swap) is capped at ``memory_cap()``. Every
+such parent group lies in one group, ``stark``, shared by all the processes that
+make theirs at the same place (an evaluator and its judges, each a process of
+its own; the language server's and the CLI's), capped at 3/4 of RAM (or the
+cap, where that is more; raised, never lowered): before, each judge process had
+a cap of its own, and N judges' sandboxes together could hold N x 3/4 of RAM
+(session 32's review). A
 candidate or a build that goes past it meets the kernel's OOM killer inside
 the group: one of its own processes dies, never the judge, the editor or the
 user's other work. Its processes cannot leave the group: inside the sandbox
@@ -19,7 +25,7 @@ A sandbox joins its group before anything of it runs: the command is prefixed
 with a shell that writes its own pid to the group's ``cgroup.procs`` and then
 ``exec``s the sandbox tool (``Group.argv``). ``Group.close`` kills what is left
 in the group and removes it; groups of processes that are gone are swept when
-the next parent group is made.
+the next parent group is made. The shared ``stark`` group stays, empty.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from pathlib import Path
 from stark_lsp.evaluate.sandbox.limits import ram_bytes
 
 PREFIX = "stark-"
+SHARED = "stark"  # the group of every process's parent group here: all of their sandboxes under one bound
 ENV_CAP = "STARK_SANDBOX_MEMORY"  # bytes, or with a K/M/G suffix: the cap of all sandboxes together
 
 
@@ -205,25 +212,67 @@ def _make_parent() -> Path | str:
             (where.base / "cgroup.subtree_control").write_text("+memory")
         except OSError as e:
             return f"cgroup v2's memory controller is not enabled at {where.base} ({e.strerror or e})"
-    sweep(where.base)
     _Parent.hierarchy = where
-    parent = where.base / f"{PREFIX}{os.getpid()}"
-    limit, with_swap = where.files()
+    top = where.base / SHARED
+    sweep(where.base)  # parent groups of the layout before the shared one
     cap = memory_cap()
+    try:
+        _make(top, where)
+        _raise_cap(top, max(cap, ram_bytes() * 3 // 4), where)
+    except OSError as e:
+        return f"cannot make a cgroup at {where.base} ({e.strerror or e})"
+    sweep(top)
+    parent = top / f"{PREFIX}{os.getpid()}"
     _remove(parent, wait_s=1.0)  # a group left by a process that had this pid before (its sandboxes are orphans)
     try:
         parent.mkdir()
-        if where.version == 1 and (parent / "memory.use_hierarchy").exists():
-            (parent / "memory.use_hierarchy").write_text("1")  # its groups' memory counts in it (old kernels)
-        if where.version == 2:
-            (parent / "cgroup.subtree_control").write_text("+memory")
-        (parent / limit).write_text(str(cap))
-        if with_swap and (parent / with_swap).exists():  # v2: no swap at all; v1: memory and swap together
-            (parent / with_swap).write_text("0" if where.version == 2 else str(cap))
+        _make(parent, where)
+        _set_cap(parent, cap, where)
     except OSError as e:
         _remove(parent, wait_s=0.5)
-        return f"cannot make a cgroup at {where.base} ({e.strerror or e})"
+        return f"cannot make a cgroup at {top} ({e.strerror or e})"
     return parent
+
+
+def _make(path: Path, where: Hierarchy) -> None:
+    """``path`` made (where it is not) as a group whose own groups' memory counts in it."""
+    path.mkdir(exist_ok=True)
+    if where.version == 1 and (path / "memory.use_hierarchy").exists():
+        if _read(str(path / "memory.use_hierarchy")).strip() != "1":
+            (path / "memory.use_hierarchy").write_text("1")  # its groups' memory counts in it (old kernels)
+    if where.version == 2 and "memory" not in _read(str(path / "cgroup.subtree_control")).split():
+        (path / "cgroup.subtree_control").write_text("+memory")
+
+
+def _set_cap(path: Path, cap: int, where: Hierarchy) -> None:
+    """Memory, and memory with swap, capped at ``cap`` (v2: no swap at all)."""
+    limit, with_swap = where.files()
+    steps = [(limit, str(cap))]
+    if with_swap and (path / with_swap).exists():
+        swap_step = (with_swap, "0" if where.version == 2 else str(cap))
+        # v1: memory with swap is never below memory alone, so when it is raised it goes first
+        raised = where.version == 1 and _number(_read(str(path / with_swap))) < cap
+        steps = [swap_step, *steps] if raised else [*steps, swap_step]
+    for name, value in steps:
+        (path / name).write_text(value)
+
+
+def _raise_cap(path: Path, cap: int, where: Hierarchy) -> None:
+    """``path``'s cap made at least ``cap`` (and set where there is none yet: a group just made); never lowered
+    (the group is shared: another process's sandboxes may hold more than a lower figure now)."""
+    limit, _ = where.files()
+    now = _number(_read(str(path / limit)))
+    if now < cap - (1 << 20) or now >= _NO_LIMIT:  # (the kernel rounds a cap down to its page)
+        _set_cap(path, cap, where)
+
+
+def _number(text: str) -> int:
+    """A cgroup's limit as a number: "max" (v2) or unreadable is no limit."""
+    t = text.strip()
+    return int(t) if t.isdigit() else _NO_LIMIT
+
+
+_NO_LIMIT = 1 << 60  # v1 says no limit as a number near 2**63
 
 
 def group(role: str) -> Group | None:
