@@ -47,11 +47,13 @@ def test_a_build_reached_through_the_module_as_a_value_is_a_build():
         "import importlib\nm = importlib.import_module('torch.utils.cpp_extension').load(name='m', sources=['k.cu'])\n",
         "import torch.utils.cpp_extension\ndef build(e):\n    return e.load(name='m', sources=['k.cu'])\n"
         "m = build(torch.utils.cpp_extension)\n",
+        "exec('from torch.utils.cpp_extension import load_inline\\nm = load_inline(name=\"m\", cpp_sources=\"\")')\n",
     ]
     for src in builds:
         assert builds_cuda_inline(src), src
     # still no build: a word, an unused import, another module's ``load``, an attribute that builds nothing
     assert not builds_cuda_inline('"""no load_inline, no cpp_extension.load"""\nimport torch\n')
+    assert not builds_cuda_inline("exec('x = 1')\nprint('no load_inline here')\n")
     assert not builds_cuda_inline("from torch.utils.cpp_extension import load_inline\nimport torch\n")
     assert not builds_cuda_inline("import json, torch.utils.cpp_extension\ncfg = json.load(open('c'))\n")
     assert not builds_cuda_inline("from torch.utils import cpp_extension\nprint(cpp_extension.CUDA_HOME)\n")

@@ -50,6 +50,8 @@ def _uses_a_build(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
             return True
+        if _runs_text_naming_a_build(node):
+            return True
         if isinstance(node, ast.Attribute) and node.attr == "load_inline":
             return True
         if _is_the_module(node, modules):
@@ -59,6 +61,17 @@ def _uses_a_build(tree: ast.AST) -> bool:
             if up.attr in _BUILD_FUNCTIONS:
                 return True
     return False
+
+
+def _runs_text_naming_a_build(node: ast.AST) -> bool:
+    """``exec``, ``eval`` or ``compile`` of text that names the API: the code it runs is not read here."""
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in _RUNNERS):
+        return False
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _BUILDS_CUDA.search(n.value)
+               for arg in node.args for n in ast.walk(arg))
+
+
+_RUNNERS = ("exec", "eval", "compile")
 
 
 def _is_the_module(node: ast.AST, modules: set[str]) -> bool:
