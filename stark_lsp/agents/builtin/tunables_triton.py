@@ -14,7 +14,9 @@ module-level ``CUDNN_BENCHMARK = False`` (cuDNN's heuristic choice of a
 convolution's algorithm, or, on, the fastest of those it times on the first
 call), written by the team beside the line that applies it; a module-level
 ``CUDA_GRAPH = False`` (every ModelNew the team writes: its forward replayed
-from a CUDA graph when on, ``cuda_graph_text.py``).
+from a CUDA graph when on, ``cuda_graph_text.py``); a module-level
+``CHANNELS_LAST = False`` (the fused ModelNew of a model with a library
+convolution: its weights channels-last when on, ``fusion/runtime.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ _DICT = re.compile(rf"['\"](?P<name>{_BLOCKISH})['\"]\s*:\s*(?P<val>\d+)(?![\w.]
 _CONSTEXPR = re.compile(rf"\b(?P<name>{_BLOCKISH})\s*:\s*tl\.constexpr\s*=\s*(?P<val>\d+)(?![\w.])")
 _DEF = re.compile(r"^(?P<indent>\s*)def\s")
 _FIXED = re.compile(r"#.*\bstark:\s*fixed\b")  # a line its author marked as not a knob
-SWITCHES = ("CUDNN_BENCHMARK", "CUDA_GRAPH")  # module-level on/off settings the team writes (``switch_lines``)
+SWITCHES = ("CUDNN_BENCHMARK", "CUDA_GRAPH", "CHANNELS_LAST")  # module-level on/off settings the team writes (``switch_lines``)
 _SWITCH = re.compile(rf"^(?P<name>{'|'.join(SWITCHES)})\s*=\s*(?P<val>True|False)\s*(?:#.*)?$")
 
 WARPS = (1, 2, 4, 8, 16)
@@ -145,6 +147,11 @@ def switch_lines(name: str) -> list[str]:
                 "# on the first call (True). The search tries both.",
                 "CUDNN_BENCHMARK = False",
                 "torch.backends.cudnn.benchmark = CUDNN_BENCHMARK"]
+    if name == "CHANNELS_LAST":
+        return ["# the convolutions' weights in channels-last order (True), once, on the first call: cuDNN then runs",
+                "# them channels-last (NHWC, its tensor cores' layout), and the elementwise kernels after them read and",
+                "# write along the channels; PyTorch's own order (False). The values are the same. The search tries both.",
+                "CHANNELS_LAST = False"]
     if name == "CUDA_GRAPH":
         return ["# the whole forward captured once in a CUDA graph and replayed (True): one launch a call instead",
                 "# of one a kernel, for models whose kernels are shorter than their launches. The search tries both.",

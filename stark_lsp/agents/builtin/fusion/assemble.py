@@ -21,6 +21,7 @@ tests the conditions first and runs one straight-line program
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,7 +165,7 @@ class Assembler:
         dtype = "torch.bool" if tree.boolean else "_stark_dtype(*ops)"
         self.emit(f"# kernel {i}: {k.doc}")
         self.emit(f"ops = {self.operands(tree)}")
-        self.emit(f"{t} = torch.empty({space}, device=_stark_device, dtype={dtype})")
+        self.emit(f"{t} = _stark_out({space}, ops, {dtype}, _stark_device)")
         self.emit(f"BLOCK_{i} = {self.defaults['BLOCK']}")
         self.emit(f"L = _stark_pointwise({space}, ops, BLOCK_{i})")
         self.emit(f"{k.name}[L.grid]({t}, *L.args, **L.meta, CDT=_stark_compute({t}.dtype), "
@@ -390,10 +391,24 @@ def runtime_text() -> str:
     return body.strip("\n") + "\n\n\ndef _stark_copy(v):\n    return v.clone() if isinstance(v, torch.Tensor) else v\n"
 
 
+_VIEWED = re.compile(r"(?<![\w.])t\d+(?:_\w+)?\.view\(|_stark_vw\(t\d+(?:_\w+)?, 'view'")  # a result of the forward viewed
+
+
+def channels_last_fits(program: Program) -> bool:
+    """Whether the CHANNELS_LAST switch is written: a library convolution runs, and the forward views none of
+    its own results as another shape (one laid out channels-last cannot be: a reshape copies, a view fails;
+    the inputs and parameters keep PyTorch's order)."""
+    return program.convolution and not any(_VIEWED.search(line) for line in program.forward)
+
+
 def render_program(program: Program, params: list[str], doc: str) -> str:
     kernel_text = "".join(k.text for k in program.kernels)
-    body = "".join(f"        {line}\n" if line else "\n" for line in program.forward)
+    forward = program.forward
     switch = "\n" + "\n".join(switch_lines("CUDNN_BENCHMARK")) + "\n" if program.convolution else ""
+    if channels_last_fits(program):
+        switch += "\n" + "\n".join(switch_lines("CHANNELS_LAST")) + "\n"
+        forward = ["if CHANNELS_LAST:", "    _stark_channels_last(self)", *forward]
+    body = "".join(f"        {line}\n" if line else "\n" for line in forward)
     return (HEADER + switch + "\n\n# Helpers of the fused ModelNew, written by the STARK built-in team.\n" + runtime_text()
             + kernels.HELPERS + kernel_text + f'''
 

@@ -260,11 +260,68 @@ class _StarkLaunch:
         self.__dict__.update(extra)
 
 
+# -- memory order -------------------------------------------------------------------
+_STARK_LAYOUT = {"follow": False}  # the CHANNELS_LAST switch on: elementwise results keep their operands' order
+
+
+def _stark_channels_last(model):
+    """The CHANNELS_LAST switch on: every convolution's weight of ``model`` in channels-last order (once),
+    so cuDNN runs the convolutions channels-last (NHWC, its tensor cores' layout) and their outputs are so;
+    from then on an elementwise kernel writes its result in the order of an operand laid out that way
+    (``_stark_order``), reading and writing along the channels. Values never change, only memory order."""
+    _STARK_LAYOUT["follow"] = True
+    if getattr(model, "_stark_channels_last_done", False):
+        return
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    with torch.no_grad():
+        for m in model.modules():
+            w = getattr(m, "weight", None)
+            if isinstance(m, torch.nn.modules.conv._ConvNd) and isinstance(w, torch.Tensor) and w.dim() in formats:
+                w.data = w.data.contiguous(memory_format=formats[w.dim()])
+    model._stark_channels_last_done = True
+
+
+def _stark_order(shape, ops):
+    """Dims of ``shape`` from the outermost in memory to the innermost: those of the first tensor operand that
+    covers ``shape`` densely in another order than the logical one, while ``_STARK_LAYOUT`` follows; None
+    (the logical order) otherwise."""
+    if not _STARK_LAYOUT["follow"]:
+        return None
+    shape = tuple(shape)
+    for v in ops:
+        if not isinstance(v, torch.Tensor) or tuple(v.shape) != shape or v.dim() < 2 or v.is_contiguous():
+            continue
+        st = v.stride()
+        order = sorted(range(v.dim()), key=lambda d: (-st[d], d))
+        step = 1
+        for d in reversed(order):  # dense: each dim's stride the product of the sizes inside it
+            if shape[d] != 1 and st[d] != step:
+                break
+            step *= shape[d]
+        else:
+            return tuple(order)
+    return None
+
+
+def _stark_out(shape, ops, dtype, device):
+    """An elementwise kernel's result: in ``_stark_order``'s memory order (which ``_stark_pointwise``
+    walks), else contiguous."""
+    order = _stark_order(shape, ops)
+    if order is None:
+        return torch.empty(shape, device=device, dtype=dtype)
+    return torch.empty_permuted(shape, order, device=device, dtype=dtype)
+
+
 # -- elementwise ----------------------------------------------------------------
 def _stark_pointwise(shape, ops, block):
     """An elementwise kernel over ``shape``: up to 4 groups (3 scalar per program, the last a vector);
-    FLAT: one vector over every element (used when the last group is short)."""
+    FLAT: one vector over every element (used when the last group is short). The result is written in
+    ``_stark_order``'s order (the logical one unless the CHANNELS_LAST switch is on)."""
     shape = tuple(shape)
+    order = _stark_order(shape, ops)
+    if order is not None:  # the result is laid out in this order (_stark_out): walk the space in it
+        shape = tuple(shape[d] for d in order)
+        ops = [v.permute(order) if isinstance(v, torch.Tensor) else v for v in ops]
     groups, ops = _stark_fit(shape, "k" * len(shape), ops, lambda g: len(g) <= 4)
     groups = [("k", 1, [0] * len(ops))] * (4 - len(groups)) + groups
     sizes = [g[1] for g in groups]
