@@ -9,7 +9,8 @@ same text a search judges) is loaded beside the model, checked against its outpu
 ``triton.testing.do_bench`` (median, L2 flushed before each call) beside eager PyTorch and
 ``torch.compile`` of the model. It is timed twice: as written, and with its vector sizes' alignment
 hint off (``_stark_align`` returning 1, the kernels as they were before the hint), to measure what
-the hint gains. This is a study tool in one process, not the judge: the judge's figures are in
+the hint gains; a model with a library convolution is timed a third time with its ``CHANNELS_LAST``
+switch on (the convolutions' weights channels-last, the elementwise kernels after them following). This is a study tool in one process, not the judge: the judge's figures are in
 docs/benchmarks.md's search runs. ``--small`` runs the samples of samples/kernelbench at their small
 sizes (STARK_SMALL=1) on the CPU in the Triton interpreter, to check the tool itself.
 """
@@ -32,6 +33,7 @@ DEFAULT = ["19_ReLU", "26_GELU_", "88_MinGPTNewGelu", "23_Softmax", "40_LayerNor
            "level2/88_Gemm_GroupNorm_Swish_Multiply_Swish", "level2/37_Matmul_Swish_Sum_GroupNorm",
            "level2/3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU"]
 SMALL = [str(ROOT / "samples" / "kernelbench" / f"{n}.py") for n in ("relu", "gelu", "layernorm", "sum_dim")]
+SWITCH_OFF, SWITCH_ON = "\nCHANNELS_LAST = False\n", "\nCHANNELS_LAST = True\n"
 UNALIGNED = "def _stark_align(*sizes):\n    return 1\n\n\ndef _stark_align_as_written(*sizes):"
 
 
@@ -112,11 +114,14 @@ def main() -> int:
             ref_mod = load(root, f"ref_{stem}")
             aligned = load(cand, f"fused_{stem}")
             unaligned = load(cand.replace("def _stark_align(*sizes):", UNALIGNED, 1), f"unaligned_{stem}")
+            variants = [("fused", aligned), ("unaligned", unaligned)]
+            if SWITCH_OFF in cand:
+                variants.append(("channels_last", load(cand.replace(SWITCH_OFF, SWITCH_ON, 1), f"cl_{stem}")))
             torch.manual_seed(0)
             init = ref_mod.get_init_inputs()
             model = ref_mod.Model(*init).to(device).eval()
             news = {}
-            for key, mod in (("fused", aligned), ("unaligned", unaligned)):
+            for key, mod in variants:
                 torch.manual_seed(0)
                 new = mod.ModelNew(*init).to(device).eval()
                 new.load_state_dict(model.state_dict())
@@ -143,23 +148,28 @@ def main() -> int:
             row["vs_eager"] = row["eager_ms"] / row["fused_ms"]
             row["vs_compile"] = row["compile_ms"] / row["fused_ms"] if "compile_ms" in row else None
             row["hint_gain"] = row["unaligned_ms"] / row["fused_ms"]
+            if "channels_last_ms" in row:
+                row["channels_last_gain"] = row["fused_ms"] / row["channels_last_ms"]
             comp = f"{row['compile_ms']:.4f} ms" if "compile_ms" in row else "-"
             print(f"{row['model']}: eager {row['eager_ms']:.4f} ms, compile {comp}, fused {row['fused_ms']:.4f} ms "
                   f"({speedup_text(row['vs_eager'], 'eager', cpu=cpu)}, "
                   f"{speedup_text(row['vs_compile'], 'compiled', cpu=cpu)}), without the hint "
-                  f"{row['unaligned_ms']:.4f} ms", flush=True)
+                  f"{row['unaligned_ms']:.4f} ms"
+                  + (f", CHANNELS_LAST on {row['channels_last_ms']:.4f} ms" if "channels_last_ms" in row else ""),
+                  flush=True)
         else:
             print(f"{row['model']}: {row.get('error')}", flush=True)
     print("\n| model | eager ms | torch.compile ms | fused ms | × eager | × torch.compile | fused without the hint ms |"
-          " the hint's gain |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+          " the hint's gain | CHANNELS_LAST on ms | its gain |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "fused_ms" not in r:
-            print(f"| {r['model']} | {r.get('error', '-')} | | | | | | |")
+            print(f"| {r['model']} | {r.get('error', '-')} | | | | | | | | |")
             continue
         comp = f"{r['compile_ms']:.4f}" if "compile_ms" in r else "-"
         vsc = f"{r['vs_compile']:.2f}×" if r.get("vs_compile") else "-"
         print(f"| {r['model']} | {r['eager_ms']:.4f} | {comp} | {r['fused_ms']:.4f} | {r['vs_eager']:.2f}× | {vsc} | "
-              f"{r['unaligned_ms']:.4f} | {r['hint_gain']:.2f}× |")
+              f"{r['unaligned_ms']:.4f} | {r['hint_gain']:.2f}× | "
+              + (f"{r['channels_last_ms']:.4f} | {r['channels_last_gain']:.2f}× |" if "channels_last_ms" in r else "- | - |"))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
