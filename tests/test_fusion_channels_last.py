@@ -42,6 +42,25 @@ def test_an_elementwise_result_follows_a_channels_last_operand(following):
     assert launch.args[4] == 1 and launch.args[0].is_contiguous()  # operand 0's innermost stride; permuted view
 
 
+def test_a_reduction_walks_a_channels_last_operand_along_the_channels(following):
+    x = torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last)
+    # InstanceNorm's statistics (over H, W for each N, C): the channels are kept, a vector of them (COLS)
+    per_channel = rt._stark_reduce(x.shape, (2, 3), [x], [torch.empty(2, 8, 1, 1)], 1024, 64)
+    assert per_channel.sizes[3] == 8 and per_channel.sizes[6] == 30 and per_channel.meta["BLOCK_K"] == 8
+    assert per_channel.head[1 + 3] == 1  # operand 0's stride on the kept vector slot: along the channels
+    # the channels reduced (a GroupNorm's groups, a softmax over dim 1): the logical order's tile, as before
+    same = []
+    for follow in (True, False):
+        rt._STARK_LAYOUT["follow"] = follow
+        same.append([(r.sizes, r.head[1:8]) for r in (
+            rt._stark_reduce(x.shape, None, [x], [torch.empty(2, 8, 1, 1)], 1024, 64, split_groups=2),
+            rt._stark_reduce(x.shape, (1,), [x], [torch.empty(2, 1, 5, 6)], 1024, 64))])
+    assert same[0] == same[1]
+    rt._STARK_LAYOUT["follow"] = False  # before the switch: the logical order, the vector along W (stride C)
+    logical = rt._stark_reduce(x.shape, (2, 3), [x], [torch.empty(2, 8, 1, 1)], 1024, 64)
+    assert logical.sizes[6] == 30 and logical.head[1 + 6] == 8
+
+
 def test_without_the_switch_the_result_keeps_the_logical_order():
     x = torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last)
     assert rt._stark_order(x.shape, [x]) is None

@@ -268,7 +268,8 @@ def _stark_channels_last(model):
     """The CHANNELS_LAST switch on: every convolution's weight of ``model`` in channels-last order (once),
     so cuDNN runs the convolutions channels-last (NHWC, its tensor cores' layout) and their outputs are so;
     from then on an elementwise kernel writes its result in the order of an operand laid out that way
-    (``_stark_order``), reading and writing along the channels. Values never change, only memory order."""
+    (``_stark_order``), reading and writing along the channels, and a reduction that keeps the channels walks such
+    an operand in that order. Values never change, only memory order."""
     _STARK_LAYOUT["follow"] = True
     if getattr(model, "_stark_channels_last_done", False):
         return
@@ -353,7 +354,8 @@ def _stark_reduce(shape, dims, ops, outs, block_r, block_k, split_groups=None):
     output tensors (their keepdim shape, or (N, C, 1...) for a GroupNorm's per-channel statistics).
 
     Slots: 3 scalar kept groups + 1 vector kept group (COLS: the last dim is kept) and 2 scalar
-    reduced groups + 1 vector reduced group. With few kept programs the reduced range is split
+    reduced groups + 1 vector reduced group, in ``_stark_order``'s order where it keeps the innermost dim
+    (the CHANNELS_LAST switch on: a channels-last operand's, the kept vector along the channels). With few kept programs the reduced range is split
     over SPLIT programs whose partial states a second kernel combines."""
     shape = tuple(shape)
     if split_groups is not None:
@@ -367,6 +369,14 @@ def _stark_reduce(shape, dims, ops, outs, block_r, block_k, split_groups=None):
         rd = _stark_dims(shape, dims)
         roles = "".join("r" if i in rd else "k" for i in range(len(shape)))
         views = [o.reshape(tuple(1 if r == "r" else s for r, s in zip(roles, space))).expand(space) for o in outs]
+    order = _stark_order(space, ops)
+    if order is not None and not _stark_kept_inside(tuple(space[d] for d in order), "".join(roles[d] for d in order)):
+        order = None  # the channels reduced (a GroupNorm, a softmax over them): the logical order's tile of kept
+        # columns reads them too, with a program for many pixels instead of one each
+    if order is not None:  # walk the space in an operand's memory order: the vector slots along its inner dims
+        space, roles = tuple(space[d] for d in order), "".join(roles[d] for d in order)
+        ops = [v.permute(order) if isinstance(v, torch.Tensor) else v for v in ops]
+        views = [v.permute(order) for v in views]
     n_in = len(ops)
 
     def fits(groups):
@@ -430,6 +440,12 @@ def _stark_reduce(shape, dims, ops, outs, block_r, block_k, split_groups=None):
                         split=split, kept=kept_total, sizes=sizes, block_k=block_k,
                         out_strides=[[slots[s][2][n_in + j] for s in range(4)] for j in range(len(outs))],
                         repeat=repeat, rep_stride=rep_stride, device=device)
+
+
+def _stark_kept_inside(space, roles):
+    """Whether the innermost dim of this order (size 1 aside) is kept: a tile of kept columns (COLS) runs along it."""
+    dims = [role for size, role in zip(space, roles) if size != 1]
+    return bool(dims) and dims[-1] == "k"
 
 
 def _stark_workspace(launch, names, dtypes=None):
