@@ -90,9 +90,11 @@ def test_memory_past_the_sandboxes_cap_is_killed_there_named_and_not_escaped(tmp
     good = (ROOT / "tests" / "data" / "evaluator" / "good_torch.py").read_text()
     with Evaluator(workers=1, cache_dir=tmp_path / "cache", sandbox="auto") as ev:
         r = ev.evaluate(task, attack, opts)
-        assert "SURVIVED" in r.output, (r.summary(), r.output[-800:])
-        survived, killed = (int(w) for w in r.output.split("SURVIVED")[1].split()[0:3:2])
-        assert survived * (128 << 20) < cap and killed > 0, r.output[-800:]  # all 16 held at once: 2 GiB
+        if "SURVIVED" in r.output:  # children killed at the cap: never more than the cap held at once (16: 2 GiB)
+            survived, killed = (int(w) for w in r.output.split("SURVIVED")[1].split()[0:3:2])
+            assert survived * (128 << 20) <= cap and killed > 0, r.output[-800:]
+        else:  # the OOM killer took the candidate process itself (its children die with its sandbox)
+            assert r.status is Status.CRASHED and "the candidate process died" in r.message, (r.summary(), r.output[-800:])
         r = ev.evaluate(task, (ROOT / "tests" / "data" / "attacks" / "memory_in_one_call.py").read_text(), opts)
         assert r.status is Status.CRASHED and "out of memory, the sandboxes' cap of 1.0 GiB" in r.message, r.summary()
         r = ev.evaluate(task, (ROOT / "tests" / "data" / "attacks" / "cgroup_escape.py").read_text(), opts)
